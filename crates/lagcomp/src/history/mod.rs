@@ -1,0 +1,748 @@
+//! The recorded past: entities, their rigs, and a ring buffer of per-tick bone transforms.
+//!
+//! What lives here: [`History`] (configuration, spawning, despawning, static geometry),
+//! [`FrameRecorder`] (writing one tick), resolving a [`RewindTarget`] to the frames that
+//! bracket it (`bracket`), and rebuilding an entity's bones at that moment (`sample`).
+//! Queries over the rebuilt past live in [`crate::query`].
+//!
+//! Layout, and why:
+//! - One global ring of frame headers (tick, time). Every entity's storage is indexed by the
+//!   same ring slot, so finding the bracketing frames is one binary search for all entities.
+//! - Per entity, a ring of compact bone poses (`StoredPose`, 28 bytes: no scale) with a
+//!   separate scale lane that is only allocated the first time a bone is recorded with a
+//!   non-unit scale, and a ring of per-frame records (`EntityFrame`: flags, layers, user
+//!   bits and the entity's bounds in that frame).
+//! - Each entity's bounds over the whole window are kept up to date on record by a few
+//!   rolling buckets (see `WINDOW_BUCKETS`) and fed to a BVH that is refitted after every
+//!   frame, so a query culls entities before touching any pose.
+//! - Nothing is ever cleared when a frame ages out: each stored frame carries the sequence
+//!   number it was written at, so a stale slot is recognised instead of erased.
+
+mod record;
+mod sample;
+
+pub use record::FrameRecorder;
+pub(crate) use sample::Bracket;
+pub use sample::{NearestReason, Sample, SampleKind};
+
+use std::fmt;
+use std::sync::Arc;
+
+use glam::{Quat, Vec3};
+
+use crate::bvh::Bvh;
+use crate::math::{Aabb, BoneTransform, Pose, TransformError};
+use crate::narrow::PlacedShape;
+use crate::rig::{Rig, Shape, ShapeError};
+use crate::time::{RewindError, RewindTarget, Tick, WindowPolicy};
+
+/// How the history is sized.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct HistoryConfig {
+    /// Server ticks per second (frames recorded per second).
+    pub tick_rate: f64,
+    /// The furthest back a query may rewind, in seconds.
+    pub max_rewind: f64,
+}
+
+impl Default for HistoryConfig {
+    fn default() -> Self {
+        Self {
+            tick_rate: 64.0,
+            max_rewind: 0.5,
+        }
+    }
+}
+
+impl HistoryConfig {
+    /// Frames kept: enough to cover the window at a tick rate up to 10 % faster than
+    /// configured (tick lengths vary), plus the frame just older than the window edge and
+    /// the newest frame.
+    fn capacity(&self) -> usize {
+        ((self.max_rewind * self.tick_rate * 1.1).ceil() as usize).saturating_add(2)
+    }
+}
+
+/// Why a configuration was refused.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// The tick rate must be finite and in `(0, 1000]`.
+    #[error("tick rate {0} must be finite and in (0, 1000] Hz")]
+    TickRate(f64),
+    /// The rewind window must be finite and in `(0, 10]` seconds.
+    #[error("max rewind {0} must be finite and in (0, 10] seconds")]
+    MaxRewind(f64),
+}
+
+/// A handle to an entity. Generational: once an entity is despawned and its history has
+/// aged out, its slot may be reused, and the old handle then reports
+/// [`EntityError::Stale`] instead of seeing the new entity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct EntityId {
+    index: u32,
+    generation: u32,
+}
+
+impl EntityId {
+    /// Slot index (dense, reused after the slot's history ages out).
+    #[must_use]
+    pub const fn index(self) -> u32 {
+        self.index
+    }
+
+    /// How many times the slot had been reused when this handle was issued.
+    #[must_use]
+    pub const fn generation(self) -> u32 {
+        self.generation
+    }
+
+    /// The handle packed into 64 bits (generation high, index low), for the wire.
+    #[must_use]
+    pub const fn to_bits(self) -> u64 {
+        ((self.generation as u64) << 32) | self.index as u64
+    }
+
+    /// A handle from [`EntityId::to_bits`]. Any value is accepted; an id that was never
+    /// issued is reported as unknown or stale when used.
+    #[must_use]
+    pub const fn from_bits(bits: u64) -> Self {
+        Self {
+            index: bits as u32,
+            generation: (bits >> 32) as u32,
+        }
+    }
+}
+
+impl fmt::Display for EntityId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "entity {}v{}", self.index, self.generation)
+    }
+}
+
+/// Per-tick facts about an entity, recorded with its bones. Queries see them as they were
+/// at the rewound time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct EntityState {
+    /// Alive and hittable.
+    pub alive: bool,
+    /// Lag compensation applies. Off while invulnerable, dodging or otherwise evasive: the
+    /// entity is then tested at its present pose and the hit says so.
+    pub lag_compensated: bool,
+    /// The entity jumped to this frame's pose (respawn, teleporter): never interpolate into
+    /// this frame from the previous one.
+    pub teleported: bool,
+    /// Collision layers; a query sees the entity when its mask shares a bit with these.
+    pub layers: u32,
+    /// Game-defined bits (team, stance), carried through to hits.
+    pub user: u16,
+}
+
+impl Default for EntityState {
+    fn default() -> Self {
+        Self {
+            alive: true,
+            lag_compensated: true,
+            teleported: false,
+            layers: 1,
+            user: 0,
+        }
+    }
+}
+
+const ALIVE: u8 = 1;
+const LAG_COMPENSATED: u8 = 2;
+const TELEPORTED: u8 = 4;
+
+impl EntityState {
+    fn to_flags(self) -> u8 {
+        u8::from(self.alive) * ALIVE
+            | u8::from(self.lag_compensated) * LAG_COMPENSATED
+            | u8::from(self.teleported) * TELEPORTED
+    }
+
+    fn from_frame(frame: &EntityFrame) -> Self {
+        Self {
+            alive: frame.flags & ALIVE != 0,
+            lag_compensated: frame.flags & LAG_COMPENSATED != 0,
+            teleported: frame.flags & TELEPORTED != 0,
+            layers: frame.layers,
+            user: frame.user,
+        }
+    }
+}
+
+/// Why an entity handle could not be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum EntityError {
+    /// No entity was ever issued this handle.
+    #[error("{0} is unknown")]
+    Unknown(EntityId),
+    /// The entity's history aged out and its slot was reused.
+    #[error("{0} is stale: its history has aged out")]
+    Stale(EntityId),
+    /// The entity was despawned; its history is still queryable but it records no more.
+    #[error("{0} was despawned")]
+    Despawned(EntityId),
+    /// The entity has no recorded frame to answer from.
+    #[error("{0} has no recorded frames")]
+    NoFrames(EntityId),
+}
+
+/// Why a frame or an entity's record in it was refused. The history is unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum RecordError {
+    /// The frame time is NaN, infinite or beyond ±1e12 seconds.
+    #[error("frame time {0} is not a finite server time")]
+    InvalidTime(f64),
+    /// Ticks must increase from frame to frame.
+    #[error("{got} does not follow the newest recorded {newest}")]
+    TickNotIncreasing {
+        /// The newest recorded tick.
+        newest: Tick,
+        /// The tick that was offered.
+        got: Tick,
+    },
+    /// Frame times must increase from frame to frame.
+    #[error("frame time {got} does not follow the newest recorded time {newest}")]
+    TimeNotIncreasing {
+        /// The newest recorded time.
+        newest: f64,
+        /// The time that was offered.
+        got: f64,
+    },
+    /// The entity handle cannot record.
+    #[error(transparent)]
+    Entity(#[from] EntityError),
+    /// The entity was already recorded in this frame.
+    #[error("{0} was already recorded in this frame")]
+    AlreadyRecorded(EntityId),
+    /// The number of bone transforms does not match the rig.
+    #[error("{entity} has {expected} bones, got {got} transforms")]
+    BoneCount {
+        /// The entity.
+        entity: EntityId,
+        /// Bones in its rig.
+        expected: u16,
+        /// Transforms offered.
+        got: usize,
+    },
+    /// A bone transform is invalid.
+    #[error("{entity} bone {bone}: {error}")]
+    Transform {
+        /// The entity.
+        entity: EntityId,
+        /// The bone.
+        bone: u16,
+        /// What is wrong with it.
+        error: TransformError,
+    },
+}
+
+/// Why static geometry was refused.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum StaticError {
+    /// The shape has a bad dimension.
+    #[error(transparent)]
+    Shape(#[from] ShapeError),
+    /// The pose is not finite or its rotation not unit length.
+    #[error(transparent)]
+    Pose(#[from] TransformError),
+}
+
+/// A handle to a piece of static world geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct StaticId(pub u32);
+
+/// A wall, floor or other geometry that never moves and blocks traces.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct StaticCollider {
+    /// The shape where it stands.
+    pub placed: PlacedShape,
+    /// Collision layers, matched against a query's mask like an entity's.
+    pub layers: u32,
+}
+
+/// A bone pose as stored: translation and rotation only (the scale lane is separate).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[repr(C)]
+struct StoredPose {
+    translation: [f32; 3],
+    rotation: [f32; 4],
+}
+
+// PERF: 28 bytes per bone per frame is the bulk of the history; keeping scale out of it
+// (almost every game records unit scale) holds a hitbox-frame under 32 bytes.
+const _: () = assert!(std::mem::size_of::<StoredPose>() == 28);
+
+impl StoredPose {
+    #[inline]
+    fn translation(&self) -> Vec3 {
+        Vec3::from_array(self.translation)
+    }
+
+    #[inline]
+    fn rotation(&self) -> Quat {
+        Quat::from_array(self.rotation)
+    }
+}
+
+/// One entity's record of one frame.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[repr(C)]
+struct EntityFrame {
+    /// Low bits of the frame sequence number this was written at; a mismatch means the
+    /// entity was not recorded in the frame now occupying this slot.
+    seq: u32,
+    layers: u32,
+    user: u16,
+    flags: u8,
+    bounds_min: [f32; 3],
+    bounds_max: [f32; 3],
+}
+
+// PERF: one per entity per frame, amortised over its hitboxes (about 2 bytes each for a
+// 16-hitbox rig).
+const _: () = assert!(std::mem::size_of::<EntityFrame>() == 36);
+
+impl EntityFrame {
+    const NEVER: Self = Self {
+        seq: 0,
+        layers: 0,
+        user: 0,
+        flags: 0,
+        bounds_min: [0.0; 3],
+        bounds_max: [0.0; 3],
+    };
+
+    fn bounds(&self) -> Aabb {
+        Aabb::new(
+            Vec3::from_array(self.bounds_min),
+            Vec3::from_array(self.bounds_max),
+        )
+    }
+}
+
+/// A frame header, shared by all entities.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct FrameMeta {
+    seq: u64,
+    tick: Tick,
+    time: f64,
+}
+
+/// Window bounds are the union of this many rolling buckets of frames. More buckets hug the
+/// window tighter (the union covers at most `1 / (WINDOW_BUCKETS - 1)` of a window more
+/// than needed) at one box union per bucket per record.
+const WINDOW_BUCKETS: usize = 4;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Life {
+    Free,
+    Active,
+    Despawned,
+}
+
+#[derive(Debug, Clone)]
+struct EntitySlot {
+    generation: u32,
+    life: Life,
+    rig: Option<Arc<Rig>>,
+    bone_count: usize,
+    /// `capacity * bone_count` poses, frame-major.
+    poses: Vec<StoredPose>,
+    /// Empty while every recorded scale has been one; then `capacity * bone_count`.
+    scales: Vec<[f32; 3]>,
+    /// `capacity` per-frame records.
+    frames: Vec<EntityFrame>,
+    /// Sequence number of the newest frame this entity was recorded in (0: never).
+    last_seq: u64,
+    buckets: [Aabb; WINDOW_BUCKETS],
+    bucket_epochs: [u64; WINDOW_BUCKETS],
+}
+
+impl EntitySlot {
+    fn id(&self, index: usize) -> EntityId {
+        EntityId {
+            index: index as u32,
+            generation: self.generation,
+        }
+    }
+}
+
+/// The recorded past of every entity, and static world geometry.
+///
+/// Record one frame per server tick with [`History::begin_frame`]; query any moment inside
+/// the window with [`History::query`]. Queries take `&self` and never change anything.
+#[derive(Debug, Clone)]
+pub struct History {
+    config: HistoryConfig,
+    capacity: usize,
+    /// Frames per window bucket.
+    epoch_len: u64,
+    frames: Vec<FrameMeta>,
+    /// Sequence number of the newest frame (0: none yet). Frame `seq` lives in ring slot
+    /// `seq % capacity`.
+    newest_seq: u64,
+    slots: Vec<EntitySlot>,
+    /// Each slot's bounds over the whole window: the broadphase boxes.
+    window_bounds: Vec<Aabb>,
+    free: Vec<u32>,
+    /// Despawned slots waiting for their last frame to age out.
+    retiring: Vec<u32>,
+    bvh: Bvh,
+    bvh_stale: bool,
+    frames_since_build: usize,
+    statics: Vec<StaticCollider>,
+    static_bounds: Vec<Aabb>,
+    static_bvh: Bvh,
+}
+
+impl History {
+    /// An empty history sized for `config`.
+    ///
+    /// # Errors
+    /// [`ConfigError`] for a tick rate or window that is not finite and positive.
+    pub fn new(config: HistoryConfig) -> Result<Self, ConfigError> {
+        if !(config.tick_rate.is_finite() && config.tick_rate > 0.0 && config.tick_rate <= 1000.0) {
+            return Err(ConfigError::TickRate(config.tick_rate));
+        }
+        if !(config.max_rewind.is_finite() && config.max_rewind > 0.0 && config.max_rewind <= 10.0)
+        {
+            return Err(ConfigError::MaxRewind(config.max_rewind));
+        }
+        let capacity = config.capacity();
+        Ok(Self {
+            config,
+            capacity,
+            epoch_len: capacity.div_ceil(WINDOW_BUCKETS - 1) as u64,
+            frames: vec![
+                FrameMeta {
+                    seq: 0,
+                    tick: Tick(0),
+                    time: 0.0,
+                };
+                capacity
+            ],
+            newest_seq: 0,
+            slots: Vec::new(),
+            window_bounds: Vec::new(),
+            free: Vec::new(),
+            retiring: Vec::new(),
+            bvh: Bvh::default(),
+            bvh_stale: false,
+            frames_since_build: 0,
+            statics: Vec::new(),
+            static_bounds: Vec::new(),
+            static_bvh: Bvh::default(),
+        })
+    }
+
+    /// The configuration it was built with.
+    #[must_use]
+    pub fn config(&self) -> &HistoryConfig {
+        &self.config
+    }
+
+    /// How many frames the ring holds.
+    #[must_use]
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Registers an entity with its rig. It becomes visible to queries from the first
+    /// frame it is recorded in. Allocates its history ring (reusing a retired slot's
+    /// memory when it fits).
+    pub fn spawn(&mut self, rig: Arc<Rig>) -> EntityId {
+        let bone_count = usize::from(rig.bone_count());
+        let index = match self.free.pop() {
+            Some(index) => index as usize,
+            None => {
+                self.slots.push(EntitySlot {
+                    generation: 0,
+                    life: Life::Free,
+                    rig: None,
+                    bone_count: 0,
+                    poses: Vec::new(),
+                    scales: Vec::new(),
+                    frames: Vec::new(),
+                    last_seq: 0,
+                    buckets: [Aabb::EMPTY; WINDOW_BUCKETS],
+                    bucket_epochs: [0; WINDOW_BUCKETS],
+                });
+                self.window_bounds.push(Aabb::EMPTY);
+                self.slots.len() - 1
+            }
+        };
+        let capacity = self.capacity;
+        let slot = &mut self.slots[index];
+        slot.life = Life::Active;
+        slot.rig = Some(rig);
+        slot.bone_count = bone_count;
+        slot.poses.clear();
+        slot.poses
+            .resize(capacity * bone_count, StoredPose::default());
+        slot.scales.clear();
+        slot.frames.clear();
+        slot.frames.resize(capacity, EntityFrame::NEVER);
+        slot.last_seq = 0;
+        slot.buckets = [Aabb::EMPTY; WINDOW_BUCKETS];
+        slot.bucket_epochs = [0; WINDOW_BUCKETS];
+        self.window_bounds[index] = Aabb::EMPTY;
+        self.bvh_stale = true;
+        slot.id(index)
+    }
+
+    /// Stops recording an entity. Its history stays queryable until its last frame ages
+    /// out of the window (a shot at a player who died this tick still validates); then its
+    /// slot is reused under a new generation.
+    ///
+    /// # Errors
+    /// [`EntityError`] if the handle is unknown, stale or already despawned.
+    pub fn despawn(&mut self, id: EntityId) -> Result<(), EntityError> {
+        let index = self.active_index(id)?;
+        let slot = &mut self.slots[index];
+        if slot.last_seq == 0 {
+            self.free_slot(index);
+        } else {
+            slot.life = Life::Despawned;
+            self.retiring.push(index as u32);
+        }
+        Ok(())
+    }
+
+    fn free_slot(&mut self, index: usize) {
+        let slot = &mut self.slots[index];
+        slot.life = Life::Free;
+        slot.generation = slot.generation.wrapping_add(1);
+        slot.rig = None;
+        self.window_bounds[index] = Aabb::EMPTY;
+        self.free.push(index as u32);
+        self.bvh_stale = true;
+    }
+
+    /// The rig of an entity (despawned entities keep theirs until they age out).
+    ///
+    /// # Errors
+    /// [`EntityError::Unknown`] or [`EntityError::Stale`].
+    pub fn rig(&self, id: EntityId) -> Result<&Arc<Rig>, EntityError> {
+        let index = self.known_index(id)?;
+        self.slots[index].rig.as_ref().ok_or(EntityError::Stale(id))
+    }
+
+    /// Whether the entity is registered and not despawned.
+    #[must_use]
+    pub fn is_active(&self, id: EntityId) -> bool {
+        self.active_index(id).is_ok()
+    }
+
+    /// How many entities are registered or despawned but still in the window.
+    #[must_use]
+    pub fn entity_count(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    /// Index of a handle that names a live or despawned-but-remembered entity.
+    pub(crate) fn known_index(&self, id: EntityId) -> Result<usize, EntityError> {
+        let index = id.index as usize;
+        let slot = self.slots.get(index).ok_or(EntityError::Unknown(id))?;
+        if slot.generation != id.generation {
+            return Err(if id.generation > slot.generation {
+                EntityError::Unknown(id)
+            } else {
+                EntityError::Stale(id)
+            });
+        }
+        match slot.life {
+            Life::Free => Err(EntityError::Stale(id)),
+            Life::Active | Life::Despawned => Ok(index),
+        }
+    }
+
+    fn active_index(&self, id: EntityId) -> Result<usize, EntityError> {
+        let index = self.known_index(id)?;
+        match self.slots[index].life {
+            Life::Active => Ok(index),
+            _ => Err(EntityError::Despawned(id)),
+        }
+    }
+
+    /// Adds a piece of static world geometry; it blocks every trace that reaches it on a
+    /// matching layer. Rebuilds the static tree (meant for level load, not per tick).
+    ///
+    /// # Errors
+    /// [`StaticError`] for a bad shape or pose.
+    pub fn add_static(
+        &mut self,
+        shape: Shape,
+        pose: Pose,
+        layers: u32,
+    ) -> Result<StaticId, StaticError> {
+        shape.validate()?;
+        pose.validate()?;
+        let placed = PlacedShape::new(pose, shape);
+        self.statics.push(StaticCollider { placed, layers });
+        self.static_bounds.push(placed.aabb());
+        let n = self.statics.len() as u32;
+        self.static_bvh.build(0..n, &self.static_bounds);
+        Ok(StaticId(n - 1))
+    }
+
+    /// The static geometry, indexed by [`StaticId`].
+    #[must_use]
+    pub fn statics(&self) -> &[StaticCollider] {
+        &self.statics
+    }
+
+    /// Tick and time of the oldest and newest frames held, if any.
+    #[must_use]
+    pub fn span(&self) -> Option<((Tick, f64), (Tick, f64))> {
+        if self.newest_seq == 0 {
+            return None;
+        }
+        let oldest = self.meta(self.oldest_seq());
+        let newest = self.meta(self.newest_seq);
+        Some(((oldest.tick, oldest.time), (newest.tick, newest.time)))
+    }
+
+    /// The range of times a query may rewind to: from the later of the window edge and the
+    /// oldest frame, to the newest frame.
+    #[must_use]
+    pub fn window(&self) -> Option<(f64, f64)> {
+        let ((_, oldest), (_, newest)) = self.span()?;
+        Some(((newest - self.config.max_rewind).max(oldest), newest))
+    }
+
+    /// The newest recorded tick.
+    #[must_use]
+    pub fn newest_tick(&self) -> Option<Tick> {
+        self.span().map(|(_, (tick, _))| tick)
+    }
+
+    /// Server time of a recorded tick still in the history.
+    #[must_use]
+    pub fn time_of(&self, tick: Tick) -> Option<f64> {
+        self.seq_of_tick(tick).map(|seq| self.meta(seq).time)
+    }
+
+    /// The state (flags, layers, user bits) an entity had in the newest frame it was
+    /// recorded in.
+    ///
+    /// # Errors
+    /// [`EntityError`] for a bad handle or an entity never recorded.
+    pub fn present_state(&self, id: EntityId) -> Result<EntityState, EntityError> {
+        let index = self.known_index(id)?;
+        let slot = &self.slots[index];
+        if slot.last_seq == 0 || slot.last_seq < self.oldest_seq() {
+            return Err(EntityError::NoFrames(id));
+        }
+        let ring = self.ring(slot.last_seq);
+        Ok(EntityState::from_frame(&slot.frames[ring]))
+    }
+
+    /// Resolves a rewind target to the time it names, without querying anything: the
+    /// check a validator makes before tracing.
+    ///
+    /// # Errors
+    /// [`RewindError`] when the target is malformed or outside the window (under
+    /// [`WindowPolicy::Reject`]).
+    pub fn resolve(&self, target: RewindTarget, policy: WindowPolicy) -> Result<f64, RewindError> {
+        self.bracket(target, policy).map(|b| b.time)
+    }
+
+    /// Heap bytes that hold recorded history: pose, scale and per-frame rings of every
+    /// slot, and the frame headers. The broadphase tree is reported by
+    /// [`History::broadphase_bytes`].
+    #[must_use]
+    pub fn history_bytes(&self) -> usize {
+        let per_slot: usize = self
+            .slots
+            .iter()
+            .map(|s| {
+                s.poses.capacity() * std::mem::size_of::<StoredPose>()
+                    + s.scales.capacity() * std::mem::size_of::<[f32; 3]>()
+                    + s.frames.capacity() * std::mem::size_of::<EntityFrame>()
+            })
+            .sum();
+        per_slot + self.frames.capacity() * std::mem::size_of::<FrameMeta>()
+    }
+
+    /// Heap bytes of the broadphase (entity window bounds and tree).
+    #[must_use]
+    pub fn broadphase_bytes(&self) -> usize {
+        self.window_bounds.capacity() * std::mem::size_of::<Aabb>() + self.bvh.heap_bytes()
+    }
+
+    // --- ring helpers ---
+
+    #[inline]
+    fn ring(&self, seq: u64) -> usize {
+        (seq % self.capacity as u64) as usize
+    }
+
+    #[inline]
+    fn meta(&self, seq: u64) -> &FrameMeta {
+        &self.frames[self.ring(seq)]
+    }
+
+    #[inline]
+    fn oldest_seq(&self) -> u64 {
+        (self.newest_seq + 1)
+            .saturating_sub(self.capacity as u64)
+            .max(1)
+    }
+
+    fn seq_of_tick(&self, tick: Tick) -> Option<u64> {
+        if self.newest_seq == 0 {
+            return None;
+        }
+        let (mut lo, mut hi) = (self.oldest_seq(), self.newest_seq);
+        while lo <= hi {
+            let mid = lo + (hi - lo) / 2;
+            let t = self.meta(mid).tick;
+            match t.cmp(&tick) {
+                std::cmp::Ordering::Equal => return Some(mid),
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => {
+                    if mid == 0 {
+                        return None;
+                    }
+                    hi = mid - 1;
+                }
+            }
+        }
+        None
+    }
+
+    pub(crate) fn statics_bvh(&self) -> (&Bvh, &[StaticCollider]) {
+        (&self.static_bvh, &self.statics)
+    }
+
+    pub(crate) fn entity_bvh(&self) -> (&Bvh, &[Aabb]) {
+        (&self.bvh, &self.window_bounds)
+    }
+
+    /// Slots a debug observer walks to report every entity's broadphase decision.
+    pub(crate) fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub(crate) fn slot_rig(&self, index: usize) -> Option<(&Rig, EntityId)> {
+        let slot = &self.slots[index];
+        slot.rig.as_deref().map(|rig| (rig, slot.id(index)))
+    }
+}
+
+impl BoneTransform {
+    fn from_stored(pose: &StoredPose, scale: Vec3) -> Self {
+        Self {
+            translation: pose.translation(),
+            rotation: pose.rotation(),
+            scale,
+        }
+    }
+}

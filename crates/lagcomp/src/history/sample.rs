@@ -1,0 +1,380 @@
+//! Rebuilding the past: from a rewind target to bracketing frames, and from those to an
+//! entity's bones at that moment.
+
+use glam::Vec3;
+
+use super::{EntityState, History, TELEPORTED};
+use crate::math::{Aabb, BoneTransform, lerp, slerp};
+use crate::time::{RewindError, RewindTarget, Tick, WindowPolicy, WindowSide};
+
+/// How an entity's pose at the rewound time was obtained.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum SampleKind {
+    /// The target fell exactly on a recorded frame: the stored pose, bit for bit.
+    Exact {
+        /// The frame's tick.
+        tick: Tick,
+    },
+    /// Blended between two frames: translation and scale lerped, rotation slerped.
+    Interpolated {
+        /// The older frame.
+        from: Tick,
+        /// The newer frame.
+        to: Tick,
+        /// Progress from `from` to `to`.
+        alpha: f32,
+    },
+    /// One frame used as is, because interpolating was not allowed or not possible.
+    Nearest {
+        /// The frame used.
+        tick: Tick,
+        /// Why it was not interpolated.
+        reason: NearestReason,
+    },
+    /// Lag compensation was off for this entity at the target time (invulnerable,
+    /// dodging): it was tested at its present pose, the newest frame it was recorded in.
+    Present {
+        /// The frame used.
+        tick: Tick,
+    },
+}
+
+/// Why a sample used a single frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum NearestReason {
+    /// The entity teleported between the bracketing frames; the frame nearer in time is
+    /// used, never a blend across the jump.
+    Teleport,
+    /// The entity was not recorded in one of the bracketing frames.
+    MissingNeighbour,
+}
+
+/// The moment an entity was sampled at, and how.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Sample {
+    /// The server time the query rewound to.
+    pub time: f64,
+    /// How the pose was obtained.
+    pub kind: SampleKind,
+}
+
+impl Sample {
+    /// Whether the entity was actually rewound (false when tested at its present pose).
+    #[must_use]
+    pub fn rewound(&self) -> bool {
+        !matches!(self.kind, SampleKind::Present { .. })
+    }
+}
+
+/// A rewind target resolved against the frame ring: which frames bracket it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Bracket {
+    /// The time asked for.
+    pub(crate) requested: f64,
+    /// The time used (differs only when clamped).
+    pub(crate) time: f64,
+    pub(crate) clamped: bool,
+    /// Older and newer frame sequence numbers; equal for an exact frame.
+    pub(crate) older: u64,
+    pub(crate) newer: u64,
+    pub(crate) alpha: f32,
+    /// The window the target was checked against.
+    pub(crate) window: (f64, f64),
+}
+
+/// An entity resolved at a bracket: which of its stored frames to read and how to blend.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct EntitySample {
+    pub(crate) kind: SampleKind,
+    /// Ring slots of the frames to blend (equal when one frame is used).
+    a: usize,
+    b: usize,
+    alpha: f32,
+    /// Flags as they were at the target time.
+    pub(crate) state: EntityState,
+    /// Bounds of the entity over the frames used: the exact-time broadphase box.
+    pub(crate) bounds: Aabb,
+}
+
+impl History {
+    /// Resolves `target` to the frames around it.
+    pub(crate) fn bracket(
+        &self,
+        target: RewindTarget,
+        policy: WindowPolicy,
+    ) -> Result<Bracket, RewindError> {
+        let (lo, hi) = self.window().ok_or(RewindError::Empty)?;
+        match target {
+            RewindTarget::Time(t) => self.bracket_time(t, (lo, hi), policy),
+            RewindTarget::Latency { now, latency } => {
+                if !now.is_finite() {
+                    return Err(RewindError::InvalidTime(now));
+                }
+                if !(latency.is_finite() && latency >= 0.0) {
+                    return Err(RewindError::InvalidTime(latency));
+                }
+                self.bracket_time(now - latency, (lo, hi), policy)
+            }
+            RewindTarget::Ticks { from, to, fraction } => {
+                if !(0.0..=1.0).contains(&fraction) {
+                    return Err(RewindError::InvalidFraction(fraction));
+                }
+                if from > to {
+                    return Err(RewindError::TicksOutOfOrder { from, to });
+                }
+                let older = self
+                    .seq_of_tick(from)
+                    .ok_or(RewindError::UnknownTick(from))?;
+                let newer = self.seq_of_tick(to).ok_or(RewindError::UnknownTick(to))?;
+                let (t0, t1) = (self.meta(older).time, self.meta(newer).time);
+                let time = t0 + (t1 - t0) * f64::from(fraction);
+                if time < lo || time > hi {
+                    // The blend of two frames is only meaningful inside the window; a
+                    // clamped target becomes a plain time at the edge.
+                    return self.bracket_time(time, (lo, hi), policy);
+                }
+                let (older, newer, alpha) = if fraction == 0.0 || older == newer {
+                    (older, older, 0.0)
+                } else if fraction == 1.0 {
+                    (newer, newer, 0.0)
+                } else {
+                    (older, newer, fraction)
+                };
+                Ok(Bracket {
+                    requested: time,
+                    time,
+                    clamped: false,
+                    older,
+                    newer,
+                    alpha,
+                    window: (lo, hi),
+                })
+            }
+        }
+    }
+
+    fn bracket_time(
+        &self,
+        requested: f64,
+        (lo, hi): (f64, f64),
+        policy: WindowPolicy,
+    ) -> Result<Bracket, RewindError> {
+        if !requested.is_finite() {
+            return Err(RewindError::InvalidTime(requested));
+        }
+        let side = if requested < lo {
+            Some((WindowSide::TooOld, lo))
+        } else if requested > hi {
+            Some((WindowSide::TooNew, hi))
+        } else {
+            None
+        };
+        let (time, clamped) = match (side, policy) {
+            (None, _) => (requested, false),
+            (Some((_, edge)), WindowPolicy::Clamp) => (edge, true),
+            (Some((side, _)), WindowPolicy::Reject) => {
+                return Err(RewindError::OutOfWindow {
+                    requested,
+                    oldest: lo,
+                    newest: hi,
+                    side,
+                });
+            }
+        };
+        // Last frame at or before `time`: `lo` is never older than the oldest frame, so
+        // one exists.
+        let (mut first, mut last) = (self.oldest_seq(), self.newest_seq);
+        while first < last {
+            let mid = first + (last - first).div_ceil(2);
+            if self.meta(mid).time <= time {
+                first = mid;
+            } else {
+                last = mid - 1;
+            }
+        }
+        let older = first;
+        let t0 = self.meta(older).time;
+        let (newer, alpha) = if t0 == time {
+            (older, 0.0)
+        } else {
+            let t1 = self.meta(older + 1).time;
+            (older + 1, ((time - t0) / (t1 - t0)) as f32)
+        };
+        Ok(Bracket {
+            requested,
+            time,
+            clamped,
+            older,
+            newer,
+            alpha,
+            window: (lo, hi),
+        })
+    }
+
+    /// Whether the entity in slot `index` was recorded in frame `seq` (still in the ring).
+    #[inline]
+    fn recorded_in(&self, index: usize, seq: u64) -> bool {
+        let slot = &self.slots[index];
+        seq >= self.oldest_seq()
+            && seq <= slot.last_seq
+            && slot.frames[self.ring(seq)].seq == seq as u32
+    }
+
+    fn single(&self, index: usize, seq: u64, kind: SampleKind) -> EntitySample {
+        let ring = self.ring(seq);
+        let frame = &self.slots[index].frames[ring];
+        EntitySample {
+            kind,
+            a: ring,
+            b: ring,
+            alpha: 0.0,
+            state: EntityState::from_frame(frame),
+            bounds: frame.bounds(),
+        }
+    }
+
+    /// The entity in slot `index` at the bracket's moment, or `None` if it did not exist
+    /// then. When its lag compensation was off at that moment, its present pose is used
+    /// (with the flags it had at the moment).
+    pub(crate) fn sample(&self, index: usize, bracket: &Bracket) -> Option<EntitySample> {
+        let rewound = self.sample_rewound(index, bracket)?;
+        if rewound.state.lag_compensated {
+            return Some(rewound);
+        }
+        let mut present = self.sample_present(index)?;
+        present.state = rewound.state;
+        Some(present)
+    }
+
+    /// The entity in its newest recorded frame.
+    pub(crate) fn sample_present(&self, index: usize) -> Option<EntitySample> {
+        let seq = self.slots[index].last_seq;
+        if seq == 0 || !self.recorded_in(index, seq) {
+            return None;
+        }
+        let tick = self.meta(seq).tick;
+        Some(self.single(index, seq, SampleKind::Present { tick }))
+    }
+
+    fn sample_rewound(&self, index: usize, bracket: &Bracket) -> Option<EntitySample> {
+        let (older, newer) = (bracket.older, bracket.newer);
+        let tick = |seq: u64| self.meta(seq).tick;
+        if older == newer {
+            return self
+                .recorded_in(index, older)
+                .then(|| self.single(index, older, SampleKind::Exact { tick: tick(older) }));
+        }
+        let slot = &self.slots[index];
+        let teleported_in = |seq: u64| {
+            self.recorded_in(index, seq) && slot.frames[self.ring(seq)].flags & TELEPORTED != 0
+        };
+        match (
+            self.recorded_in(index, older),
+            self.recorded_in(index, newer),
+        ) {
+            (true, true) => {
+                // A tick-pair target may span frames the client never saw; a teleport in
+                // any of them forbids the blend.
+                if (older + 1..=newer).any(teleported_in) {
+                    let seq = if bracket.alpha < 0.5 { older } else { newer };
+                    let kind = SampleKind::Nearest {
+                        tick: tick(seq),
+                        reason: NearestReason::Teleport,
+                    };
+                    return Some(self.single(index, seq, kind));
+                }
+                let (a, b) = (self.ring(older), self.ring(newer));
+                let (fa, fb) = (&slot.frames[a], &slot.frames[b]);
+                Some(EntitySample {
+                    kind: SampleKind::Interpolated {
+                        from: tick(older),
+                        to: tick(newer),
+                        alpha: bracket.alpha,
+                    },
+                    a,
+                    b,
+                    alpha: bracket.alpha,
+                    // The state of the older frame holds until the newer one begins.
+                    state: EntityState::from_frame(fa),
+                    bounds: fa.bounds().union(&fb.bounds()),
+                })
+            }
+            (true, false) => Some(self.single(
+                index,
+                older,
+                SampleKind::Nearest {
+                    tick: tick(older),
+                    reason: NearestReason::MissingNeighbour,
+                },
+            )),
+            // Appearing with a teleport is a spawn: before that frame it did not exist.
+            (false, true) if teleported_in(newer) => None,
+            (false, true) => Some(self.single(
+                index,
+                newer,
+                SampleKind::Nearest {
+                    tick: tick(newer),
+                    reason: NearestReason::MissingNeighbour,
+                },
+            )),
+            (false, false) => None,
+        }
+    }
+
+    /// Bone `bone` of the entity in slot `index`, as sampled.
+    #[inline]
+    pub(crate) fn bone(&self, index: usize, sample: &EntitySample, bone: usize) -> BoneTransform {
+        let slot = &self.slots[index];
+        let bc = slot.bone_count;
+        let scale_at = |ring: usize| {
+            slot.scales
+                .get(ring * bc + bone)
+                .map_or(Vec3::ONE, |s| Vec3::from_array(*s))
+        };
+        let pa = &slot.poses[sample.a * bc + bone];
+        if sample.a == sample.b {
+            return BoneTransform::from_stored(pa, scale_at(sample.a));
+        }
+        let pb = &slot.poses[sample.b * bc + bone];
+        BoneTransform {
+            translation: lerp(pa.translation(), pb.translation(), sample.alpha),
+            rotation: slerp(pa.rotation(), pb.rotation(), sample.alpha),
+            scale: lerp(scale_at(sample.a), scale_at(sample.b), sample.alpha),
+        }
+    }
+
+    /// Bone `bone`'s origin and largest scale component, as sampled: enough to cull its
+    /// hitboxes with their reach before paying for a slerp.
+    #[inline]
+    pub(crate) fn bone_origin(
+        &self,
+        index: usize,
+        sample: &EntitySample,
+        bone: usize,
+    ) -> (Vec3, f32) {
+        let slot = &self.slots[index];
+        let bc = slot.bone_count;
+        let ta = slot.poses[sample.a * bc + bone].translation();
+        let origin = if sample.a == sample.b {
+            ta
+        } else {
+            lerp(
+                ta,
+                slot.poses[sample.b * bc + bone].translation(),
+                sample.alpha,
+            )
+        };
+        let max_scale = if slot.scales.is_empty() {
+            1.0
+        } else {
+            let sa = slot.scales[sample.a * bc + bone];
+            let sb = slot.scales[sample.b * bc + bone];
+            // Lerped scale never exceeds the larger end.
+            sa.into_iter().chain(sb).fold(0.0_f32, f32::max)
+        };
+        (origin, max_scale)
+    }
+}

@@ -1,0 +1,463 @@
+//! Transforms, bounds and the few numeric routines everything else builds on.
+//!
+//! What lives here: the rigid [`Pose`] used for hitbox offsets and rewound hitbox placement,
+//! the scaled [`BoneTransform`] the server records every tick, the axis-aligned [`Aabb`] of
+//! the broadphase, and interpolation (`lerp`/shortest-path `slerp`).
+//!
+//! Determinism: the client and the server must compute the same geometry. Everything here
+//! is plain IEEE-754 arithmetic (`+ - * /` and `sqrt` are correctly rounded everywhere) except
+//! the transcendental calls of [`slerp`], which go through [`det`] only, so a build that
+//! needs bit-identical results across platforms can swap them for a portable libm there.
+
+use glam::{Quat, Vec3};
+
+/// Largest coordinate magnitude accepted anywhere (metres, or whatever unit the game uses).
+///
+/// Beyond a million units an `f32` cannot resolve centimetres any more, so a larger value is
+/// treated as corrupt input rather than a position.
+pub const MAX_COORDINATE: f32 = 1.0e6;
+
+/// Largest scale factor or shape dimension accepted.
+pub const MAX_EXTENT: f32 = 1.0e4;
+
+/// How far a rotation's length may stray from 1 before it is rejected.
+///
+/// The same tolerance as glam's `is_normalized` (on the squared length), so any quaternion
+/// glam itself considers normalized is accepted.
+pub const ROTATION_NORM_TOLERANCE: f32 = 2.0e-4;
+
+/// A rigid transform: a rotation followed by a translation.
+///
+/// Hitbox offsets relative to their bone and rewound hitbox placements are poses.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Pose {
+    /// Where the local origin lands in the parent space.
+    pub translation: Vec3,
+    /// Orientation of the local axes in the parent space; unit length.
+    pub rotation: Quat,
+}
+
+impl Pose {
+    /// The pose that changes nothing.
+    pub const IDENTITY: Self = Self {
+        translation: Vec3::ZERO,
+        rotation: Quat::IDENTITY,
+    };
+
+    /// A pose from a translation and a rotation.
+    #[must_use]
+    pub const fn new(translation: Vec3, rotation: Quat) -> Self {
+        Self {
+            translation,
+            rotation,
+        }
+    }
+
+    /// A pose that only translates.
+    #[must_use]
+    pub const fn from_translation(translation: Vec3) -> Self {
+        Self::new(translation, Quat::IDENTITY)
+    }
+
+    /// Maps a point from local space into the parent space.
+    #[must_use]
+    #[inline]
+    pub fn transform_point(&self, point: Vec3) -> Vec3 {
+        self.rotation * point + self.translation
+    }
+
+    /// Maps a point from the parent space into local space.
+    #[must_use]
+    #[inline]
+    pub fn inverse_transform_point(&self, point: Vec3) -> Vec3 {
+        self.rotation.conjugate() * (point - self.translation)
+    }
+
+    /// Maps a direction from local space into the parent space.
+    #[must_use]
+    #[inline]
+    pub fn transform_vector(&self, vector: Vec3) -> Vec3 {
+        self.rotation * vector
+    }
+
+    /// Maps a direction from the parent space into local space.
+    #[must_use]
+    #[inline]
+    pub fn inverse_transform_vector(&self, vector: Vec3) -> Vec3 {
+        self.rotation.conjugate() * vector
+    }
+
+    /// Checks that the pose is finite, inside [`MAX_COORDINATE`] and has a unit rotation.
+    ///
+    /// # Errors
+    /// The first problem found, as a [`TransformError`].
+    pub fn validate(&self) -> Result<(), TransformError> {
+        check_translation(self.translation)?;
+        check_rotation(self.rotation)
+    }
+}
+
+impl Default for Pose {
+    fn default() -> Self {
+        Self::IDENTITY
+    }
+}
+
+/// A bone's world transform as the server records it each tick.
+///
+/// The scale is applied in the bone's local axes before the rotation; see
+/// [`crate::rig::Shape::scaled`] for how each shape grows with it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct BoneTransform {
+    /// Bone origin in world space.
+    pub translation: Vec3,
+    /// Bone orientation in world space; unit length.
+    pub rotation: Quat,
+    /// Per-axis scale in the bone's local axes; every component positive.
+    pub scale: Vec3,
+}
+
+impl BoneTransform {
+    /// No translation, no rotation, unit scale.
+    pub const IDENTITY: Self = Self {
+        translation: Vec3::ZERO,
+        rotation: Quat::IDENTITY,
+        scale: Vec3::ONE,
+    };
+
+    /// An unscaled bone transform.
+    #[must_use]
+    pub const fn new(translation: Vec3, rotation: Quat) -> Self {
+        Self {
+            translation,
+            rotation,
+            scale: Vec3::ONE,
+        }
+    }
+
+    /// An unscaled, unrotated bone at `translation`.
+    #[must_use]
+    pub const fn from_translation(translation: Vec3) -> Self {
+        Self::new(translation, Quat::IDENTITY)
+    }
+
+    /// The same transform with `scale`.
+    #[must_use]
+    pub const fn with_scale(mut self, scale: Vec3) -> Self {
+        self.scale = scale;
+        self
+    }
+
+    /// The rigid part (translation and rotation).
+    #[must_use]
+    pub const fn pose(&self) -> Pose {
+        Pose::new(self.translation, self.rotation)
+    }
+
+    /// Checks every component: finite, within [`MAX_COORDINATE`], unit rotation, scale in
+    /// `(0, MAX_EXTENT]`.
+    ///
+    /// # Errors
+    /// The first problem found, as a [`TransformError`].
+    pub fn validate(&self) -> Result<(), TransformError> {
+        check_translation(self.translation)?;
+        check_rotation(self.rotation)?;
+        check_scale(self.scale)
+    }
+}
+
+impl Default for BoneTransform {
+    fn default() -> Self {
+        Self::IDENTITY
+    }
+}
+
+impl From<Pose> for BoneTransform {
+    fn from(pose: Pose) -> Self {
+        Self::new(pose.translation, pose.rotation)
+    }
+}
+
+/// Why a transform was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TransformError {
+    /// A translation component is NaN or infinite.
+    #[error("translation is not finite")]
+    NonFiniteTranslation,
+    /// A translation component is larger than [`MAX_COORDINATE`].
+    #[error("translation is beyond {MAX_COORDINATE} units")]
+    TranslationOutOfRange,
+    /// A rotation component is NaN or infinite.
+    #[error("rotation is not finite")]
+    NonFiniteRotation,
+    /// The rotation quaternion is not unit length.
+    #[error("rotation is not a unit quaternion")]
+    RotationNotNormalized,
+    /// A scale component is NaN, infinite, zero, negative or above [`MAX_EXTENT`].
+    #[error("scale must be finite, positive and at most {MAX_EXTENT}")]
+    InvalidScale,
+}
+
+pub(crate) fn check_translation(t: Vec3) -> Result<(), TransformError> {
+    if !t.is_finite() {
+        return Err(TransformError::NonFiniteTranslation);
+    }
+    if t.abs().max_element() > MAX_COORDINATE {
+        return Err(TransformError::TranslationOutOfRange);
+    }
+    Ok(())
+}
+
+pub(crate) fn check_rotation(q: Quat) -> Result<(), TransformError> {
+    if !q.is_finite() {
+        return Err(TransformError::NonFiniteRotation);
+    }
+    if (q.length_squared() - 1.0).abs() > ROTATION_NORM_TOLERANCE {
+        return Err(TransformError::RotationNotNormalized);
+    }
+    Ok(())
+}
+
+pub(crate) fn check_scale(s: Vec3) -> Result<(), TransformError> {
+    // `!(x > 0)` also catches NaN.
+    if !s.is_finite() || !(s.min_element() > 0.0) || s.max_element() > MAX_EXTENT {
+        return Err(TransformError::InvalidScale);
+    }
+    Ok(())
+}
+
+/// An axis-aligned bounding box. An empty box has `min > max` and contains nothing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Aabb {
+    /// Smallest corner.
+    pub min: Vec3,
+    /// Largest corner.
+    pub max: Vec3,
+}
+
+impl Aabb {
+    /// The box that contains nothing; the identity of [`Aabb::union`].
+    pub const EMPTY: Self = Self {
+        min: Vec3::splat(f32::INFINITY),
+        max: Vec3::splat(f32::NEG_INFINITY),
+    };
+
+    /// A box from its corners.
+    #[must_use]
+    pub const fn new(min: Vec3, max: Vec3) -> Self {
+        Self { min, max }
+    }
+
+    /// The box around a sphere.
+    #[must_use]
+    #[inline]
+    pub fn around_sphere(center: Vec3, radius: f32) -> Self {
+        Self::new(center - Vec3::splat(radius), center + Vec3::splat(radius))
+    }
+
+    /// The smallest box containing both.
+    #[must_use]
+    #[inline]
+    pub fn union(&self, other: &Self) -> Self {
+        Self::new(self.min.min(other.min), self.max.max(other.max))
+    }
+
+    /// The box grown by `margin` on every side.
+    #[must_use]
+    #[inline]
+    pub fn inflated(&self, margin: f32) -> Self {
+        Self::new(
+            self.min - Vec3::splat(margin),
+            self.max + Vec3::splat(margin),
+        )
+    }
+
+    /// Whether the box contains nothing.
+    #[must_use]
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        !(self.min.x <= self.max.x && self.min.y <= self.max.y && self.min.z <= self.max.z)
+    }
+
+    /// Whether the two boxes share any point.
+    #[must_use]
+    #[inline]
+    pub fn intersects(&self, other: &Self) -> bool {
+        self.min.x <= other.max.x
+            && self.max.x >= other.min.x
+            && self.min.y <= other.max.y
+            && self.max.y >= other.min.y
+            && self.min.z <= other.max.z
+            && self.max.z >= other.min.z
+    }
+
+    /// Centre of the box.
+    #[must_use]
+    #[inline]
+    pub fn center(&self) -> Vec3 {
+        (self.min + self.max) * 0.5
+    }
+
+    /// The parameter interval `[t_enter, t_exit]` over which `origin + t * dir` is inside the
+    /// box, clipped to `[0, t_max]`; `None` if it never is.
+    ///
+    /// `inv_dir` must come from [`ray_recip`]: finite even for zero components, so a ray
+    /// that starts exactly on a slab plane never computes `0 * inf`.
+    #[must_use]
+    #[inline]
+    pub fn ray_interval(&self, origin: Vec3, inv_dir: Vec3, t_max: f32) -> Option<(f32, f32)> {
+        let t1 = (self.min - origin) * inv_dir;
+        let t2 = (self.max - origin) * inv_dir;
+        let near = t1.min(t2).max_element().max(0.0);
+        let far = t1.max(t2).min_element().min(t_max);
+        (near <= far).then_some((near, far))
+    }
+}
+
+/// `1 / dir` per component, with zero components treated as `±1e-30`: the result is huge
+/// but finite, so slab tests stay free of NaN while still treating the ray as parallel.
+#[must_use]
+#[inline]
+pub fn ray_recip(dir: Vec3) -> Vec3 {
+    const TINY: f32 = 1.0e-30;
+    let guard = |d: f32| if d.abs() < TINY { TINY.copysign(d) } else { d };
+    Vec3::new(guard(dir.x), guard(dir.y), guard(dir.z)).recip()
+}
+
+/// Linear interpolation of two vectors, exact at both ends.
+#[must_use]
+#[inline]
+pub fn lerp(a: Vec3, b: Vec3, alpha: f32) -> Vec3 {
+    // `a + (b - a) * alpha` can miss `b` by an ulp at alpha = 1; the two-product form is
+    // exact at both ends, which keeps samples at alpha 0 and 1 equal to the stored frames.
+    a * (1.0 - alpha) + b * alpha
+}
+
+/// Shortest-path spherical interpolation of two unit quaternions, normalized.
+///
+/// Takes the short way round (negates `b` when the two lie in opposite hemispheres), and
+/// falls back to a normalized lerp when the angle is tiny, where `sin` would lose precision.
+#[must_use]
+#[inline]
+pub fn slerp(a: Quat, b: Quat, alpha: f32) -> Quat {
+    // Below this angle (cos > 0.9995, about 1.8 degrees) nlerp is within 1e-6 rad of slerp,
+    // and it avoids three transcendental calls on the hot path: adjacent ticks rarely turn
+    // more than this.
+    const NLERP_ABOVE_COS: f32 = 0.9995;
+    let mut cos = a.dot(b);
+    let b = if cos < 0.0 {
+        cos = -cos;
+        -b
+    } else {
+        b
+    };
+    let (wa, wb) = if cos > NLERP_ABOVE_COS {
+        (1.0 - alpha, alpha)
+    } else {
+        let theta = det::acos(cos);
+        let inv_sin = 1.0 / det::sin(theta);
+        (
+            det::sin((1.0 - alpha) * theta) * inv_sin,
+            det::sin(alpha * theta) * inv_sin,
+        )
+    };
+    let q = Quat::from_xyzw(
+        a.x * wa + b.x * wb,
+        a.y * wa + b.y * wb,
+        a.z * wa + b.z * wb,
+        a.w * wa + b.w * wb,
+    );
+    q.normalize()
+}
+
+/// The transcendental functions used by geometry that both client and server evaluate.
+///
+/// All of them are here so that one place decides where they come from. Today they are the
+/// standard library's (the platform libm); a deployment that mixes CPU architectures or
+/// operating systems between client and server can route them through a portable libm.
+pub mod det {
+    /// Arc cosine, argument clamped to `[-1, 1]`.
+    #[must_use]
+    #[inline]
+    pub fn acos(x: f32) -> f32 {
+        x.clamp(-1.0, 1.0).acos()
+    }
+
+    /// Sine.
+    #[must_use]
+    #[inline]
+    pub fn sin(x: f32) -> f32 {
+        x.sin()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lerp_is_exact_at_both_ends() {
+        let a = Vec3::new(0.1, -3.7, 1e5);
+        let b = Vec3::new(7.3, 0.3, -2.2);
+        assert_eq!(lerp(a, b, 0.0), a);
+        assert_eq!(lerp(a, b, 1.0), b);
+    }
+
+    #[test]
+    fn slerp_takes_the_short_way() {
+        let a = Quat::from_rotation_y(0.1);
+        // The same rotation as 0.3 rad, written in the opposite hemisphere.
+        let b = -Quat::from_rotation_y(0.3);
+        let mid = slerp(a, b, 0.5);
+        let expected = Quat::from_rotation_y(0.2);
+        assert!(
+            mid.dot(expected).abs() > 1.0 - 1e-6,
+            "{mid:?} vs {expected:?}"
+        );
+    }
+
+    #[test]
+    fn slerp_matches_the_angle_for_large_turns() {
+        let a = Quat::IDENTITY;
+        let b = Quat::from_rotation_z(2.0);
+        for i in 0..=10 {
+            let alpha = i as f32 / 10.0;
+            let q = slerp(a, b, alpha);
+            let expected = Quat::from_rotation_z(2.0 * alpha);
+            assert!(q.dot(expected).abs() > 1.0 - 1e-6, "alpha {alpha}");
+        }
+    }
+
+    #[test]
+    fn ray_interval_handles_axis_parallel_rays_on_a_slab_plane() {
+        let aabb = Aabb::new(Vec3::ZERO, Vec3::ONE);
+        // Starts exactly on the x = 0 plane, travels along +y: 0 * inf would be NaN.
+        let origin = Vec3::new(0.0, -1.0, 0.5);
+        let inv = ray_recip(Vec3::Y);
+        let (near, far) = aabb.ray_interval(origin, inv, 10.0).expect("hits");
+        assert_eq!((near, far), (1.0, 2.0));
+    }
+
+    #[test]
+    fn validation_rejects_garbage() {
+        let ok = BoneTransform::IDENTITY;
+        assert_eq!(ok.validate(), Ok(()));
+        let mut t = ok;
+        t.translation.x = f32::NAN;
+        assert_eq!(t.validate(), Err(TransformError::NonFiniteTranslation));
+        t = ok;
+        t.translation.y = 2.0e6;
+        assert_eq!(t.validate(), Err(TransformError::TranslationOutOfRange));
+        t = ok;
+        t.rotation = Quat::from_xyzw(0.0, 0.0, 0.0, 2.0);
+        assert_eq!(t.validate(), Err(TransformError::RotationNotNormalized));
+        t = ok;
+        t.scale = Vec3::new(1.0, 0.0, 1.0);
+        assert_eq!(t.validate(), Err(TransformError::InvalidScale));
+        t.scale = Vec3::new(1.0, f32::NAN, 1.0);
+        assert_eq!(t.validate(), Err(TransformError::InvalidScale));
+    }
+}

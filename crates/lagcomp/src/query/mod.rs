@@ -1,0 +1,382 @@
+//! Rewound queries: "what would this trace have hit at time T?"
+//!
+//! What lives here: [`Query`] (a target time, filters and an optional observer, built with
+//! [`History::query`]), the inputs ([`Ray`]) and results ([`Trace`], [`Hit`], [`Overlap`],
+//! [`StaticHit`], [`Rewind`]), and the mapping of a historical hit into present space.
+//! The traversals are in `trace.rs` (rays and sphere sweeps) and `overlap.rs` (spheres and
+//! boxes); debug reporting in [`observer`].
+//!
+//! Every query follows the same pipeline: resolve the target to bracketing frames; stop
+//! the trace at the first static wall; walk the entity BVH (bounds over the whole window);
+//! for each candidate check its flags and its bounds at the target time; then, per hitbox,
+//! cull by the reach around its bone's lerped origin before interpolating the bone fully
+//! and running the exact test. Nothing is written: queries take `&History`.
+
+pub mod observer;
+mod overlap;
+mod trace;
+
+use glam::Vec3;
+
+use crate::history::{Bracket, EntityError, EntityId, EntityState, History, Sample, StaticId};
+use crate::math::{MAX_COORDINATE, MAX_EXTENT, TransformError, check_translation};
+use crate::narrow::PlacedShape;
+use crate::rig::{HitboxId, Zone};
+use crate::time::{RewindError, RewindTarget, WindowPolicy};
+use observer::{NoObserver, QueryObserver};
+
+/// A ray: origin, unit direction and how far it reaches.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Ray {
+    origin: Vec3,
+    dir: Vec3,
+    max_distance: f32,
+}
+
+impl Ray {
+    /// The longest reach a ray may have: across the whole accepted coordinate range.
+    pub const MAX_DISTANCE: f32 = 4.0 * MAX_COORDINATE;
+
+    /// A ray from `origin` along `direction` (normalized here) up to `max_distance`.
+    ///
+    /// # Errors
+    /// [`RayError`] for a non-finite or out-of-range origin, a zero or non-finite
+    /// direction, or a max distance that is negative, NaN or above [`Ray::MAX_DISTANCE`].
+    pub fn new(origin: Vec3, direction: Vec3, max_distance: f32) -> Result<Self, RayError> {
+        check_translation(origin).map_err(RayError::Origin)?;
+        if !direction.is_finite() {
+            return Err(RayError::NonFiniteDirection);
+        }
+        let dir = direction.try_normalize().ok_or(RayError::ZeroDirection)?;
+        if !(0.0..=Self::MAX_DISTANCE).contains(&max_distance) {
+            return Err(RayError::MaxDistance(max_distance));
+        }
+        Ok(Self {
+            origin,
+            dir,
+            max_distance,
+        })
+    }
+
+    /// The ray from `start` to `end`.
+    ///
+    /// # Errors
+    /// As [`Ray::new`]; [`RayError::ZeroDirection`] when the points coincide.
+    pub fn between(start: Vec3, end: Vec3) -> Result<Self, RayError> {
+        check_translation(end).map_err(RayError::Origin)?;
+        Self::new(start, end - start, start.distance(end))
+    }
+
+    /// Where it starts.
+    #[must_use]
+    pub const fn origin(&self) -> Vec3 {
+        self.origin
+    }
+
+    /// Unit direction.
+    #[must_use]
+    pub const fn dir(&self) -> Vec3 {
+        self.dir
+    }
+
+    /// How far it reaches.
+    #[must_use]
+    pub const fn max_distance(&self) -> f32 {
+        self.max_distance
+    }
+
+    /// The point `distance` along the ray.
+    #[must_use]
+    pub fn at(&self, distance: f32) -> Vec3 {
+        self.origin + self.dir * distance
+    }
+}
+
+/// Why a ray was refused.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum RayError {
+    /// The origin (or end point) is not finite or out of range.
+    #[error("ray origin: {0}")]
+    Origin(TransformError),
+    /// The direction has a NaN or infinite component.
+    #[error("ray direction is not finite")]
+    NonFiniteDirection,
+    /// The direction has zero length.
+    #[error("ray direction has zero length")]
+    ZeroDirection,
+    /// The max distance is negative, NaN or too large.
+    #[error("ray max distance {0} is not in [0, {max}]", max = Ray::MAX_DISTANCE)]
+    MaxDistance(f32),
+}
+
+/// Why a query was refused. Nothing is changed by a failed query.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum QueryError {
+    /// The target time could not be resolved (malformed, or outside the window).
+    #[error(transparent)]
+    Rewind(#[from] RewindError),
+    /// The ray is malformed.
+    #[error(transparent)]
+    Ray(#[from] RayError),
+    /// A sweep or overlap radius is negative, NaN or above the largest extent.
+    #[error("radius {0} must be finite and in [0, {MAX_EXTENT}]")]
+    Radius(f32),
+    /// An overlap volume is malformed (non-finite centre, bad rotation or extents).
+    #[error("overlap volume is malformed")]
+    Volume,
+    /// An entity handle is bad.
+    #[error(transparent)]
+    Entity(#[from] EntityError),
+    /// The entity's rig has no hitbox with this id.
+    #[error("no hitbox {0:?} on this entity")]
+    UnknownHitbox(HitboxId),
+}
+
+/// The moment a query actually looked at.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Rewind {
+    /// The time asked for (for a tick-pair target, the blend of the two frames' times).
+    pub requested: f64,
+    /// The time used: equal to `requested` unless the query clamped it to the window.
+    pub time: f64,
+    /// Whether the caller's [`WindowPolicy::Clamp`] moved the target.
+    pub clamped: bool,
+    /// The oldest time the window allowed.
+    pub oldest: f64,
+    /// The newest recorded time.
+    pub newest: f64,
+}
+
+impl From<&Bracket> for Rewind {
+    fn from(b: &Bracket) -> Self {
+        Self {
+            requested: b.requested,
+            time: b.time,
+            clamped: b.clamped,
+            oldest: b.window.0,
+            newest: b.window.1,
+        }
+    }
+}
+
+/// A point on a surface and the outward normal there.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct SurfacePoint {
+    /// The point, in world space at the rewound time.
+    pub point: Vec3,
+    /// Outward unit normal.
+    pub normal: Vec3,
+}
+
+/// A trace's contact with one hitbox of one entity.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Hit {
+    /// The entity hit.
+    pub entity: EntityId,
+    /// The hitbox hit.
+    pub hitbox: HitboxId,
+    /// Its index in the rig's [`crate::rig::Rig::hitboxes`] (for its name).
+    pub hitbox_index: u16,
+    /// Its zone.
+    pub zone: Zone,
+    /// Distance along the ray to the entry (0 when the trace started inside). For sweeps,
+    /// how far the sphere's centre travelled before touching.
+    pub distance: f32,
+    /// Where the trace entered the hitbox. When it started inside: the start point, with
+    /// the normal facing back along the trace.
+    pub entry: SurfacePoint,
+    /// Distance along the ray to where it leaves the hitbox (may exceed the ray's reach).
+    pub exit_distance: f32,
+    /// Where the trace leaves the hitbox.
+    pub exit: SurfacePoint,
+    /// Length of the trace inside the hitbox: `exit_distance - distance`.
+    pub penetration: f32,
+    /// Whether the trace started inside the hitbox.
+    pub started_inside: bool,
+    /// When and how the entity was sampled.
+    pub sample: Sample,
+    /// The hitbox as it was at that time (world pose and scaled shape).
+    pub placement: PlacedShape,
+    /// The scale of its bone at that time.
+    pub bone_scale: Vec3,
+    /// The entity's state at that time.
+    pub state: EntityState,
+}
+
+/// A volume query's contact with one hitbox.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Overlap {
+    /// The entity.
+    pub entity: EntityId,
+    /// The hitbox.
+    pub hitbox: HitboxId,
+    /// Its index in the rig's hitboxes.
+    pub hitbox_index: u16,
+    /// Its zone.
+    pub zone: Zone,
+    /// The point of the hitbox nearest to the query volume's centre (for damage falloff).
+    pub closest_point: Vec3,
+    /// Distance from the query volume's centre to the hitbox (0 when inside it).
+    pub distance: f32,
+    /// When and how the entity was sampled.
+    pub sample: Sample,
+    /// The hitbox as it was at that time.
+    pub placement: PlacedShape,
+    /// The scale of its bone at that time.
+    pub bone_scale: Vec3,
+    /// The entity's state at that time.
+    pub state: EntityState,
+}
+
+/// A trace's contact with static geometry.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct StaticHit {
+    /// Which piece.
+    pub id: StaticId,
+    /// Distance along the ray.
+    pub distance: f32,
+    /// Where it was touched (on the wall's surface).
+    pub point: Vec3,
+    /// The wall's outward normal there.
+    pub normal: Vec3,
+}
+
+/// The outcome of a trace.
+///
+/// `hit` is the closest entity hit before any wall; `blocker` the first wall within
+/// reach, if any. No hit and a blocker: the shot was blocked. Both: the entity was hit in
+/// front of the wall.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Trace {
+    /// The closest hit.
+    pub hit: Option<Hit>,
+    /// The first static geometry along the trace.
+    pub blocker: Option<StaticHit>,
+    /// The moment looked at.
+    pub rewind: Rewind,
+}
+
+/// A query at one rewind target. Built by [`History::query`]; configure with the builder
+/// methods, then run any number of traces and overlaps.
+#[derive(Debug)]
+pub struct Query<'h, 'f, O = NoObserver> {
+    history: &'h History,
+    target: RewindTarget,
+    policy: WindowPolicy,
+    layers: u32,
+    ignore: &'f [EntityId],
+    observer: O,
+}
+
+impl History {
+    /// A query at `target`: every layer, nothing ignored, targets outside the window
+    /// rejected, no observer.
+    #[must_use]
+    pub fn query(&self, target: RewindTarget) -> Query<'_, 'static> {
+        Query {
+            history: self,
+            target,
+            policy: WindowPolicy::Reject,
+            layers: u32::MAX,
+            ignore: &[],
+            observer: NoObserver,
+        }
+    }
+
+    /// Where hitbox `hitbox` of `entity` is now (in the newest frame the entity was
+    /// recorded in).
+    ///
+    /// # Errors
+    /// [`QueryError::Entity`] for a bad handle or an entity with no frame left;
+    /// [`QueryError::UnknownHitbox`].
+    pub fn present_placement(
+        &self,
+        entity: EntityId,
+        hitbox: HitboxId,
+    ) -> Result<(PlacedShape, Vec3), QueryError> {
+        let index = self.known_index(entity)?;
+        let rig = self.rig(entity)?;
+        let hb_index = rig
+            .hitbox_index(hitbox)
+            .ok_or(QueryError::UnknownHitbox(hitbox))?;
+        let hb = &rig.hitboxes()[hb_index];
+        let present = self
+            .sample_present(index)
+            .ok_or(EntityError::NoFrames(entity))?;
+        let bone = self.bone(index, &present, usize::from(hb.bone));
+        Ok((hb.placed(&bone), bone.scale))
+    }
+
+    /// Maps a point given at the rewound time (say, `hit.entry.point`) to where that spot
+    /// of the hitbox is now, for effects: blood on the target as it stands now.
+    ///
+    /// # Errors
+    /// As [`History::present_placement`].
+    pub fn map_to_present(&self, hit: &Hit, point: Vec3) -> Result<Vec3, QueryError> {
+        let (now, now_scale) = self.present_placement(hit.entity, hit.hitbox)?;
+        let local = hit.placement.pose.inverse_transform_point(point) / hit.bone_scale;
+        Ok(now.pose.transform_point(local * now_scale))
+    }
+}
+
+impl<'h, 'f, O: QueryObserver> Query<'h, 'f, O> {
+    /// Only see entities and static geometry whose layers share a bit with `mask`.
+    #[must_use]
+    pub fn layers(mut self, mask: u32) -> Self {
+        self.layers = mask;
+        self
+    }
+
+    /// Never report these entities (the shooter, their vehicle).
+    #[must_use]
+    pub fn ignore<'g>(self, entities: &'g [EntityId]) -> Query<'h, 'g, O> {
+        Query {
+            history: self.history,
+            target: self.target,
+            policy: self.policy,
+            layers: self.layers,
+            ignore: entities,
+            observer: self.observer,
+        }
+    }
+
+    /// What to do with a target outside the window (default: reject).
+    #[must_use]
+    pub fn window_policy(mut self, policy: WindowPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Report every step to `observer`.
+    #[must_use]
+    pub fn observe<P: QueryObserver>(self, observer: P) -> Query<'h, 'f, P> {
+        Query {
+            history: self.history,
+            target: self.target,
+            policy: self.policy,
+            layers: self.layers,
+            ignore: self.ignore,
+            observer,
+        }
+    }
+
+    /// Resolves the target against the frames held now.
+    fn bracket(&self) -> Result<Bracket, QueryError> {
+        Ok(self.history.bracket(self.target, self.policy)?)
+    }
+}
+
+fn check_radius(radius: f32) -> Result<(), QueryError> {
+    if (0.0..=MAX_EXTENT).contains(&radius) {
+        Ok(())
+    } else {
+        Err(QueryError::Radius(radius))
+    }
+}

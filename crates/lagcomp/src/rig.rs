@@ -1,0 +1,504 @@
+//! Hitbox rigs: which shapes ride on which bones of an entity.
+//!
+//! A [`Rig`] is built once per kind of entity (a player model, a door) and shared by every
+//! entity of that kind through an `Arc`. It holds the hitboxes and precomputes the bounding
+//! radii the broadphase uses, so recording a tick only has to copy bone transforms.
+//! The per-tick bone transforms themselves live in [`crate::history`].
+
+use glam::{Quat, Vec3};
+
+use crate::math::{BoneTransform, MAX_COORDINATE, MAX_EXTENT, Pose, TransformError};
+use crate::narrow::PlacedShape;
+
+/// A hitbox's stable identifier within its rig, chosen by the game (it survives rig edits
+/// that reorder hitboxes, and it is what clients put on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct HitboxId(pub u16);
+
+/// A bone's index in its rig's skeleton.
+pub type BoneIndex = u16;
+
+/// The body zone a hitbox belongs to; weapons map zones to damage multipliers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Zone {
+    /// Head and neck.
+    Head,
+    /// Chest, stomach, pelvis.
+    Torso,
+    /// Arms and legs.
+    Limb,
+    /// A game-defined zone (vehicle armour, a weak spot).
+    Custom(u16),
+}
+
+/// One of the three local axes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Axis {
+    /// Local X.
+    X,
+    /// Local Y (the default: capsules usually stand up).
+    #[default]
+    Y,
+    /// Local Z.
+    Z,
+}
+
+impl Axis {
+    /// The component index (0, 1, 2).
+    #[must_use]
+    pub const fn index(self) -> usize {
+        match self {
+            Self::X => 0,
+            Self::Y => 1,
+            Self::Z => 2,
+        }
+    }
+
+    /// The unit vector along this axis.
+    #[must_use]
+    pub const fn unit(self) -> Vec3 {
+        match self {
+            Self::X => Vec3::X,
+            Self::Y => Vec3::Y,
+            Self::Z => Vec3::Z,
+        }
+    }
+}
+
+/// The geometry of a hitbox, in its own local space, centred on its origin.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Shape {
+    /// A ball.
+    Sphere {
+        /// Radius.
+        radius: f32,
+    },
+    /// An oriented box.
+    Box {
+        /// Half the size along each local axis.
+        half_extents: Vec3,
+    },
+    /// A segment of length `2 * half_height` along `axis`, grown by `radius`.
+    Capsule {
+        /// Radius of the rounded body.
+        radius: f32,
+        /// Half the length of the inner segment (the full height is
+        /// `2 * (half_height + radius)`).
+        half_height: f32,
+        /// The local axis the segment lies on.
+        axis: Axis,
+    },
+}
+
+impl Shape {
+    /// A sphere.
+    #[must_use]
+    pub const fn sphere(radius: f32) -> Self {
+        Self::Sphere { radius }
+    }
+
+    /// A box from its half extents.
+    #[must_use]
+    pub const fn cuboid(half_extents: Vec3) -> Self {
+        Self::Box { half_extents }
+    }
+
+    /// A capsule along `axis`.
+    #[must_use]
+    pub const fn capsule(radius: f32, half_height: f32, axis: Axis) -> Self {
+        Self::Capsule {
+            radius,
+            half_height,
+            axis,
+        }
+    }
+
+    /// The shape after its bone is scaled by `scale` (components in the hitbox's local
+    /// axes).
+    ///
+    /// Shapes stay shapes of the same kind, never shear: a sphere's radius grows by the
+    /// largest component; a box's half extents by each component; a capsule's half height
+    /// by the component along its axis and its radius by the larger of the other two.
+    #[must_use]
+    #[inline]
+    pub fn scaled(&self, scale: Vec3) -> Self {
+        match *self {
+            Self::Sphere { radius } => Self::Sphere {
+                radius: radius * scale.max_element(),
+            },
+            Self::Box { half_extents } => Self::Box {
+                half_extents: half_extents * scale,
+            },
+            Self::Capsule {
+                radius,
+                half_height,
+                axis,
+            } => {
+                let (along, across) = match axis {
+                    Axis::X => (scale.x, scale.y.max(scale.z)),
+                    Axis::Y => (scale.y, scale.x.max(scale.z)),
+                    Axis::Z => (scale.z, scale.x.max(scale.y)),
+                };
+                Self::Capsule {
+                    radius: radius * across,
+                    half_height: half_height * along,
+                    axis,
+                }
+            }
+        }
+    }
+
+    /// Radius of the smallest origin-centred sphere containing the shape.
+    #[must_use]
+    #[inline]
+    pub fn bounding_radius(&self) -> f32 {
+        match *self {
+            Self::Sphere { radius } => radius,
+            Self::Box { half_extents } => half_extents.length(),
+            Self::Capsule {
+                radius,
+                half_height,
+                ..
+            } => radius + half_height,
+        }
+    }
+
+    /// Checks that every dimension is finite, positive where it must be, and at most
+    /// [`MAX_EXTENT`].
+    ///
+    /// # Errors
+    /// [`ShapeError`] naming the bad dimension.
+    pub fn validate(&self) -> Result<(), ShapeError> {
+        let ok = |x: f32| x.is_finite() && x > 0.0 && x <= MAX_EXTENT;
+        match *self {
+            Self::Sphere { radius } if !ok(radius) => Err(ShapeError::Radius(radius)),
+            Self::Box { half_extents }
+                if !(ok(half_extents.x) && ok(half_extents.y) && ok(half_extents.z)) =>
+            {
+                Err(ShapeError::HalfExtents(half_extents))
+            }
+            Self::Capsule { radius, .. } if !ok(radius) => Err(ShapeError::Radius(radius)),
+            Self::Capsule { half_height, .. }
+                if !(half_height.is_finite() && (0.0..=MAX_EXTENT).contains(&half_height)) =>
+            {
+                Err(ShapeError::HalfHeight(half_height))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A shape dimension that makes no sense.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum ShapeError {
+    /// A radius that is not finite and positive (at most [`MAX_EXTENT`]).
+    #[error("radius {0} must be finite, positive and at most {MAX_EXTENT}")]
+    Radius(f32),
+    /// Half extents that are not all finite and positive.
+    #[error("half extents {0} must be finite, positive and at most {MAX_EXTENT}")]
+    HalfExtents(Vec3),
+    /// A capsule half height that is negative or not finite.
+    #[error("half height {0} must be finite, non-negative and at most {MAX_EXTENT}")]
+    HalfHeight(f32),
+}
+
+/// One hit volume riding on a bone.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Hitbox {
+    /// Stable identifier, unique within the rig.
+    pub id: HitboxId,
+    /// Human-readable name ("head", "upper_arm_l") for logs and debug drawing.
+    pub name: String,
+    /// Body zone, for damage multipliers.
+    pub zone: Zone,
+    /// The bone it rides on.
+    pub bone: BoneIndex,
+    /// Placement relative to the bone (before the bone's scale is applied to the offset).
+    pub offset: Pose,
+    /// The volume.
+    pub shape: Shape,
+}
+
+impl Hitbox {
+    /// A hitbox centred on its bone's origin.
+    #[must_use]
+    pub fn new(
+        id: u16,
+        name: impl Into<String>,
+        zone: Zone,
+        bone: BoneIndex,
+        shape: Shape,
+    ) -> Self {
+        Self {
+            id: HitboxId(id),
+            name: name.into(),
+            zone,
+            bone,
+            offset: Pose::IDENTITY,
+            shape,
+        }
+    }
+
+    /// The same hitbox placed at `offset` from its bone.
+    #[must_use]
+    pub fn with_offset(mut self, offset: Pose) -> Self {
+        self.offset = offset;
+        self
+    }
+
+    /// The same hitbox offset by `translation` from its bone.
+    #[must_use]
+    pub fn offset_by(mut self, translation: Vec3) -> Self {
+        self.offset.translation = translation;
+        self
+    }
+
+    /// Where this hitbox is, and how big, when its bone has `bone`'s world transform.
+    ///
+    /// The bone's scale stretches the offset and grows the shape (see [`Shape::scaled`]);
+    /// a non-uniform scale is applied along the hitbox's own axes, which is exact when its
+    /// offset has no rotation or the scale is uniform.
+    #[must_use]
+    #[inline]
+    pub fn placed(&self, bone: &BoneTransform) -> PlacedShape {
+        let translation = bone.translation + bone.rotation * (bone.scale * self.offset.translation);
+        let rotation = bone.rotation * self.offset.rotation;
+        let shape = if bone.scale == Vec3::ONE {
+            self.shape
+        } else {
+            self.shape.scaled(bone.scale)
+        };
+        PlacedShape::new(Pose::new(translation, rotation), shape)
+    }
+
+    /// The same hitbox rotated by `rotation` relative to its bone.
+    #[must_use]
+    pub fn rotated(mut self, rotation: Quat) -> Self {
+        self.offset.rotation = rotation;
+        self
+    }
+}
+
+/// Why a rig was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RigError {
+    /// A rig needs at least one bone.
+    #[error("a rig needs at least one bone")]
+    NoBones,
+    /// A rig needs at least one hitbox.
+    #[error("a rig needs at least one hitbox")]
+    NoHitboxes,
+    /// Two hitboxes share an id.
+    #[error("hitbox id {0:?} is used twice")]
+    DuplicateId(HitboxId),
+    /// A hitbox names a bone the rig does not have.
+    #[error("hitbox {hitbox:?} rides on bone {bone}, but the rig has {bones} bones")]
+    BoneOutOfRange {
+        /// The hitbox.
+        hitbox: HitboxId,
+        /// The bone it named.
+        bone: BoneIndex,
+        /// How many bones the rig has.
+        bones: u16,
+    },
+    /// A hitbox's shape is invalid.
+    #[error("hitbox {hitbox:?}: {error}")]
+    Shape {
+        /// The hitbox.
+        hitbox: HitboxId,
+        /// What is wrong with its shape.
+        error: ShapeError,
+    },
+    /// A hitbox's offset is not finite or its rotation not unit length.
+    #[error("hitbox {hitbox:?} offset: {error}")]
+    Offset {
+        /// The hitbox.
+        hitbox: HitboxId,
+        /// What is wrong with its offset.
+        error: TransformError,
+    },
+}
+
+/// The hitboxes of one kind of entity, and what the broadphase needs to know about them.
+///
+/// Hitboxes are kept sorted by bone so a query interpolates each bone at most once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rig {
+    bone_count: u16,
+    hitboxes: Vec<Hitbox>,
+    /// Per hitbox: radius around its bone's origin that contains it (unscaled).
+    hitbox_reach: Vec<f32>,
+    /// Per bone: the largest `hitbox_reach` of the hitboxes on it (0 for a bare bone).
+    bone_reach: Vec<f32>,
+}
+
+impl Rig {
+    /// A rig with `bone_count` bones and these hitboxes.
+    ///
+    /// # Errors
+    /// [`RigError`] for an empty rig, duplicate ids, a bone out of range, or a bad shape or
+    /// offset.
+    pub fn new(bone_count: u16, hitboxes: Vec<Hitbox>) -> Result<Self, RigError> {
+        if bone_count == 0 {
+            return Err(RigError::NoBones);
+        }
+        if hitboxes.is_empty() {
+            return Err(RigError::NoHitboxes);
+        }
+        let mut hitboxes = hitboxes;
+        for (i, hb) in hitboxes.iter().enumerate() {
+            if hitboxes[..i].iter().any(|other| other.id == hb.id) {
+                return Err(RigError::DuplicateId(hb.id));
+            }
+            if hb.bone >= bone_count {
+                return Err(RigError::BoneOutOfRange {
+                    hitbox: hb.id,
+                    bone: hb.bone,
+                    bones: bone_count,
+                });
+            }
+            hb.shape.validate().map_err(|error| RigError::Shape {
+                hitbox: hb.id,
+                error,
+            })?;
+            hb.offset.validate().map_err(|error| RigError::Offset {
+                hitbox: hb.id,
+                error,
+            })?;
+            if hb.offset.translation.length() > MAX_EXTENT {
+                return Err(RigError::Offset {
+                    hitbox: hb.id,
+                    error: TransformError::TranslationOutOfRange,
+                });
+            }
+        }
+        // Stable sort keeps the caller's order within a bone.
+        hitboxes.sort_by_key(|hb| hb.bone);
+        let hitbox_reach: Vec<f32> = hitboxes
+            .iter()
+            .map(|hb| hb.offset.translation.length() + hb.shape.bounding_radius())
+            .collect();
+        let mut bone_reach = vec![0.0_f32; usize::from(bone_count)];
+        for (hb, reach) in hitboxes.iter().zip(&hitbox_reach) {
+            let slot = &mut bone_reach[usize::from(hb.bone)];
+            *slot = slot.max(*reach);
+        }
+        debug_assert!(bone_reach.iter().all(|r| *r < MAX_COORDINATE));
+        Ok(Self {
+            bone_count,
+            hitboxes,
+            hitbox_reach,
+            bone_reach,
+        })
+    }
+
+    /// A rigid rig: one bone carrying every hitbox.
+    ///
+    /// # Errors
+    /// As [`Rig::new`].
+    pub fn rigid(hitboxes: Vec<Hitbox>) -> Result<Self, RigError> {
+        Self::new(1, hitboxes)
+    }
+
+    /// How many bones an entity with this rig records each tick.
+    #[must_use]
+    pub fn bone_count(&self) -> u16 {
+        self.bone_count
+    }
+
+    /// The hitboxes, sorted by bone.
+    #[must_use]
+    pub fn hitboxes(&self) -> &[Hitbox] {
+        &self.hitboxes
+    }
+
+    /// The hitbox with this id.
+    #[must_use]
+    pub fn hitbox(&self, id: HitboxId) -> Option<&Hitbox> {
+        self.hitboxes.iter().find(|hb| hb.id == id)
+    }
+
+    /// The index of the hitbox with this id in [`Rig::hitboxes`].
+    #[must_use]
+    pub fn hitbox_index(&self, id: HitboxId) -> Option<usize> {
+        self.hitboxes.iter().position(|hb| hb.id == id)
+    }
+
+    /// Radius around the bone origin that contains hitbox `index` (unscaled).
+    pub(crate) fn hitbox_reach(&self, index: usize) -> f32 {
+        self.hitbox_reach[index]
+    }
+
+    /// Per bone, the radius around its origin that contains all its hitboxes (unscaled).
+    pub(crate) fn bone_reach(&self) -> &[f32] {
+        &self.bone_reach
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scale_rules() {
+        let s = Vec3::new(2.0, 3.0, 0.5);
+        assert_eq!(Shape::sphere(1.0).scaled(s), Shape::sphere(3.0));
+        assert_eq!(
+            Shape::cuboid(Vec3::ONE).scaled(s),
+            Shape::cuboid(Vec3::new(2.0, 3.0, 0.5))
+        );
+        assert_eq!(
+            Shape::capsule(1.0, 1.0, Axis::Y).scaled(s),
+            Shape::capsule(2.0, 3.0, Axis::Y)
+        );
+        assert_eq!(
+            Shape::capsule(1.0, 1.0, Axis::Z).scaled(s),
+            Shape::capsule(3.0, 0.5, Axis::Z)
+        );
+    }
+
+    #[test]
+    fn rig_rejects_bad_input() {
+        let hb = |id, bone| Hitbox::new(id, "x", Zone::Torso, bone, Shape::sphere(0.5));
+        assert_eq!(Rig::new(0, vec![hb(0, 0)]), Err(RigError::NoBones));
+        assert_eq!(Rig::new(1, vec![]), Err(RigError::NoHitboxes));
+        assert_eq!(
+            Rig::new(2, vec![hb(0, 0), hb(0, 1)]),
+            Err(RigError::DuplicateId(HitboxId(0)))
+        );
+        assert!(matches!(
+            Rig::new(2, vec![hb(0, 2)]),
+            Err(RigError::BoneOutOfRange { bone: 2, .. })
+        ));
+        let nan = Hitbox::new(0, "x", Zone::Head, 0, Shape::sphere(f32::NAN));
+        assert!(matches!(
+            Rig::new(1, vec![nan]),
+            Err(RigError::Shape { .. })
+        ));
+        let bad_offset = hb(0, 0).offset_by(Vec3::new(f32::INFINITY, 0.0, 0.0));
+        assert!(matches!(
+            Rig::new(1, vec![bad_offset]),
+            Err(RigError::Offset { .. })
+        ));
+    }
+
+    #[test]
+    fn reach_covers_offset_hitboxes() {
+        let rig = Rig::new(
+            2,
+            vec![
+                Hitbox::new(7, "head", Zone::Head, 1, Shape::sphere(0.2)).offset_by(Vec3::Y),
+                Hitbox::new(3, "body", Zone::Torso, 0, Shape::capsule(0.3, 0.5, Axis::Y)),
+            ],
+        )
+        .expect("valid rig");
+        // Sorted by bone.
+        assert_eq!(rig.hitboxes()[0].id, HitboxId(3));
+        assert_eq!(rig.bone_reach(), &[0.8, 1.2]);
+    }
+}
