@@ -272,7 +272,10 @@ mod tests {
             let inv = crate::math::ray_recip(dir);
             let mut found = Vec::new();
             bvh.cast(origin, dir, 0.0, 100.0, |item, t| {
-                if bounds[item as usize].ray_interval(origin, inv, 100.0).is_some() {
+                if bounds[item as usize]
+                    .ray_interval(origin, inv, 100.0)
+                    .is_some()
+                {
                     found.push(item);
                 }
                 t

@@ -221,8 +221,8 @@ pub(crate) fn check_rotation(q: Quat) -> Result<(), TransformError> {
 }
 
 pub(crate) fn check_scale(s: Vec3) -> Result<(), TransformError> {
-    // `!(x > 0)` also catches NaN.
-    if !s.is_finite() || !(s.min_element() > 0.0) || s.max_element() > MAX_EXTENT {
+    // Finite first, so the comparisons below never see a NaN.
+    if !s.is_finite() || s.min_element() <= 0.0 || s.max_element() > MAX_EXTENT {
         return Err(TransformError::InvalidScale);
     }
     Ok(())

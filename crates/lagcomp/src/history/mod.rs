@@ -158,9 +158,9 @@ const TELEPORTED: u8 = 4;
 
 impl EntityState {
     fn to_flags(self) -> u8 {
-        u8::from(self.alive) * ALIVE
-            | u8::from(self.lag_compensated) * LAG_COMPENSATED
-            | u8::from(self.teleported) * TELEPORTED
+        (u8::from(self.alive) * ALIVE)
+            | (u8::from(self.lag_compensated) * LAG_COMPENSATED)
+            | (u8::from(self.teleported) * TELEPORTED)
     }
 
     fn from_frame(frame: &EntityFrame) -> Self {

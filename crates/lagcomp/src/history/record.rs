@@ -32,8 +32,7 @@ impl History {
                     got: tick,
                 });
             }
-            // `!(>)` so that a NaN can never pass, though it was rejected above.
-            if !(time > newest.time) {
+            if time <= newest.time {
                 return Err(RecordError::TimeNotIncreasing {
                     newest: newest.time,
                     got: time,

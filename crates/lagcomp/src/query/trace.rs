@@ -64,10 +64,8 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         let bracket = self.bracket()?;
         let history = self.history;
         let blocker = first_wall(history, ray, radius, self.layers);
-        if let Some(wall) = &blocker {
-            if O::ENABLED {
-                self.observer.blocked(wall);
-            }
+        if let Some(wall) = blocker.as_ref().filter(|_| O::ENABLED) {
+            self.observer.blocked(wall);
         }
         let reach = blocker.map_or(ray.max_distance(), |w| w.distance);
         let ctx = TraceContext {
