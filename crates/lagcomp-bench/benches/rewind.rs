@@ -1,0 +1,144 @@
+//! `lagcomp` side by side with a plain memcpy, parry3d's BVH and a rewound rapier3d world,
+//! one criterion group per scene (see `lagcomp_bench::scene::SCENES`).
+//!
+//! Per scene:
+//! - `record_lagcomp`: one full tick (`begin_frame`, `record` every entity's bones,
+//!   `finish`); `record_memcpy`: `copy_from_slice` of the same `BoneTransform`s into a
+//!   preallocated buffer.
+//! - `query_lagcomp`: one rewound closest-hit ray (`history.query(Time(t)).ray(&ray)`);
+//!   `query_parry_bvh` / `query_parry_compound`: the same rays against the same hitboxes
+//!   posed at the newest frame, through parry3d's `Bvh::cast_ray` with concrete shapes,
+//!   and through a parry3d `Compound`.
+//! - `rapier_rewind`: the whole per-shot cost of rewinding a rapier3d world (move every
+//!   collider, update the broad phase, cast, move back, update).
+//!
+//! Every input is generated before the timed loops; the loops cycle through the scene's
+//! shots. `bytes/hitbox-frame` and the hit rate are printed to stderr.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{Criterion, SamplingMode};
+use lagcomp::{BoneTransform, RewindTarget, Tick};
+use lagcomp_bench::parry_world::parry_ray;
+use lagcomp_bench::report::bench;
+use lagcomp_bench::scene::{SHOT_RANGE, record_frame};
+use lagcomp_bench::{ParryWorld, RapierRewind, SCENES, Scene, SceneSpec};
+
+fn scene_benches(c: &mut Criterion, spec: SceneSpec) {
+    let scene = Scene::build(spec);
+    let hits = scene
+        .shots
+        .iter()
+        .filter(|s| {
+            scene
+                .history
+                .query(RewindTarget::Time(s.time))
+                .ray(&s.ray)
+                .is_ok_and(|t| t.hit.is_some())
+        })
+        .count();
+    eprintln!(
+        "{}: {} hitboxes, capacity {} frames, history {} bytes, bytes/hitbox-frame {:.2}, \
+         {}/{} shots hit",
+        spec.name,
+        scene.hitboxes(),
+        scene.history.capacity(),
+        scene.history.history_bytes(),
+        scene.bytes_per_hitbox_frame(),
+        hits,
+        scene.shots.len(),
+    );
+
+    let mut group = c.benchmark_group(spec.name);
+    group
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(40);
+
+    // --- record ---
+    let mut history = scene.history.clone();
+    let ids = scene.ids.clone();
+    let bones = scene.bones();
+    let mut tick = scene.newest_tick();
+    let mut input = Vec::new();
+    scene.frame_bones(Tick(tick.0 + 1), &mut input);
+    group.bench_function(bench::RECORD, |b| {
+        b.iter(|| {
+            tick.0 += 1;
+            let time = scene.time_of(tick);
+            record_frame(
+                black_box(&mut history),
+                black_box(&ids),
+                bones,
+                black_box(tick),
+                black_box(time),
+                black_box(&input),
+            );
+        });
+    });
+    let mut copy = vec![BoneTransform::IDENTITY; input.len()];
+    group.bench_function(bench::MEMCPY, |b| {
+        b.iter(|| black_box(&mut copy).copy_from_slice(black_box(&input)));
+    });
+    drop((history, copy));
+
+    // --- query ---
+    let shots = &scene.shots;
+    let mut next = 0_usize;
+    group.bench_function(bench::QUERY, |b| {
+        b.iter(|| {
+            let shot = &shots[next % shots.len()];
+            next += 1;
+            black_box(
+                scene
+                    .history
+                    .query(RewindTarget::Time(black_box(shot.time)))
+                    .ray(black_box(&shot.ray)),
+            )
+        });
+    });
+
+    scene.frame_bones(scene.newest_tick(), &mut input);
+    let parry = ParryWorld::new(&scene.placed_hitboxes(&input));
+    let rays: Vec<_> = shots.iter().map(|s| parry_ray(&s.ray)).collect();
+    group.bench_function(bench::PARRY_BVH, |b| {
+        b.iter(|| {
+            let ray = &rays[next % rays.len()];
+            next += 1;
+            black_box(parry.cast_bvh(black_box(ray), SHOT_RANGE))
+        });
+    });
+    group.bench_function(bench::PARRY_COMPOUND, |b| {
+        b.iter(|| {
+            let ray = &rays[next % rays.len()];
+            next += 1;
+            black_box(parry.cast_compound(black_box(ray), SHOT_RANGE))
+        });
+    });
+    drop(parry);
+
+    // --- rapier ---
+    let mut rapier = RapierRewind::new(&scene);
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(4));
+    group.bench_function(bench::RAPIER, |b| {
+        b.iter(|| {
+            let k = next % rays.len();
+            next += 1;
+            black_box(rapier.rewind_cast(black_box(&rays[k]), SHOT_RANGE, black_box(shots[k].time)))
+        });
+    });
+    group.finish();
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    for spec in SCENES {
+        scene_benches(&mut c, spec);
+    }
+    c.final_summary();
+}
