@@ -42,7 +42,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let targets: Vec<_> = (0..TARGETS).map(|_| history.spawn(rig.clone())).collect();
     // Each target strafes along x with its own speed and phase, in its own lane.
     let motion: Vec<(f32, f32)> = (0..TARGETS)
-        .map(|_| (rng.random_range(3.0..7.0), rng.random_range(0.0..6.28)))
+        .map(|_| {
+            (
+                rng.random_range(3.0..7.0),
+                rng.random_range(0.0..std::f32::consts::TAU),
+            )
+        })
         .collect();
     let position = |i: usize, tick: u32| {
         let t = tick as f32 / TICK_RATE as f32;

@@ -20,6 +20,12 @@ pub const MAX_COORDINATE: f32 = 1.0e6;
 /// Largest scale factor or shape dimension accepted.
 pub const MAX_EXTENT: f32 = 1.0e4;
 
+/// Smallest scale factor or shape dimension accepted (a tenth of a millimetre in metres).
+///
+/// Smaller values are corrupt input, not geometry: a subnormal radius would turn every
+/// normal computed from it into infinities.
+pub const MIN_EXTENT: f32 = 1.0e-4;
+
 /// How far a rotation's length may stray from 1 before it is rejected.
 ///
 /// The same tolerance as glam's `is_normalized` (on the squared length), so any quaternion
@@ -157,7 +163,7 @@ impl BoneTransform {
     }
 
     /// Checks every component: finite, within [`MAX_COORDINATE`], unit rotation, scale in
-    /// `(0, MAX_EXTENT]`.
+    /// `[MIN_EXTENT, MAX_EXTENT]`.
     ///
     /// # Errors
     /// The first problem found, as a [`TransformError`].
@@ -195,8 +201,8 @@ pub enum TransformError {
     /// The rotation quaternion is not unit length.
     #[error("rotation is not a unit quaternion")]
     RotationNotNormalized,
-    /// A scale component is NaN, infinite, zero, negative or above [`MAX_EXTENT`].
-    #[error("scale must be finite, positive and at most {MAX_EXTENT}")]
+    /// A scale component is NaN, infinite, or outside [`MIN_EXTENT`]`..=`[`MAX_EXTENT`].
+    #[error("scale must be finite and in [{MIN_EXTENT}, {MAX_EXTENT}]")]
     InvalidScale,
 }
 
@@ -222,7 +228,7 @@ pub(crate) fn check_rotation(q: Quat) -> Result<(), TransformError> {
 
 pub(crate) fn check_scale(s: Vec3) -> Result<(), TransformError> {
     // Finite first, so the comparisons below never see a NaN.
-    if !s.is_finite() || s.min_element() <= 0.0 || s.max_element() > MAX_EXTENT {
+    if !s.is_finite() || s.min_element() < MIN_EXTENT || s.max_element() > MAX_EXTENT {
         return Err(TransformError::InvalidScale);
     }
     Ok(())
@@ -263,6 +269,18 @@ impl Aabb {
     #[inline]
     pub fn union(&self, other: &Self) -> Self {
         Self::new(self.min.min(other.min), self.max.max(other.max))
+    }
+
+    /// The box grown by a few ulps of its largest coordinate (and at least 1e-5): broadphase
+    /// boxes are padded so that a ray lying exactly in the plane of a face (a shot skimming
+    /// a floor) is never culled by rounding in the slab test. Culling stays conservative;
+    /// the exact tests decide.
+    #[must_use]
+    #[inline]
+    pub fn padded(&self) -> Self {
+        let magnitude = self.min.abs().max(self.max.abs()).max_element();
+        // 2^-20 relative is a few ulps of an f32 at that magnitude.
+        self.inflated(1.0e-5 + magnitude * (1.0 / 1_048_576.0))
     }
 
     /// The box grown by `margin` on every side.

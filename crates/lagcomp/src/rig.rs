@@ -7,7 +7,7 @@
 
 use glam::{Quat, Vec3};
 
-use crate::math::{BoneTransform, MAX_COORDINATE, MAX_EXTENT, Pose, TransformError};
+use crate::math::{BoneTransform, MAX_COORDINATE, MAX_EXTENT, MIN_EXTENT, Pose, TransformError};
 use crate::narrow::PlacedShape;
 
 /// A hitbox's stable identifier within its rig, chosen by the game (it survives rig edits
@@ -167,13 +167,13 @@ impl Shape {
         }
     }
 
-    /// Checks that every dimension is finite, positive where it must be, and at most
-    /// [`MAX_EXTENT`].
+    /// Checks that every dimension is finite and within [`MIN_EXTENT`]`..=`[`MAX_EXTENT`]
+    /// (a capsule's half height may also be 0: a sphere).
     ///
     /// # Errors
     /// [`ShapeError`] naming the bad dimension.
     pub fn validate(&self) -> Result<(), ShapeError> {
-        let ok = |x: f32| x.is_finite() && x > 0.0 && x <= MAX_EXTENT;
+        let ok = |x: f32| (MIN_EXTENT..=MAX_EXTENT).contains(&x);
         match *self {
             Self::Sphere { radius } if !ok(radius) => Err(ShapeError::Radius(radius)),
             Self::Box { half_extents }
@@ -195,11 +195,11 @@ impl Shape {
 /// A shape dimension that makes no sense.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 pub enum ShapeError {
-    /// A radius that is not finite and positive (at most [`MAX_EXTENT`]).
-    #[error("radius {0} must be finite, positive and at most {MAX_EXTENT}")]
+    /// A radius outside [`MIN_EXTENT`]`..=`[`MAX_EXTENT`] or not finite.
+    #[error("radius {0} must be in [{MIN_EXTENT}, {MAX_EXTENT}]")]
     Radius(f32),
-    /// Half extents that are not all finite and positive.
-    #[error("half extents {0} must be finite, positive and at most {MAX_EXTENT}")]
+    /// Half extents not all within [`MIN_EXTENT`]`..=`[`MAX_EXTENT`].
+    #[error("half extents {0} must be in [{MIN_EXTENT}, {MAX_EXTENT}]")]
     HalfExtents(Vec3),
     /// A capsule half height that is negative or not finite.
     #[error("half height {0} must be finite, non-negative and at most {MAX_EXTENT}")]
@@ -379,9 +379,13 @@ impl Rig {
         }
         // Stable sort keeps the caller's order within a bone.
         hitboxes.sort_by_key(|hb| hb.bone);
+        // Padded by a few ulps so a ray exactly tangent to a hitbox is not culled by rounding
+        // in the reach test before the exact test sees it.
         let hitbox_reach: Vec<f32> = hitboxes
             .iter()
-            .map(|hb| hb.offset.translation.length() + hb.shape.bounding_radius())
+            .map(|hb| {
+                (hb.offset.translation.length() + hb.shape.bounding_radius()) * (1.0 + 1.0e-5)
+            })
             .collect();
         let mut bone_reach = vec![0.0_f32; usize::from(bone_count)];
         for (hb, reach) in hitboxes.iter().zip(&hitbox_reach) {
@@ -499,6 +503,7 @@ mod tests {
         .expect("valid rig");
         // Sorted by bone.
         assert_eq!(rig.hitboxes()[0].id, HitboxId(3));
-        assert_eq!(rig.bone_reach(), &[0.8, 1.2]);
+        let pad = 1.0 + 1.0e-5;
+        assert_eq!(rig.bone_reach(), &[0.8 * pad, 1.2 * pad]);
     }
 }

@@ -586,7 +586,7 @@ impl History {
         pose.validate()?;
         let placed = PlacedShape::new(pose, shape);
         self.statics.push(StaticCollider { placed, layers });
-        self.static_bounds.push(placed.aabb());
+        self.static_bounds.push(placed.aabb().padded());
         let n = self.statics.len() as u32;
         self.static_bvh.build(0..n, &self.static_bounds);
         Ok(StaticId(n - 1))

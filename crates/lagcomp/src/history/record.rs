@@ -166,7 +166,8 @@ impl FrameRecorder<'_> {
                 *stored = transform.scale.to_array();
             }
         }
-        let bounds = Aabb::new(lo, hi);
+        let bounds = Aabb::new(lo, hi).padded();
+        let (lo, hi) = (bounds.min, bounds.max);
         slot.frames[ring] = EntityFrame {
             seq: seq as u32,
             layers: state.layers,

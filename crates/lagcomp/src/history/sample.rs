@@ -130,7 +130,13 @@ impl History {
                     .ok_or(RewindError::UnknownTick(from))?;
                 let newer = self.seq_of_tick(to).ok_or(RewindError::UnknownTick(to))?;
                 let (t0, t1) = (self.meta(older).time, self.meta(newer).time);
-                let time = t0 + (t1 - t0) * f64::from(fraction);
+                // Exact at both ends and never outside them, so a blend that ends on the
+                // newest frame is not mistaken for the future.
+                let time = match fraction {
+                    0.0 => t0,
+                    1.0 => t1,
+                    f => (t0 + (t1 - t0) * f64::from(f)).clamp(t0, t1),
+                };
                 if time < lo || time > hi {
                     // The blend of two frames is only meaningful inside the window; a
                     // clamped target becomes a plain time at the edge.

@@ -149,6 +149,48 @@ impl PlacedShape {
         }
     }
 
+    /// The point of `other` (the same hitbox at another time, perhaps scaled differently)
+    /// that corresponds to `point` on this one: surface points map to surface points.
+    ///
+    /// Spheres scale about the centre by the radius ratio; boxes per axis by the half
+    /// extent ratios; capsules keep the point's place along the segment (scaled by the
+    /// half height ratio) and its offset from it (scaled by the radius ratio). Shapes of
+    /// different kinds (never the case for one hitbox) map rigidly.
+    #[must_use]
+    pub fn corresponding_point(&self, other: &Self, point: Vec3) -> Vec3 {
+        let local = self.pose.inverse_transform_point(point);
+        let mapped = match (self.shape, other.shape) {
+            (Shape::Sphere { radius: from }, Shape::Sphere { radius: to }) => local * (to / from),
+            (Shape::Box { half_extents: from }, Shape::Box { half_extents: to }) => {
+                local * (to / from)
+            }
+            (
+                Shape::Capsule {
+                    radius: r_from,
+                    half_height: h_from,
+                    axis,
+                },
+                Shape::Capsule {
+                    radius: r_to,
+                    half_height: h_to,
+                    ..
+                },
+            ) => {
+                let i = axis.index();
+                let along = local[i].clamp(-h_from, h_from);
+                let mut offset = local;
+                offset[i] -= along;
+                let mut out = offset * (r_to / r_from);
+                if h_from > 0.0 {
+                    out[i] += along * (h_to / h_from);
+                }
+                out
+            }
+            _ => local,
+        };
+        other.pose.transform_point(mapped)
+    }
+
     /// The world-space box around the shape.
     #[must_use]
     pub fn aabb(&self) -> Aabb {

@@ -2,6 +2,7 @@
 
 use glam::Vec3;
 
+use super::placed::closest_on_segment;
 use super::{Crossing, PARALLEL_EPSILON, line_sphere};
 
 /// Where the line crosses the capsule around segment `a`-`b` with `radius`, if it does.
@@ -30,7 +31,19 @@ pub fn line_capsule(origin: Vec3, dir: Vec3, a: Vec3, b: Vec3, radius: f32) -> O
     }
     // A partial side crossing (one end on a flat end) is always completed by a sphere; the
     // guard only protects against rounding leaving it alone.
-    best.filter(|c| c.enter.is_finite() && c.exit.is_finite())
+    let mut c = best.filter(|c| c.enter.is_finite() && c.exit.is_finite())?;
+    // The normal at any surface point points away from the nearest point of the segment.
+    // Deriving it from the point (rather than from whichever piece won the union) keeps it
+    // right where the side meets an end sphere and the two entries round to the same value.
+    let normal_at = |t: f32, fallback: Vec3| {
+        let p = origin + dir * t;
+        (p - closest_on_segment(a, b, p))
+            .try_normalize()
+            .unwrap_or(fallback)
+    };
+    c.enter_normal = normal_at(c.enter, c.enter_normal);
+    c.exit_normal = normal_at(c.exit, c.exit_normal);
+    Some(c)
 }
 
 /// The part of the line inside the finite cylinder whose entry and exit both lie on the

@@ -48,7 +48,13 @@ impl Ray {
         if !direction.is_finite() {
             return Err(RayError::NonFiniteDirection);
         }
-        let dir = direction.try_normalize().ok_or(RayError::ZeroDirection)?;
+        // Divide by the largest component first: the squared length of a tiny direction
+        // (1e-22) is subnormal and of a huge one overflows, and either would normalize badly.
+        let largest = direction.abs().max_element();
+        if largest == 0.0 {
+            return Err(RayError::ZeroDirection);
+        }
+        let dir = (direction / largest).normalize();
         if !(0.0..=Self::MAX_DISTANCE).contains(&max_distance) {
             return Err(RayError::MaxDistance(max_distance));
         }
@@ -186,8 +192,10 @@ pub struct Hit {
     /// Distance along the ray to the entry (0 when the trace started inside). For sweeps,
     /// how far the sphere's centre travelled before touching.
     pub distance: f32,
-    /// Where the trace entered the hitbox. When it started inside: the start point, with
-    /// the normal facing back along the trace.
+    /// Where the trace entered the hitbox. When it started inside: the point of the hitbox
+    /// nearest the start (the start itself for a ray; for a sweep that began overlapping,
+    /// the hitbox point nearest the sphere's centre), with the normal facing back along
+    /// the trace.
     pub entry: SurfacePoint,
     /// Distance along the ray to where it leaves the hitbox (may exceed the ray's reach).
     pub exit_distance: f32,
@@ -320,9 +328,8 @@ impl History {
     /// # Errors
     /// As [`History::present_placement`].
     pub fn map_to_present(&self, hit: &Hit, point: Vec3) -> Result<Vec3, QueryError> {
-        let (now, now_scale) = self.present_placement(hit.entity, hit.hitbox)?;
-        let local = hit.placement.pose.inverse_transform_point(point) / hit.bone_scale;
-        Ok(now.pose.transform_point(local * now_scale))
+        let (now, _) = self.present_placement(hit.entity, hit.hitbox)?;
+        Ok(hit.placement.corresponding_point(&now, point))
     }
 }
 

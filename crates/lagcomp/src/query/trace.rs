@@ -297,7 +297,11 @@ impl TraceContext<'_> {
             }
             match found {
                 Found::Closest(best) => {
-                    if best.is_none_or(|b| distance < b.distance) {
+                    // Equal distances go to the lower (entity, hitbox), as in `ray_all`'s
+                    // order, so the answer never depends on the traversal order.
+                    if best.is_none_or(|b| {
+                        (distance, id, hitbox.id) < (b.distance, b.entity, b.hitbox)
+                    }) {
                         *best = Some(hit);
                         t_max = distance;
                     }
