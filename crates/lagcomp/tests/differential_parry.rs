@@ -614,6 +614,7 @@ fn sweeps_match_parry_and_the_exact_answer() {
         misses,
         ties,
         borderline,
+        parry_missed,
         ..
     } = tally;
     tally.failures.truncate(20);
@@ -621,6 +622,10 @@ fn sweeps_match_parry_and_the_exact_answer() {
     assert!(
         hits > sweeps / 3 && misses > sweeps / 20,
         "hits {hits}, misses {misses}"
+    );
+    assert!(
+        parry_missed * 1000 <= sweeps,
+        "parry missed {parry_missed} confirmed hits"
     );
     assert!(
         ties * 50 < hits && borderline * 200 < sweeps,
@@ -643,6 +648,8 @@ struct SweepTally {
     /// Contacts parry reports where the swept sphere is more than 1e-4 away from the
     /// shape (its iterative shape cast stops early); informational.
     parry_false_contacts: usize,
+    /// Non-grazing hits the exact oracle confirms but parry's shape cast misses.
+    parry_missed: usize,
     max_parry_error: f32,
     max_exact_error: f64,
     failures: Vec<String>,
@@ -805,9 +812,10 @@ fn compare_sweep(
                     }
                 }
                 None if graze(mine) => tally.borderline += 1,
-                None => tally
-                    .failures
-                    .push(format!("parry misses lagcomp's hitbox: {ray:?} r {radius}")),
+                // The entry and exit were just checked against the exact f64 oracle and the
+                // crossing is not grazing, so a miss here is parry's iterative shape cast
+                // failing to converge (seen once in 5,000 sweeps, on a capsule).
+                None => tally.parry_missed += 1,
             }
             // ... and any contact parry reports well before it must be a false one: the
             // swept sphere is not touching there.
