@@ -10,7 +10,9 @@
 //!   posed at the newest frame, through parry3d's `Bvh::cast_ray` with concrete shapes,
 //!   and through a parry3d `Compound`.
 //! - `rapier_rewind`: the whole per-shot cost of rewinding a rapier3d world (move every
-//!   collider, update the broad phase, cast, move back, update).
+//!   collider, `BroadPhaseBvh::update`, cast, move back, update);
+//!   `rapier_rewind_set_aabb`: the same with one `BroadPhaseBvh::set_aabb` per collider
+//!   instead of `update` (no pair search), the cheapest public refresh.
 //!
 //! Every input is generated before the timed loops; the loops cycle through the scene's
 //! shots. `bytes/hitbox-frame` and the hit rate are printed to stderr.
@@ -130,6 +132,17 @@ fn scene_benches(c: &mut Criterion, spec: SceneSpec) {
             let k = next % rays.len();
             next += 1;
             black_box(rapier.rewind_cast(black_box(&rays[k]), SHOT_RANGE, black_box(shots[k].time)))
+        });
+    });
+    group.bench_function(bench::RAPIER_SET_AABB, |b| {
+        b.iter(|| {
+            let k = next % rays.len();
+            next += 1;
+            black_box(rapier.rewind_cast_set_aabb(
+                black_box(&rays[k]),
+                SHOT_RANGE,
+                black_box(shots[k].time),
+            ))
         });
     });
     group.finish();

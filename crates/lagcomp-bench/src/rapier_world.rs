@@ -95,13 +95,33 @@ impl RapierRewind {
     }
 
     /// The whole rewound shot: move every collider to its pose at `time` (interpolated
-    /// between the two bracketing frames), update the broad phase, cast the ray (solid,
-    /// closest hit), move every collider back to the present and update again.
-    /// Returns the collider index hit and the distance.
+    /// between the two bracketing frames), update the broad phase with
+    /// `BroadPhaseBvh::update`, cast the ray (solid, closest hit), move every collider back
+    /// to the present and update again. Returns the collider index hit and the distance.
     ///
     /// # Panics
     /// If `time` is outside the recorded frames.
     pub fn rewind_cast(&mut self, ray: &Ray, max: f32, time: f64) -> Option<(usize, f32)> {
+        self.rewind_cast_with(ray, max, time, Self::update_broad_phase)
+    }
+
+    /// As [`RapierRewind::rewind_cast`], but refreshing the broad phase with one
+    /// `BroadPhaseBvh::set_aabb` per collider instead of `update` (no pair search): the
+    /// cheapest public way to make rapier's query BVH follow the moved colliders.
+    ///
+    /// # Panics
+    /// As [`RapierRewind::rewind_cast`].
+    pub fn rewind_cast_set_aabb(&mut self, ray: &Ray, max: f32, time: f64) -> Option<(usize, f32)> {
+        self.rewind_cast_with(ray, max, time, Self::set_aabbs)
+    }
+
+    fn rewind_cast_with(
+        &mut self,
+        ray: &Ray,
+        max: f32,
+        time: f64,
+        refresh: fn(&mut Self),
+    ) -> Option<(usize, f32)> {
         let newer = self.times.partition_point(|&t| t < time);
         assert!(
             newer < self.times.len(),
@@ -131,7 +151,7 @@ impl RapierRewind {
                 c.set_position(*pose);
             }
         }
-        self.update_broad_phase();
+        refresh(self);
         let hit = self
             .broad_phase
             .as_query_pipeline(
@@ -148,8 +168,15 @@ impl RapierRewind {
                 c.set_position(*pose);
             }
         }
-        self.update_broad_phase();
+        refresh(self);
         hit
+    }
+
+    fn set_aabbs(&mut self) {
+        for &handle in &self.handles {
+            let aabb = self.colliders[handle].compute_aabb();
+            self.broad_phase.set_aabb(&self.params, handle, aabb);
+        }
     }
 
     fn update_broad_phase(&mut self) {

@@ -18,10 +18,20 @@ pub mod bench {
     pub const PARRY_BVH: &str = "query_parry_bvh";
     /// parry3d `Compound::cast_ray`, in the present.
     pub const PARRY_COMPOUND: &str = "query_parry_compound";
-    /// rapier3d: move every collider, update, cast, move back, update.
+    /// rapier3d: move every collider, `BroadPhaseBvh::update`, cast, move back, update.
     pub const RAPIER: &str = "rapier_rewind";
+    /// rapier3d, refreshing the broad phase with one `set_aabb` per collider instead.
+    pub const RAPIER_SET_AABB: &str = "rapier_rewind_set_aabb";
     /// All of them, in table order.
-    pub const ALL: [&str; 6] = [RECORD, MEMCPY, QUERY, PARRY_BVH, PARRY_COMPOUND, RAPIER];
+    pub const ALL: [&str; 7] = [
+        RECORD,
+        MEMCPY,
+        QUERY,
+        PARRY_BVH,
+        PARRY_COMPOUND,
+        RAPIER,
+        RAPIER_SET_AABB,
+    ];
 }
 
 /// Floors the ratios are held to.
@@ -140,16 +150,27 @@ pub struct Ratios {
     pub query_over_parry: f64,
     /// `rapier_rewind / query_lagcomp`.
     pub rapier_over_query: f64,
+    /// `rapier_rewind_set_aabb / query_lagcomp`.
+    pub rapier_set_aabb_over_query: f64,
 }
 
-/// Computes the ratios from median times.
+/// Computes the ratios from median times (estimates in [`bench::ALL`] order).
 #[must_use]
-pub fn ratios(est: &[Estimate; 6]) -> Ratios {
-    let [record, memcpy, query, bvh, compound, rapier] = est.map(|e| e.median);
+pub fn ratios(est: &[Estimate; 7]) -> Ratios {
+    let [
+        record,
+        memcpy,
+        query,
+        bvh,
+        compound,
+        rapier,
+        rapier_set_aabb,
+    ] = est.map(|e| e.median);
     Ratios {
         record_over_memcpy: record / memcpy,
         query_over_parry: query / bvh.min(compound),
         rapier_over_query: rapier / query,
+        rapier_set_aabb_over_query: rapier_set_aabb / query,
     }
 }
 
@@ -169,7 +190,7 @@ pub fn render(dir: &Path, scenes: &[SceneFacts]) -> Result<String, String> {
             mean: 0.0,
             mean_lo: 0.0,
             mean_hi: 0.0,
-        }; 6];
+        }; 7];
         for (slot, name) in est.iter_mut().zip(bench::ALL) {
             *slot = read_estimate(dir, facts.spec.name, name)?;
         }
@@ -226,14 +247,27 @@ pub fn render(dir: &Path, scenes: &[SceneFacts]) -> Result<String, String> {
     }
     let _ = writeln!(
         w,
-        "\nAbsolute times (median per iteration; mean with its 95 % confidence interval in \
+        "\nThe same rapier rewind with the broad phase refreshed by one `set_aabb` per \
+         collider instead of `update` (no pair search): rapier/query = {}.",
+        all.iter()
+            .map(|(f, _, r)| format!("{:.0} ({})", r.rapier_set_aabb_over_query, f.spec.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(
+        w,
+        "\nAbsolute times, median per iteration (the mean's 95 % confidence interval in \
          brackets):\n"
     );
-    let _ = writeln!(w, "| scene | {} |", bench::ALL.join(" | "));
-    let _ = writeln!(w, "|---|{}", "---:|".repeat(bench::ALL.len()));
-    for (facts, est, _) in &all {
-        let _ = write!(w, "| {} |", facts.spec.name);
-        for e in est {
+    let _ = write!(w, "| benchmark |");
+    for (f, _, _) in &all {
+        let _ = write!(w, " {} |", f.spec.name);
+    }
+    let _ = writeln!(w, "\n|---|{}", "---:|".repeat(all.len()));
+    for (k, name) in bench::ALL.iter().enumerate() {
+        let _ = write!(w, "| `{name}` |");
+        for (_, est, _) in &all {
+            let e = &est[k];
             let _ = write!(
                 w,
                 " {} [{} .. {}] |",

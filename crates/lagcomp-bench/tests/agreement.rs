@@ -95,6 +95,8 @@ fn rapier_rewind_agrees_with_lagcomp() {
             .expect("inside the window")
             .hit;
         let theirs = rapier.rewind_cast(&parry_ray(&shot.ray), SHOT_RANGE, shot.time);
+        let cheap = rapier.rewind_cast_set_aabb(&parry_ray(&shot.ray), SHOT_RANGE, shot.time);
+        assert_eq!(theirs.map(|h| h.0), cheap.map(|h| h.0));
         match (ours, theirs) {
             (Some(a), Some((index, d))) => {
                 assert!((a.distance - d).abs() < TOLERANCE, "{} vs {d}", a.distance);
