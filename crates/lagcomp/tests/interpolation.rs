@@ -410,6 +410,66 @@ fn an_entity_appearing_with_a_teleport_did_not_exist_before() {
     assert_eq!(hit.sample.kind, SampleKind::Exact { tick: Tick(2) });
 }
 
+#[test]
+fn an_entity_is_never_pulled_back_before_its_first_frame() {
+    // Spawned and first recorded at tick 2 without a teleport flag: between ticks 1 and 2
+    // it did not exist yet, so nothing is there to hit.
+    let mut h = history(RATE, 0.5);
+    let other = h.spawn(cube_rig());
+    let e = h.spawn(cube_rig());
+    let spawn_at = Vec3::new(3.0, 0.0, 0.0);
+    let away = Vec3::new(-3.0, 0.0, 0.0);
+    for tick in 0..2_u32 {
+        record_rigid_frame(&mut h, tick, tick_time(tick, RATE), &[(other, away)]);
+    }
+    record_rigid_frame(
+        &mut h,
+        2,
+        tick_time(2, RATE),
+        &[(other, away), (e, spawn_at)],
+    );
+    let (t1, t2) = (tick_time(1, RATE), tick_time(2, RATE));
+    let before = h
+        .query(at(t1 + (t2 - t1) * 0.9))
+        .ray(&ray_at(spawn_at))
+        .unwrap();
+    assert!(
+        before.hit.is_none(),
+        "hit before its first frame: {:?}",
+        before.hit
+    );
+    // A gap later in its life is still bridged by the nearest frame.
+    record_rigid_frame(&mut h, 3, tick_time(3, RATE), &[(other, away)]);
+    record_rigid_frame(
+        &mut h,
+        4,
+        tick_time(4, RATE),
+        &[(other, away), (e, spawn_at)],
+    );
+    let (t3, t4) = (tick_time(3, RATE), tick_time(4, RATE));
+    let hit = body_hit(&h, e, at(t3 + (t4 - t3) * 0.5), spawn_at);
+    assert_eq!(
+        hit.sample.kind,
+        SampleKind::Nearest {
+            tick: Tick(4),
+            reason: NearestReason::MissingNeighbour
+        }
+    );
+}
+
+#[test]
+fn a_never_issued_generation_of_a_free_slot_is_unknown_not_stale() {
+    let mut h = history(RATE, 0.5);
+    let e = h.spawn(cube_rig());
+    h.despawn(e).unwrap();
+    // Despawned before any frame: freed at once, generation bumped to 1.
+    assert_eq!(h.rig(e).unwrap_err(), EntityError::Stale(e));
+    let next = EntityId::from_bits(1 << 32);
+    assert_eq!(h.rig(next).unwrap_err(), EntityError::Unknown(next));
+    // Spawning hands out exactly that handle.
+    assert_eq!(h.spawn(cube_rig()), next);
+}
+
 // --- (f) window edges -----------------------------------------------------------------------
 
 #[test]

@@ -361,6 +361,8 @@ struct EntitySlot {
     frames: Vec<EntityFrame>,
     /// Sequence number of the newest frame this entity was recorded in (0: never).
     last_seq: u64,
+    /// Sequence number of the first frame this entity was recorded in (0: never).
+    first_seq: u64,
     buckets: [Aabb; WINDOW_BUCKETS],
     bucket_epochs: [u64; WINDOW_BUCKETS],
 }
@@ -471,6 +473,7 @@ impl History {
                     scales: Vec::new(),
                     frames: Vec::new(),
                     last_seq: 0,
+                    first_seq: 0,
                     buckets: [Aabb::EMPTY; WINDOW_BUCKETS],
                     bucket_epochs: [0; WINDOW_BUCKETS],
                 });
@@ -490,6 +493,7 @@ impl History {
         slot.frames.clear();
         slot.frames.resize(capacity, EntityFrame::NEVER);
         slot.last_seq = 0;
+        slot.first_seq = 0;
         slot.buckets = [Aabb::EMPTY; WINDOW_BUCKETS];
         slot.bucket_epochs = [0; WINDOW_BUCKETS];
         self.window_bounds[index] = Aabb::EMPTY;
@@ -558,7 +562,8 @@ impl History {
             });
         }
         match slot.life {
-            Life::Free => Err(EntityError::Stale(id)),
+            // A free slot's current generation has not been handed out yet.
+            Life::Free => Err(EntityError::Unknown(id)),
             Life::Active | Life::Despawned => Ok(index),
         }
     }

@@ -177,6 +177,9 @@ impl FrameRecorder<'_> {
             bounds_max: hi.to_array(),
         };
         slot.last_seq = seq;
+        if slot.first_seq == 0 {
+            slot.first_seq = seq;
+        }
 
         // Rolling window bounds: bucket `epoch % WINDOW_BUCKETS` collects the frames of
         // one epoch; the union of the last WINDOW_BUCKETS epochs covers the whole ring.

@@ -316,8 +316,9 @@ impl History {
                     reason: NearestReason::MissingNeighbour,
                 },
             )),
-            // Appearing with a teleport is a spawn: before that frame it did not exist.
-            (false, true) if teleported_in(newer) => None,
+            // Before its first frame, or before appearing with a teleport, the entity did
+            // not exist: a spawn is never pulled back in time.
+            (false, true) if slot.first_seq >= newer || teleported_in(newer) => None,
             (false, true) => Some(self.single(
                 index,
                 newer,
