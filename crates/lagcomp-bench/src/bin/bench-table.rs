@@ -42,10 +42,28 @@ fn main() {
         })
         .collect();
     match render(&dir, &facts) {
-        Ok(table) => print!("{table}"),
+        Ok(table) => {
+            print!("{table}");
+            println!("\nMachine: {}", machine());
+        }
         Err(e) => {
             eprintln!("bench-table: {e}");
             std::process::exit(1);
         }
     }
+}
+
+/// Cores available and the CPU model, as `nproc` and `/proc/cpuinfo` report them.
+fn machine() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    format!("{cores} cores available, CPU model \"{model}\"")
 }
