@@ -1,14 +1,20 @@
-//! A bounding volume hierarchy over item boxes: the broadphase of every query.
+//! Bounding volume hierarchies: the broadphase of every query.
 //!
-//! What lives here: building (median split on the longest centroid axis), refitting after
-//! the item boxes change, and the traversals (ray, fat ray for sweeps, box). The entity
-//! broadphase builds it over each entity's bounds across the whole history window and
-//! refits it after every recorded frame; static geometry builds it once. Items are `u32`
-//! indices into the caller's own arrays.
+//! What lives here: [`Topology`] (the tree's shape: which items under which node, built by
+//! median splits on the longest centroid axis) and two ways of giving its nodes boxes:
+//! - [`Bvh`]: one box per node, for static geometry that never moves.
+//! - [`TemporalBvh`]: one box per node *per frame of the history ring*. Entities are
+//!   refitted into the slot of each new frame; a query at a time between two frames tests
+//!   each node with the union of its boxes in those two frames. That union bounds every
+//!   pose interpolated between them, so culling is exact-at-the-target-time without any
+//!   interpolation, and as tight as a BVH built over the present.
 //!
-//! Why hand-written rather than parry3d's `Bvh`: the leaves here are whole entities whose
-//! boxes change every tick and are refitted in place with no allocation, and the traversal
-//! lets the caller shrink the ray as it finds closer hits.
+//! Items are `u32` indices into the caller's own arrays.
+//!
+//! Why hand-written rather than parry3d's `Bvh`: the per-frame boxes over one shared
+//! topology are the point (a rewound query must cull with the boxes of its own moment),
+//! refitting allocates nothing, and the traversal lets the caller shrink the ray as it
+//! finds closer hits.
 
 use glam::Vec3;
 
@@ -21,71 +27,78 @@ const LEAF_SIZE: usize = 4;
 /// Deepest possible tree: median splits halve the items, and item counts are `u32`.
 const MAX_DEPTH: usize = 64;
 
-/// A node: its box, and either its children (`count == 0`: children at `first` and
-/// `first + 1`) or its items (`items[first..first + count]`).
-#[derive(Debug, Clone, Copy)]
-#[repr(C)]
+/// A node's links: children at `first` and `first + 1` (`count == 0`), or the items
+/// `items[first..first + count]`.
+#[derive(Debug, Clone, Copy, Default)]
 struct Node {
-    min: [f32; 3],
-    count: u32,
-    max: [f32; 3],
     first: u32,
+    count: u32,
 }
 
-// PERF: two nodes per 64-byte cache line; the traversal loads a node's box and links in one
-// line.
-const _: () = assert!(std::mem::size_of::<Node>() == 32);
+/// A node box as stored: plain arrays keep it 24 bytes, packed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[repr(C)]
+pub(crate) struct NodeBox {
+    min: [f32; 3],
+    max: [f32; 3],
+}
 
-impl Node {
+// PERF: 24 bytes per node per frame; a query reads two of them per visited node.
+const _: () = assert!(std::mem::size_of::<NodeBox>() == 24);
+
+impl NodeBox {
+    pub(crate) const EMPTY: Self = Self {
+        min: [f32::INFINITY; 3],
+        max: [f32::NEG_INFINITY; 3],
+    };
+
     #[inline]
     fn aabb(&self) -> Aabb {
         Aabb::new(Vec3::from_array(self.min), Vec3::from_array(self.max))
     }
 
     #[inline]
-    fn set_aabb(&mut self, aabb: Aabb) {
-        self.min = aabb.min.to_array();
-        self.max = aabb.max.to_array();
+    fn from_aabb(aabb: Aabb) -> Self {
+        Self {
+            min: aabb.min.to_array(),
+            max: aabb.max.to_array(),
+        }
     }
 }
 
-/// The hierarchy. Empty until [`Bvh::build`] is called.
+/// The shape of a tree: built once from item centroids, shared by every set of boxes.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Bvh {
+pub(crate) struct Topology {
     nodes: Vec<Node>,
     items: Vec<u32>,
     /// Build work list, kept to reuse its allocation.
     pending: Vec<(u32, u32, u32)>,
 }
 
-impl Bvh {
-    /// Rebuilds the tree over `items`, whose boxes are `bounds[item]`. Reuses the previous
-    /// tree's memory, so rebuilding at a steady size allocates nothing.
-    pub(crate) fn build(&mut self, items: impl IntoIterator<Item = u32>, bounds: &[Aabb]) {
+impl Topology {
+    /// Rebuilds over `items` placed at `centroid(item)`. Reuses the previous tree's memory,
+    /// so rebuilding at a steady size allocates nothing.
+    pub(crate) fn build(
+        &mut self,
+        items: impl IntoIterator<Item = u32>,
+        centroid: impl Fn(u32) -> Vec3,
+    ) {
         self.items.clear();
         self.items.extend(items);
         self.nodes.clear();
         if self.items.is_empty() {
             return;
         }
-        let centroid = |item: u32| {
-            let b = &bounds[item as usize];
-            // An empty box (nothing recorded yet) has no centre; put it at the origin.
-            if b.is_empty() { Vec3::ZERO } else { b.center() }
-        };
-        self.nodes.push(Node {
-            min: [0.0; 3],
-            count: 0,
-            max: [0.0; 3],
-            first: 0,
-        });
+        self.nodes.push(Node::default());
         self.pending.clear();
         self.pending.push((0, 0, self.items.len() as u32));
         while let Some((node, start, end)) = self.pending.pop() {
             let slice = &mut self.items[start as usize..end as usize];
             if slice.len() <= LEAF_SIZE {
-                self.nodes[node as usize].first = start;
-                self.nodes[node as usize].count = end - start;
+                self.nodes[node as usize] = Node {
+                    first: start,
+                    count: end - start,
+                };
                 continue;
             }
             let mut lo = Vec3::INFINITY;
@@ -108,54 +121,57 @@ impl Bvh {
                 centroid(*a)[axis].total_cmp(&centroid(*b)[axis])
             });
             let left = self.nodes.len() as u32;
-            let blank = Node {
-                min: [0.0; 3],
+            self.nodes.push(Node::default());
+            self.nodes.push(Node::default());
+            self.nodes[node as usize] = Node {
+                first: left,
                 count: 0,
-                max: [0.0; 3],
-                first: 0,
             };
-            self.nodes.push(blank);
-            self.nodes.push(blank);
-            self.nodes[node as usize].first = left;
-            self.nodes[node as usize].count = 0;
             let split = start + mid as u32;
             self.pending.push((left, start, split));
             self.pending.push((left + 1, split, end));
         }
-        self.refit(bounds);
     }
 
-    /// Recomputes every node's box from the items' current boxes, keeping the topology.
-    pub(crate) fn refit(&mut self, bounds: &[Aabb]) {
+    /// Number of nodes.
+    pub(crate) fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Writes every node's box into `boxes` (one per node) from the items' boxes.
+    pub(crate) fn refit(&self, boxes: &mut [NodeBox], item_box: impl Fn(u32) -> Aabb) {
         // Children are always pushed after their parent, so walking backwards visits every
         // child before its parent.
         for i in (0..self.nodes.len()).rev() {
             let node = self.nodes[i];
             let aabb = if node.count > 0 {
-                let range = node.first as usize..(node.first + node.count) as usize;
-                self.items[range]
+                self.leaf_items(node)
                     .iter()
-                    .fold(Aabb::EMPTY, |acc, &item| acc.union(&bounds[item as usize]))
+                    .fold(Aabb::EMPTY, |acc, &item| acc.union(&item_box(item)))
             } else {
                 let first = node.first as usize;
-                self.nodes[first]
-                    .aabb()
-                    .union(&self.nodes[first + 1].aabb())
+                boxes[first].aabb().union(&boxes[first + 1].aabb())
             };
-            self.nodes[i].set_aabb(aabb);
+            boxes[i] = NodeBox::from_aabb(aabb);
         }
     }
 
-    /// Visits the items of every leaf whose box the ray `origin + t * dir`, `t` in
-    /// `[0, t_max]`, passes within `margin` of, nearest leaves first: a superset of the
-    /// items whose own boxes it passes, which the visitor tests itself (it needs the
-    /// per-item decision anyway). The visitor returns the new `t_max` (return
-    /// the argument to keep it): a closest-hit query shrinks it as it finds hits, which
-    /// prunes everything behind them.
+    #[inline]
+    fn leaf_items(&self, node: Node) -> &[u32] {
+        &self.items[node.first as usize..(node.first + node.count) as usize]
+    }
+
+    /// Visits the items of every leaf whose box (from `node_box`, grown by `margin`) the
+    /// ray `origin + t * dir`, `t` in `[0, t_max]`, passes through, nearest leaves first.
+    /// That is a superset of the items whose own boxes it passes; the visitor tests
+    /// each item itself. The visitor returns the new `t_max` (return the argument to keep
+    /// it): a closest-hit query shrinks it as it finds hits, which prunes what is behind.
+    #[inline]
     pub(crate) fn cast(
         &self,
+        node_box: impl Fn(usize) -> Aabb,
         origin: Vec3,
-        dir: Vec3,
+        inv_dir: Vec3,
         margin: f32,
         mut t_max: f32,
         mut visit: impl FnMut(u32, f32) -> f32,
@@ -163,33 +179,28 @@ impl Bvh {
         if self.nodes.is_empty() {
             return;
         }
-        let inv_dir = crate::math::ray_recip(dir);
-        let mut stack = [0_u32; MAX_DEPTH];
-        let mut depth = 0;
-        let root = self.nodes[0].aabb().inflated(margin);
-        if root.ray_interval(origin, inv_dir, t_max).is_none() {
+        let near_of = |i: usize, t_max: f32| {
+            node_box(i)
+                .inflated(margin)
+                .ray_interval(origin, inv_dir, t_max)
+                .map(|(near, _)| near)
+        };
+        if near_of(0, t_max).is_none() {
             return;
         }
-        stack[0] = 0;
-        depth += 1;
+        let mut stack = [0_u32; MAX_DEPTH];
+        let mut depth = 1;
         while depth > 0 {
             depth -= 1;
             let node = self.nodes[stack[depth] as usize];
             if node.count > 0 {
-                for &item in &self.items[node.first as usize..(node.first + node.count) as usize] {
+                for &item in self.leaf_items(node) {
                     t_max = visit(item, t_max);
                 }
                 continue;
             }
             let first = node.first as usize;
-            let near_of = |i: usize| {
-                self.nodes[i]
-                    .aabb()
-                    .inflated(margin)
-                    .ray_interval(origin, inv_dir, t_max)
-                    .map(|(near, _)| near)
-            };
-            match (near_of(first), near_of(first + 1)) {
+            match (near_of(first, t_max), near_of(first + 1, t_max)) {
                 (Some(a), Some(b)) => {
                     // Push the farther child first so the nearer one is visited first.
                     let (near, far) = if a <= b {
@@ -216,7 +227,13 @@ impl Bvh {
 
     /// Visits the items of every leaf whose box intersects `query` (a superset of the items
     /// whose own boxes do).
-    pub(crate) fn overlap(&self, query: &Aabb, mut visit: impl FnMut(u32)) {
+    #[inline]
+    pub(crate) fn overlap(
+        &self,
+        node_box: impl Fn(usize) -> Aabb,
+        query: &Aabb,
+        mut visit: impl FnMut(u32),
+    ) {
         if self.nodes.is_empty() {
             return;
         }
@@ -224,12 +241,13 @@ impl Bvh {
         let mut depth = 1;
         while depth > 0 {
             depth -= 1;
-            let node = self.nodes[stack[depth] as usize];
-            if !node.aabb().intersects(query) {
+            let index = stack[depth] as usize;
+            if !node_box(index).intersects(query) {
                 continue;
             }
+            let node = self.nodes[index];
             if node.count > 0 {
-                for &item in &self.items[node.first as usize..(node.first + node.count) as usize] {
+                for &item in self.leaf_items(node) {
                     visit(item);
                 }
             } else {
@@ -240,7 +258,7 @@ impl Bvh {
         }
     }
 
-    /// Heap bytes held by the tree.
+    /// Heap bytes held.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.items.capacity() * 4
@@ -248,39 +266,177 @@ impl Bvh {
     }
 }
 
+/// A tree with one box per node: static geometry.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Bvh {
+    topology: Topology,
+    boxes: Vec<NodeBox>,
+}
+
+impl Bvh {
+    /// Rebuilds over `items` with boxes `bounds[item]`.
+    pub(crate) fn build(&mut self, items: impl IntoIterator<Item = u32>, bounds: &[Aabb]) {
+        self.topology.build(items, |i| bounds[i as usize].center());
+        self.boxes.clear();
+        self.boxes.resize(self.topology.len(), NodeBox::EMPTY);
+        self.topology.refit(&mut self.boxes, |i| bounds[i as usize]);
+    }
+
+    /// See [`Topology::cast`].
+    #[inline]
+    pub(crate) fn cast(
+        &self,
+        origin: Vec3,
+        inv_dir: Vec3,
+        margin: f32,
+        t_max: f32,
+        visit: impl FnMut(u32, f32) -> f32,
+    ) {
+        let boxes = &self.boxes;
+        self.topology
+            .cast(|i| boxes[i].aabb(), origin, inv_dir, margin, t_max, visit);
+    }
+
+    /// See [`Topology::overlap`].
+    #[cfg(test)]
+    pub(crate) fn overlap(&self, query: &Aabb, visit: impl FnMut(u32)) {
+        let boxes = &self.boxes;
+        self.topology.overlap(|i| boxes[i].aabb(), query, visit);
+    }
+}
+
+/// A tree whose node boxes are kept per frame of a ring: entities over history.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TemporalBvh {
+    topology: Topology,
+    /// `frames * topology.len()` boxes, frame-major.
+    boxes: Vec<NodeBox>,
+    frames: usize,
+}
+
+impl TemporalBvh {
+    /// Rebuilds the topology over `items` placed at `centroid(item)`, for a ring of
+    /// `frames` frames. Every frame's boxes must then be refitted.
+    pub(crate) fn build(
+        &mut self,
+        frames: usize,
+        items: impl IntoIterator<Item = u32>,
+        centroid: impl Fn(u32) -> Vec3,
+    ) {
+        self.topology.build(items, centroid);
+        self.frames = frames;
+        self.boxes.clear();
+        self.boxes
+            .resize(frames * self.topology.len(), NodeBox::EMPTY);
+    }
+
+    /// Refits the boxes of ring frame `frame` from the items' boxes in that frame (an empty
+    /// box for an item absent from it).
+    pub(crate) fn refit_frame(&mut self, frame: usize, item_box: impl Fn(u32) -> Aabb) {
+        let n = self.topology.len();
+        let boxes = &mut self.boxes[frame * n..(frame + 1) * n];
+        self.topology.refit(boxes, item_box);
+    }
+
+    /// The box of node `i` over ring frames `a` and `b` (equal for one frame).
+    #[inline]
+    fn node_box(&self, a: usize, b: usize, i: usize) -> Aabb {
+        let n = self.topology.len();
+        let first = self.boxes[a * n + i].aabb();
+        if a == b {
+            first
+        } else {
+            first.union(&self.boxes[b * n + i].aabb())
+        }
+    }
+
+    /// [`Topology::cast`] with node boxes spanning ring frames `a` and `b`.
+    #[inline]
+    pub(crate) fn cast(
+        &self,
+        (a, b): (usize, usize),
+        origin: Vec3,
+        inv_dir: Vec3,
+        margin: f32,
+        t_max: f32,
+        visit: impl FnMut(u32, f32) -> f32,
+    ) {
+        self.topology.cast(
+            |i| self.node_box(a, b, i),
+            origin,
+            inv_dir,
+            margin,
+            t_max,
+            visit,
+        );
+    }
+
+    /// [`Topology::overlap`] with node boxes spanning ring frames `a` and `b`.
+    #[inline]
+    pub(crate) fn overlap(&self, (a, b): (usize, usize), query: &Aabb, visit: impl FnMut(u32)) {
+        self.topology
+            .overlap(|i| self.node_box(a, b, i), query, visit);
+    }
+
+    /// Heap bytes held.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.topology.heap_bytes() + self.boxes.capacity() * std::mem::size_of::<NodeBox>()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::math::ray_recip;
 
-    fn boxes(n: usize) -> Vec<Aabb> {
+    fn boxes(n: usize, shift: f32) -> Vec<Aabb> {
         (0..n)
             .map(|i| {
-                let c = Vec3::new((i % 17) as f32 * 3.0, (i / 17) as f32 * 3.0, (i % 5) as f32);
+                let c = Vec3::new(
+                    (i % 17) as f32 * 3.0 + shift,
+                    (i / 17) as f32 * 3.0,
+                    (i % 5) as f32,
+                );
                 Aabb::around_sphere(c, 0.5)
             })
             .collect()
     }
 
+    fn cast_all(
+        cast: impl Fn(&mut dyn FnMut(u32, f32) -> f32),
+        bounds: &[Aabb],
+        origin: Vec3,
+        inv: Vec3,
+    ) -> Vec<u32> {
+        let mut found = Vec::new();
+        cast(&mut |item, t| {
+            if bounds[item as usize]
+                .ray_interval(origin, inv, 100.0)
+                .is_some()
+            {
+                found.push(item);
+            }
+            t
+        });
+        found.sort_unstable();
+        found
+    }
+
     #[test]
     fn cast_finds_exactly_the_boxes_a_linear_scan_finds() {
-        let bounds = boxes(300);
+        let bounds = boxes(300, 0.0);
         let mut bvh = Bvh::default();
         bvh.build(0..300, &bounds);
         for k in 0..50 {
             let origin = Vec3::new(-5.0, k as f32 * 1.3 - 3.0, 2.0);
             let dir = Vec3::new(1.0, 0.05 * k as f32, -0.02).normalize();
-            let inv = crate::math::ray_recip(dir);
-            let mut found = Vec::new();
-            bvh.cast(origin, dir, 0.0, 100.0, |item, t| {
-                if bounds[item as usize]
-                    .ray_interval(origin, inv, 100.0)
-                    .is_some()
-                {
-                    found.push(item);
-                }
-                t
-            });
-            found.sort_unstable();
+            let inv = ray_recip(dir);
+            let found = cast_all(
+                |v| bvh.cast(origin, inv, 0.0, 100.0, |i, t| v(i, t)),
+                &bounds,
+                origin,
+                inv,
+            );
             let expected: Vec<u32> = (0..300)
                 .filter(|&i| {
                     bounds[i as usize]
@@ -293,12 +449,53 @@ mod tests {
     }
 
     #[test]
-    fn refit_follows_moved_boxes() {
-        let mut bounds = boxes(40);
+    fn temporal_boxes_span_both_bracketing_frames() {
+        // Frame 0 at the grid, frame 1 shifted by 40 along x; a query spanning both must
+        // find the boxes of either, one at a single frame only that frame's.
+        let (f0, f1) = (boxes(200, 0.0), boxes(200, 40.0));
+        let mut bvh = TemporalBvh::default();
+        bvh.build(2, 0..200, |i| f0[i as usize].center());
+        bvh.refit_frame(0, |i| f0[i as usize]);
+        bvh.refit_frame(1, |i| f1[i as usize]);
+        let union: Vec<Aabb> = f0.iter().zip(&f1).map(|(a, b)| a.union(b)).collect();
+        for k in 0..40 {
+            let origin = Vec3::new(-5.0, k as f32 * 1.7 - 3.0, 2.0);
+            let dir = Vec3::new(1.0, 0.03 * k as f32, -0.02).normalize();
+            let inv = ray_recip(dir);
+            for (frames, bounds) in [((0, 0), &f0), ((1, 1), &f1), ((0, 1), &union)] {
+                let found = cast_all(
+                    |v| bvh.cast(frames, origin, inv, 0.0, 100.0, |i, t| v(i, t)),
+                    bounds,
+                    origin,
+                    inv,
+                );
+                let expected: Vec<u32> = (0..200)
+                    .filter(|&i| {
+                        bounds[i as usize]
+                            .ray_interval(origin, inv, 100.0)
+                            .is_some()
+                    })
+                    .collect();
+                assert_eq!(found, expected, "ray {k} frames {frames:?}");
+            }
+        }
+        let query = Aabb::around_sphere(f1[7].center(), 0.1);
+        let mut found = Vec::new();
+        bvh.overlap((1, 1), &query, |i| {
+            if f1[i as usize].intersects(&query) {
+                found.push(i);
+            }
+        });
+        assert_eq!(found, vec![7]);
+    }
+
+    #[test]
+    fn static_overlap_finds_moved_boxes_after_a_rebuild() {
+        let mut bounds = boxes(40, 0.0);
         let mut bvh = Bvh::default();
         bvh.build(0..40, &bounds);
         bounds[7] = Aabb::around_sphere(Vec3::new(500.0, 500.0, 500.0), 1.0);
-        bvh.refit(&bounds);
+        bvh.build(0..40, &bounds);
         let mut found = Vec::new();
         let query = Aabb::around_sphere(Vec3::splat(500.0), 2.0);
         bvh.overlap(&query, |i| {

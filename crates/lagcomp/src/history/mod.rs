@@ -12,9 +12,14 @@
 //!   separate scale lane that is only allocated the first time a bone is recorded with a
 //!   non-unit scale, and a ring of per-frame records (`EntityFrame`: flags, layers, user
 //!   bits and the entity's bounds in that frame).
-//! - Each entity's bounds over the whole window are kept up to date on record by a few
-//!   rolling buckets (see `WINDOW_BUCKETS`) and fed to a BVH that is refitted after every
-//!   frame, so a query culls entities before touching any pose.
+//! - The broadphase is a BVH over entities whose node boxes are kept per ring frame
+//!   ([`crate::bvh::TemporalBvh`]): after each frame the new frame's boxes are refitted from
+//!   the entities' bounds in it. A query tests each node with the union of its boxes in the
+//!   two frames around the target time, which bounds everything interpolated between them.
+//!   Entities are culled with their bounds at the target time before any pose is touched.
+//! - Entities whose lag compensation is off at some frame are tested at their present pose
+//!   when rewound to it, which the per-frame boxes do not cover; they are listed separately
+//!   (`uncompensated`) and visited after the tree.
 //! - Nothing is ever cleared when a frame ages out: each stored frame carries the sequence
 //!   number it was written at, so a stale slot is recognised instead of erased.
 
@@ -22,7 +27,7 @@ mod record;
 mod sample;
 
 pub use record::FrameRecorder;
-pub(crate) use sample::Bracket;
+pub(crate) use sample::{Bracket, EntitySample};
 pub use sample::{NearestReason, Sample, SampleKind};
 
 use std::fmt;
@@ -30,7 +35,7 @@ use std::sync::Arc;
 
 use glam::{Quat, Vec3};
 
-use crate::bvh::Bvh;
+use crate::bvh::{Bvh, TemporalBvh};
 use crate::math::{Aabb, BoneTransform, Pose, TransformError};
 use crate::narrow::PlacedShape;
 use crate::rig::{Rig, Shape, ShapeError};
@@ -335,11 +340,6 @@ struct FrameMeta {
     time: f64,
 }
 
-/// Window bounds are the union of this many rolling buckets of frames. More buckets hug the
-/// window tighter (the union covers at most `1 / (WINDOW_BUCKETS - 1)` of a window more
-/// than needed) at one box union per bucket per record.
-const WINDOW_BUCKETS: usize = 4;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Life {
     Free,
@@ -363,8 +363,6 @@ struct EntitySlot {
     last_seq: u64,
     /// Sequence number of the first frame this entity was recorded in (0: never).
     first_seq: u64,
-    buckets: [Aabb; WINDOW_BUCKETS],
-    bucket_epochs: [u64; WINDOW_BUCKETS],
 }
 
 impl EntitySlot {
@@ -384,20 +382,21 @@ impl EntitySlot {
 pub struct History {
     config: HistoryConfig,
     capacity: usize,
-    /// Frames per window bucket.
-    epoch_len: u64,
     frames: Vec<FrameMeta>,
     /// Sequence number of the newest frame (0: none yet). Frame `seq` lives in ring slot
     /// `seq % capacity`.
     newest_seq: u64,
+    /// `newest_seq % capacity`, kept so ring lookups never divide.
+    newest_ring: usize,
     slots: Vec<EntitySlot>,
-    /// Each slot's bounds over the whole window: the broadphase boxes.
-    window_bounds: Vec<Aabb>,
     free: Vec<u32>,
     /// Despawned slots waiting for their last frame to age out.
     retiring: Vec<u32>,
-    bvh: Bvh,
-    bvh_stale: bool,
+    /// Slots with lag compensation off in some frame still in the ring, and the newest
+    /// such frame: rewound to one of those frames they are tested at their present pose.
+    uncompensated: Vec<(u32, u64)>,
+    tree: TemporalBvh,
+    tree_stale: bool,
     frames_since_build: usize,
     statics: Vec<StaticCollider>,
     static_bounds: Vec<Aabb>,
@@ -421,7 +420,6 @@ impl History {
         Ok(Self {
             config,
             capacity,
-            epoch_len: capacity.div_ceil(WINDOW_BUCKETS - 1) as u64,
             frames: vec![
                 FrameMeta {
                     seq: 0,
@@ -431,12 +429,13 @@ impl History {
                 capacity
             ],
             newest_seq: 0,
+            newest_ring: 0,
             slots: Vec::new(),
-            window_bounds: Vec::new(),
             free: Vec::new(),
             retiring: Vec::new(),
-            bvh: Bvh::default(),
-            bvh_stale: false,
+            uncompensated: Vec::new(),
+            tree: TemporalBvh::default(),
+            tree_stale: false,
             frames_since_build: 0,
             statics: Vec::new(),
             static_bounds: Vec::new(),
@@ -474,10 +473,7 @@ impl History {
                     frames: Vec::new(),
                     last_seq: 0,
                     first_seq: 0,
-                    buckets: [Aabb::EMPTY; WINDOW_BUCKETS],
-                    bucket_epochs: [0; WINDOW_BUCKETS],
                 });
-                self.window_bounds.push(Aabb::EMPTY);
                 self.slots.len() - 1
             }
         };
@@ -494,10 +490,7 @@ impl History {
         slot.frames.resize(capacity, EntityFrame::NEVER);
         slot.last_seq = 0;
         slot.first_seq = 0;
-        slot.buckets = [Aabb::EMPTY; WINDOW_BUCKETS];
-        slot.bucket_epochs = [0; WINDOW_BUCKETS];
-        self.window_bounds[index] = Aabb::EMPTY;
-        self.bvh_stale = true;
+        self.tree_stale = true;
         slot.id(index)
     }
 
@@ -524,9 +517,9 @@ impl History {
         slot.life = Life::Free;
         slot.generation = slot.generation.wrapping_add(1);
         slot.rig = None;
-        self.window_bounds[index] = Aabb::EMPTY;
         self.free.push(index as u32);
-        self.bvh_stale = true;
+        self.uncompensated.retain(|&(i, _)| i as usize != index);
+        self.tree_stale = true;
     }
 
     /// The rig of an entity (despawned entities keep theirs until they age out).
@@ -676,17 +669,24 @@ impl History {
         per_slot + self.frames.capacity() * std::mem::size_of::<FrameMeta>()
     }
 
-    /// Heap bytes of the broadphase (entity window bounds and tree).
+    /// Heap bytes of the broadphase (the entity tree with its per-frame boxes).
     #[must_use]
     pub fn broadphase_bytes(&self) -> usize {
-        self.window_bounds.capacity() * std::mem::size_of::<Aabb>() + self.bvh.heap_bytes()
+        self.tree.heap_bytes()
     }
 
     // --- ring helpers ---
 
+    /// Ring slot of frame `seq`, which must be in the ring (`oldest_seq..=newest_seq`).
     #[inline]
     fn ring(&self, seq: u64) -> usize {
-        (seq % self.capacity as u64) as usize
+        debug_assert!(seq <= self.newest_seq && self.newest_seq - seq < self.capacity as u64);
+        let back = (self.newest_seq - seq) as usize;
+        if back <= self.newest_ring {
+            self.newest_ring - back
+        } else {
+            self.newest_ring + self.capacity - back
+        }
     }
 
     #[inline]
@@ -727,8 +727,13 @@ impl History {
         (&self.static_bvh, &self.statics)
     }
 
-    pub(crate) fn entity_bvh(&self) -> (&Bvh, &[Aabb]) {
-        (&self.bvh, &self.window_bounds)
+    pub(crate) fn entity_tree(&self) -> &TemporalBvh {
+        &self.tree
+    }
+
+    /// Slots that may be tested at their present pose (lag compensation off).
+    pub(crate) fn uncompensated(&self) -> impl Iterator<Item = usize> + '_ {
+        self.uncompensated.iter().map(|&(i, _)| i as usize)
     }
 
     /// Slots a debug observer walks to report every entity's broadphase decision.

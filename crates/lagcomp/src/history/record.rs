@@ -4,9 +4,10 @@ use glam::Vec3;
 
 use super::{
     EntityFrame, EntityId, EntityState, FrameMeta, History, Life, RecordError, StoredPose,
-    WINDOW_BUCKETS,
 };
-use crate::math::{Aabb, BoneTransform};
+use crate::math::{
+    Aabb, BoneTransform, MAX_COORDINATE, MAX_EXTENT, MIN_EXTENT, ROTATION_NORM_TOLERANCE,
+};
 use crate::time::Tick;
 
 /// Server times beyond this many seconds are treated as corrupt.
@@ -15,7 +16,8 @@ const MAX_TIME: f64 = 1.0e12;
 impl History {
     /// Starts recording the frame of `tick` at server `time`. Record each entity into the
     /// returned [`FrameRecorder`]; the frame is complete when it is dropped or
-    /// [`FrameRecorder::finish`]ed. Entities not recorded are absent from this frame.
+    /// [`FrameRecorder::finish`]ed (do not `mem::forget` it: the broadphase is refitted
+    /// then). Entities not recorded are absent from this frame.
     ///
     /// # Errors
     /// [`RecordError`] if the time is not finite, or the tick or time does not increase.
@@ -40,14 +42,20 @@ impl History {
             }
         }
         let seq = self.newest_seq + 1;
-        let ring = self.ring(seq);
-        self.frames[ring] = FrameMeta { seq, tick, time };
         self.newest_seq = seq;
+        self.newest_ring = if self.newest_ring + 1 == self.capacity {
+            0
+        } else {
+            self.newest_ring + 1
+        };
+        let ring = self.newest_ring;
+        self.frames[ring] = FrameMeta { seq, tick, time };
         self.retire_aged_out();
         Ok(FrameRecorder { history: self, seq })
     }
 
-    /// Frees despawned slots whose newest frame is no longer in the ring.
+    /// Frees despawned slots whose newest frame is no longer in the ring, and forgets
+    /// lag-compensation-off marks that have aged out.
     fn retire_aged_out(&mut self) {
         let oldest = self.oldest_seq();
         let mut i = 0;
@@ -60,23 +68,51 @@ impl History {
                 i += 1;
             }
         }
+        self.uncompensated.retain(|&(_, seq)| seq >= oldest);
     }
 
-    /// Rebuilds or refits the broadphase after a frame.
+    /// The box of entity slot `index` in frame `seq`; empty if it was not recorded then.
+    fn frame_bounds(&self, index: usize, seq: u64) -> Aabb {
+        if self.recorded_in(index, seq) {
+            self.slots[index].frames[self.ring(seq)].bounds()
+        } else {
+            Aabb::EMPTY
+        }
+    }
+
+    /// Brings the broadphase up to date with the frame just recorded.
     fn end_frame(&mut self) {
         self.frames_since_build += 1;
-        // Refitting keeps the topology of the last build; once every entity has moved a
-        // whole window since, a rebuild restores tight subtrees.
-        if self.bvh_stale || self.frames_since_build >= self.capacity {
+        let newest = self.newest_seq;
+        if self.tree_stale || self.frames_since_build >= self.capacity {
+            // New topology (entities came or went, or everyone has moved a whole window
+            // since the last build): place entities where they are now, then give every
+            // frame in the ring its boxes under the new shape.
+            let mut tree = std::mem::take(&mut self.tree);
             let slots = &self.slots;
-            self.bvh.build(
+            tree.build(
+                self.capacity,
                 (0..slots.len() as u32).filter(|&i| slots[i as usize].life != Life::Free),
-                &self.window_bounds,
+                |i| {
+                    let slot = &slots[i as usize];
+                    if slot.last_seq >= self.oldest_seq() {
+                        let b = slot.frames[self.ring(slot.last_seq)].bounds();
+                        b.center()
+                    } else {
+                        Vec3::ZERO
+                    }
+                },
             );
-            self.bvh_stale = false;
+            for seq in self.oldest_seq()..=newest {
+                tree.refit_frame(self.ring(seq), |i| self.frame_bounds(i as usize, seq));
+            }
+            self.tree = tree;
+            self.tree_stale = false;
             self.frames_since_build = 0;
         } else {
-            self.bvh.refit(&self.window_bounds);
+            let mut tree = std::mem::take(&mut self.tree);
+            tree.refit_frame(self.ring(newest), |i| self.frame_bounds(i as usize, newest));
+            self.tree = tree;
         }
     }
 }
@@ -99,8 +135,8 @@ impl FrameRecorder<'_> {
     /// Records an entity's bone world transforms (one per bone of its rig, in bone order)
     /// and state for this frame.
     ///
-    /// All transforms are checked before anything is written, so a rejected record leaves
-    /// the entity's history exactly as it was.
+    /// A rejected record leaves the entity's history exactly as it was: the entity counts
+    /// as not recorded in this frame (and may be recorded again).
     ///
     /// # Errors
     /// [`RecordError`] for a bad handle, a despawned entity, a second record in the same
@@ -114,9 +150,8 @@ impl FrameRecorder<'_> {
         let history = &mut *self.history;
         let index = history.active_index(id)?;
         let seq = self.seq;
-        let ring = history.ring(seq);
+        let ring = history.newest_ring;
         let capacity = history.capacity;
-        let epoch_len = history.epoch_len;
         let slot = &mut history.slots[index];
         if slot.last_seq == seq {
             return Err(RecordError::AlreadyRecorded(id));
@@ -128,37 +163,55 @@ impl FrameRecorder<'_> {
                 got: bones.len(),
             });
         }
+        let rig = slot.rig.as_deref().expect("active slots have a rig");
+        let reach = rig.bone_reach();
+        let base = ring * slot.bone_count;
+        let poses = &mut slot.poses[base..base + slot.bone_count];
+
+        // One pass: copy each pose into the ring, grow the frame's bounds, and check the
+        // transform, all without branches. The ring slot being written belongs to a frame
+        // that has aged out, and the frame record below is only stamped once everything is
+        // valid, so a bad transform found at the end leaves nothing visible.
+        // PERF: the separate validate-then-copy version spent half of its time in the
+        // checks' branches; the comparisons below also reject NaN (every `<=` is false).
+        let mut valid = true;
         let mut unit_scale = true;
-        for (bone, transform) in bones.iter().enumerate() {
-            transform
-                .validate()
-                .map_err(|error| RecordError::Transform {
-                    entity: id,
-                    bone: bone as u16,
-                    error,
-                })?;
-            unit_scale &= transform.scale == Vec3::ONE;
+        let mut lo = Vec3::INFINITY;
+        let mut hi = Vec3::NEG_INFINITY;
+        for ((stored, transform), &reach) in poses.iter_mut().zip(bones).zip(reach) {
+            let (t, q, s) = (transform.translation, transform.rotation, transform.scale);
+            valid &= t.abs().cmple(Vec3::splat(MAX_COORDINATE)).all();
+            valid &= (q.length_squared() - 1.0).abs() <= ROTATION_NORM_TOLERANCE;
+            valid &=
+                s.cmpge(Vec3::splat(MIN_EXTENT)).all() & s.cmple(Vec3::splat(MAX_EXTENT)).all();
+            unit_scale &= s == Vec3::ONE;
+            *stored = StoredPose {
+                translation: t.to_array(),
+                rotation: q.to_array(),
+            };
+            let r = Vec3::splat(reach * s.max_element());
+            lo = lo.min(t - r);
+            hi = hi.max(t + r);
+        }
+        if !valid {
+            // Rare: find which bone and why, with the precise checks (they accept exactly
+            // what the fast ones do).
+            for (bone, transform) in bones.iter().enumerate() {
+                transform
+                    .validate()
+                    .map_err(|error| RecordError::Transform {
+                        entity: id,
+                        bone: bone as u16,
+                        error,
+                    })?;
+            }
+            debug_assert!(false, "the fast checks and `validate` disagree");
         }
 
         if !unit_scale && slot.scales.is_empty() {
             // First non-unit scale for this entity: give it a scale lane. Earlier frames
             // were all unit scale, which is what the lane starts with.
             slot.scales.resize(capacity * slot.bone_count, [1.0; 3]);
-        }
-        let rig = slot.rig.as_deref().expect("active slots have a rig");
-        let reach = rig.bone_reach();
-        let base = ring * slot.bone_count;
-        let poses = &mut slot.poses[base..base + slot.bone_count];
-        let mut lo = Vec3::INFINITY;
-        let mut hi = Vec3::NEG_INFINITY;
-        for ((stored, transform), &reach) in poses.iter_mut().zip(bones).zip(reach) {
-            *stored = StoredPose {
-                translation: transform.translation.to_array(),
-                rotation: transform.rotation.to_array(),
-            };
-            let r = Vec3::splat(reach * transform.scale.max_element());
-            lo = lo.min(transform.translation - r);
-            hi = hi.max(transform.translation + r);
         }
         if !slot.scales.is_empty() {
             let scales = &mut slot.scales[base..base + slot.bone_count];
@@ -167,37 +220,25 @@ impl FrameRecorder<'_> {
             }
         }
         let bounds = Aabb::new(lo, hi).padded();
-        let (lo, hi) = (bounds.min, bounds.max);
         slot.frames[ring] = EntityFrame {
             seq: seq as u32,
             layers: state.layers,
             user: state.user,
             flags: state.to_flags(),
-            bounds_min: lo.to_array(),
-            bounds_max: hi.to_array(),
+            bounds_min: bounds.min.to_array(),
+            bounds_max: bounds.max.to_array(),
         };
         slot.last_seq = seq;
         if slot.first_seq == 0 {
             slot.first_seq = seq;
         }
-
-        // Rolling window bounds: bucket `epoch % WINDOW_BUCKETS` collects the frames of
-        // one epoch; the union of the last WINDOW_BUCKETS epochs covers the whole ring.
-        let epoch = seq / epoch_len;
-        let bucket = (epoch % WINDOW_BUCKETS as u64) as usize;
-        if slot.bucket_epochs[bucket] == epoch {
-            slot.buckets[bucket] = slot.buckets[bucket].union(&bounds);
-        } else {
-            slot.buckets[bucket] = bounds;
-            slot.bucket_epochs[bucket] = epoch;
-        }
-        let mut window = Aabb::EMPTY;
-        for (aabb, &e) in slot.buckets.iter().zip(&slot.bucket_epochs) {
-            if e + WINDOW_BUCKETS as u64 > epoch {
-                window = window.union(aabb);
+        if !state.lag_compensated {
+            let list = &mut history.uncompensated;
+            match list.iter_mut().find(|(i, _)| *i as usize == index) {
+                Some(entry) => entry.1 = seq,
+                None => list.push((index as u32, seq)),
             }
         }
-        history.window_bounds[index] = window;
         Ok(())
     }
 

@@ -3,7 +3,7 @@
 
 use glam::Vec3;
 
-use super::{EntityState, History, TELEPORTED};
+use super::{EntityState, History, StoredPose, TELEPORTED};
 use crate::math::{Aabb, BoneTransform, lerp, slerp};
 use crate::time::{RewindError, RewindTarget, Tick, WindowPolicy, WindowSide};
 
@@ -80,6 +80,8 @@ pub(crate) struct Bracket {
     /// Older and newer frame sequence numbers; equal for an exact frame.
     pub(crate) older: u64,
     pub(crate) newer: u64,
+    /// Ring slots of `older` and `newer`.
+    pub(crate) rings: (usize, usize),
     pub(crate) alpha: f32,
     /// The window the target was checked against.
     pub(crate) window: (f64, f64),
@@ -97,6 +99,14 @@ pub(crate) struct EntitySample {
     pub(crate) state: EntityState,
     /// Bounds of the entity over the frames used: the exact-time broadphase box.
     pub(crate) bounds: Aabb,
+}
+
+impl EntitySample {
+    /// Whether the entity was rewound (not tested at its present pose).
+    #[inline]
+    pub(crate) fn rewound(&self) -> bool {
+        !matches!(self.kind, SampleKind::Present { .. })
+    }
 }
 
 impl History {
@@ -155,6 +165,7 @@ impl History {
                     clamped: false,
                     older,
                     newer,
+                    rings: (self.ring(older), self.ring(newer)),
                     alpha,
                     window: (lo, hi),
                 })
@@ -215,6 +226,7 @@ impl History {
             clamped,
             older,
             newer,
+            rings: (self.ring(older), self.ring(newer)),
             alpha,
             window: (lo, hi),
         })
@@ -222,15 +234,18 @@ impl History {
 
     /// Whether the entity in slot `index` was recorded in frame `seq` (still in the ring).
     #[inline]
-    fn recorded_in(&self, index: usize, seq: u64) -> bool {
-        let slot = &self.slots[index];
-        seq >= self.oldest_seq()
-            && seq <= slot.last_seq
-            && slot.frames[self.ring(seq)].seq == seq as u32
+    pub(super) fn recorded_in(&self, index: usize, seq: u64) -> bool {
+        seq >= self.oldest_seq() && self.recorded_at(index, seq, self.ring(seq))
     }
 
-    fn single(&self, index: usize, seq: u64, kind: SampleKind) -> EntitySample {
-        let ring = self.ring(seq);
+    /// [`History::recorded_in`] for a frame known to be in the ring at slot `ring`.
+    #[inline]
+    fn recorded_at(&self, index: usize, seq: u64, ring: usize) -> bool {
+        let slot = &self.slots[index];
+        seq <= slot.last_seq && slot.frames[ring].seq == seq as u32
+    }
+
+    fn single(&self, index: usize, ring: usize, kind: SampleKind) -> EntitySample {
         let frame = &self.slots[index].frames[ring];
         EntitySample {
             kind,
@@ -262,42 +277,42 @@ impl History {
             return None;
         }
         let tick = self.meta(seq).tick;
-        Some(self.single(index, seq, SampleKind::Present { tick }))
+        Some(self.single(index, self.ring(seq), SampleKind::Present { tick }))
     }
 
     fn sample_rewound(&self, index: usize, bracket: &Bracket) -> Option<EntitySample> {
         let (older, newer) = (bracket.older, bracket.newer);
-        let tick = |seq: u64| self.meta(seq).tick;
+        let (a, b) = bracket.rings;
+        let tick = |ring: usize| self.frames[ring].tick;
         if older == newer {
             return self
-                .recorded_in(index, older)
-                .then(|| self.single(index, older, SampleKind::Exact { tick: tick(older) }));
+                .recorded_at(index, older, a)
+                .then(|| self.single(index, a, SampleKind::Exact { tick: tick(a) }));
         }
         let slot = &self.slots[index];
         let teleported_in = |seq: u64| {
             self.recorded_in(index, seq) && slot.frames[self.ring(seq)].flags & TELEPORTED != 0
         };
         match (
-            self.recorded_in(index, older),
-            self.recorded_in(index, newer),
+            self.recorded_at(index, older, a),
+            self.recorded_at(index, newer, b),
         ) {
             (true, true) => {
                 // A tick-pair target may span frames the client never saw; a teleport in
                 // any of them forbids the blend.
                 if (older + 1..=newer).any(teleported_in) {
-                    let seq = if bracket.alpha < 0.5 { older } else { newer };
+                    let ring = if bracket.alpha < 0.5 { a } else { b };
                     let kind = SampleKind::Nearest {
-                        tick: tick(seq),
+                        tick: tick(ring),
                         reason: NearestReason::Teleport,
                     };
-                    return Some(self.single(index, seq, kind));
+                    return Some(self.single(index, ring, kind));
                 }
-                let (a, b) = (self.ring(older), self.ring(newer));
                 let (fa, fb) = (&slot.frames[a], &slot.frames[b]);
                 Some(EntitySample {
                     kind: SampleKind::Interpolated {
-                        from: tick(older),
-                        to: tick(newer),
+                        from: tick(a),
+                        to: tick(b),
                         alpha: bracket.alpha,
                     },
                     a,
@@ -310,9 +325,9 @@ impl History {
             }
             (true, false) => Some(self.single(
                 index,
-                older,
+                a,
                 SampleKind::Nearest {
-                    tick: tick(older),
+                    tick: tick(a),
                     reason: NearestReason::MissingNeighbour,
                 },
             )),
@@ -321,9 +336,9 @@ impl History {
             (false, true) if slot.first_seq >= newer || teleported_in(newer) => None,
             (false, true) => Some(self.single(
                 index,
-                newer,
+                b,
                 SampleKind::Nearest {
-                    tick: tick(newer),
+                    tick: tick(b),
                     reason: NearestReason::MissingNeighbour,
                 },
             )),
@@ -331,56 +346,77 @@ impl History {
         }
     }
 
-    /// Bone `bone` of the entity in slot `index`, as sampled.
+    /// The sampled entity's bones, ready for the per-hitbox loop of a query.
     #[inline]
-    pub(crate) fn bone(&self, index: usize, sample: &EntitySample, bone: usize) -> BoneTransform {
+    pub(crate) fn view(&self, index: usize, sample: &EntitySample) -> EntityView<'_> {
         let slot = &self.slots[index];
         let bc = slot.bone_count;
-        let scale_at = |ring: usize| {
-            slot.scales
-                .get(ring * bc + bone)
-                .map_or(Vec3::ONE, |s| Vec3::from_array(*s))
+        let rows = |ring: usize| &slot.poses[ring * bc..(ring + 1) * bc];
+        let scale_rows = |ring: usize| {
+            (!slot.scales.is_empty()).then(|| &slot.scales[ring * bc..(ring + 1) * bc])
         };
-        let pa = &slot.poses[sample.a * bc + bone];
-        if sample.a == sample.b {
-            return BoneTransform::from_stored(pa, scale_at(sample.a));
-        }
-        let pb = &slot.poses[sample.b * bc + bone];
-        BoneTransform {
-            translation: lerp(pa.translation(), pb.translation(), sample.alpha),
-            rotation: slerp(pa.rotation(), pb.rotation(), sample.alpha),
-            scale: lerp(scale_at(sample.a), scale_at(sample.b), sample.alpha),
+        EntityView {
+            a: rows(sample.a),
+            b: rows(sample.b),
+            scales_a: scale_rows(sample.a),
+            scales_b: scale_rows(sample.b),
+            alpha: sample.alpha,
+            single: sample.a == sample.b,
         }
     }
 
-    /// Bone `bone`'s origin and largest scale component, as sampled: enough to cull its
-    /// hitboxes with their reach before paying for a slerp.
+    /// Bone `bone` of the entity in slot `index`, as sampled.
     #[inline]
-    pub(crate) fn bone_origin(
-        &self,
-        index: usize,
-        sample: &EntitySample,
-        bone: usize,
-    ) -> (Vec3, f32) {
-        let slot = &self.slots[index];
-        let bc = slot.bone_count;
-        let ta = slot.poses[sample.a * bc + bone].translation();
-        let origin = if sample.a == sample.b {
+    pub(crate) fn bone(&self, index: usize, sample: &EntitySample, bone: usize) -> BoneTransform {
+        self.view(index, sample).bone(bone)
+    }
+}
+
+/// One sampled entity's two frames of bone poses (the same frame twice when a single frame
+/// is used), borrowed from its rings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EntityView<'h> {
+    a: &'h [StoredPose],
+    b: &'h [StoredPose],
+    scales_a: Option<&'h [[f32; 3]]>,
+    scales_b: Option<&'h [[f32; 3]]>,
+    alpha: f32,
+    single: bool,
+}
+
+impl EntityView<'_> {
+    /// Bone `bone` at the sampled moment: lerped translation and scale, slerped rotation;
+    /// the stored pose bit for bit when a single frame is used.
+    #[inline]
+    pub(crate) fn bone(&self, bone: usize) -> BoneTransform {
+        let pa = &self.a[bone];
+        let scale =
+            |rows: Option<&[[f32; 3]]>| rows.map_or(Vec3::ONE, |r| Vec3::from_array(r[bone]));
+        if self.single {
+            return BoneTransform::from_stored(pa, scale(self.scales_a));
+        }
+        let pb = &self.b[bone];
+        BoneTransform {
+            translation: lerp(pa.translation(), pb.translation(), self.alpha),
+            rotation: slerp(pa.rotation(), pb.rotation(), self.alpha),
+            scale: lerp(scale(self.scales_a), scale(self.scales_b), self.alpha),
+        }
+    }
+
+    /// Bone `bone`'s origin and an upper bound of its largest scale component: enough to
+    /// cull its hitboxes by their reach before paying for a slerp.
+    #[inline]
+    pub(crate) fn bone_origin(&self, bone: usize) -> (Vec3, f32) {
+        let ta = self.a[bone].translation();
+        let origin = if self.single {
             ta
         } else {
-            lerp(
-                ta,
-                slot.poses[sample.b * bc + bone].translation(),
-                sample.alpha,
-            )
+            lerp(ta, self.b[bone].translation(), self.alpha)
         };
-        let max_scale = if slot.scales.is_empty() {
-            1.0
-        } else {
-            let sa = slot.scales[sample.a * bc + bone];
-            let sb = slot.scales[sample.b * bc + bone];
+        let max_scale = match (self.scales_a, self.scales_b) {
             // Lerped scale never exceeds the larger end.
-            sa.into_iter().chain(sb).fold(0.0_f32, f32::max)
+            (Some(sa), Some(sb)) => sa[bone].into_iter().chain(sb[bone]).fold(0.0_f32, f32::max),
+            _ => 1.0,
         };
         (origin, max_scale)
     }

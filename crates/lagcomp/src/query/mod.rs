@@ -380,6 +380,74 @@ impl<'h, 'f, O: QueryObserver> Query<'h, 'f, O> {
     }
 }
 
+/// Which entities a walk visits. The tree holds every entity's bounds frame by frame; an
+/// entity whose lag compensation was off at the target time is tested at its present pose,
+/// which those boxes do not cover, so the tree walk leaves it to a second walk over the
+/// short list of such entities. A debug walk visits everyone once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    Tree,
+    Uncompensated,
+    Everyone,
+}
+
+/// The per-entity checks every query makes before touching hitboxes: handle, ignore list,
+/// presence at the target time, which walk owns it, alive, layers, and its bounds at the
+/// target time (`touches`). Reports the decision to the observer.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site per query kind; a struct would only rename them"
+)]
+#[inline]
+fn admit<'h, O: QueryObserver>(
+    history: &'h History,
+    index: usize,
+    bracket: &Bracket,
+    walk: Walk,
+    layers: u32,
+    ignore: &[EntityId],
+    observer: &mut O,
+    touches: impl Fn(&crate::math::Aabb) -> bool,
+) -> Option<(&'h crate::rig::Rig, EntityId, crate::history::EntitySample)> {
+    use observer::Broadphase;
+    let (rig, id) = history.slot_rig(index)?;
+    let mut decide = |decision| {
+        if O::ENABLED {
+            observer.broadphase(id, decision);
+        }
+    };
+    if ignore.contains(&id) {
+        decide(Broadphase::Ignored);
+        return None;
+    }
+    let Some(sample) = history.sample(index, bracket) else {
+        if walk != Walk::Uncompensated {
+            decide(Broadphase::Absent);
+        }
+        return None;
+    };
+    let present = !sample.rewound();
+    match walk {
+        Walk::Tree if present => return None,
+        Walk::Uncompensated if !present => return None,
+        _ => {}
+    }
+    if !sample.state.alive {
+        decide(Broadphase::NotAlive);
+        return None;
+    }
+    if sample.state.layers & layers == 0 {
+        decide(Broadphase::OtherLayer);
+        return None;
+    }
+    if !touches(&sample.bounds) {
+        decide(Broadphase::Culled);
+        return None;
+    }
+    decide(Broadphase::Passed);
+    Some((rig, id, sample))
+}
+
 fn check_radius(radius: f32) -> Result<(), QueryError> {
     if (0.0..=MAX_EXTENT).contains(&radius) {
         Ok(())

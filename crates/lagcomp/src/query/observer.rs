@@ -14,8 +14,6 @@ use crate::rig::Hitbox;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Broadphase {
-    /// Its bounds over the whole window miss the query: culled before any interpolation.
-    CulledWindow,
     /// Excluded by the query's ignore list (the shooter).
     Ignored,
     /// Not recorded at the target time (not spawned yet, or a gap in its history).
@@ -24,8 +22,9 @@ pub enum Broadphase {
     NotAlive,
     /// Its layers at the target time share no bit with the query mask.
     OtherLayer,
-    /// Its exact bounds at the target time miss the query.
-    CulledAtTarget,
+    /// Its bounds at the target time (over the frames the sample uses) miss the query:
+    /// culled before any interpolation.
+    Culled,
     /// Passed: its hitboxes were tested.
     Passed,
 }
@@ -35,7 +34,8 @@ pub trait QueryObserver {
     /// `false` only for [`NoObserver`]: lets the query skip reporting work entirely.
     const ENABLED: bool = true;
 
-    /// The broadphase decision for an entity. With an observer, every entity is reported.
+    /// The broadphase decision for an entity. With an observer, every entity registered or
+    /// still in the window is reported once.
     fn broadphase(&mut self, entity: EntityId, decision: Broadphase) {
         let _ = (entity, decision);
     }
@@ -57,7 +57,8 @@ pub trait QueryObserver {
         let _ = (entity, hitbox, rewound, present);
     }
 
-    /// A trace hit an entity.
+    /// A trace hit an entity: every hit of an all-hits trace, the final one of a
+    /// closest-hit trace.
     fn hit(&mut self, hit: &Hit) {
         let _ = hit;
     }

@@ -2,8 +2,8 @@
 
 use glam::Vec3;
 
-use super::observer::{Broadphase, QueryObserver};
-use super::{Overlap, Query, QueryError, Rewind, check_radius};
+use super::observer::QueryObserver;
+use super::{Overlap, Query, QueryError, Rewind, Walk, admit, check_radius};
 use crate::history::Sample;
 use crate::math::{Aabb, BoneTransform, check_rotation, check_translation};
 use crate::narrow::{Obb, PlacedShape};
@@ -76,44 +76,21 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         let bracket = self.bracket()?;
         let history = self.history;
         let query_box = volume.aabb();
-        let (bvh, window_bounds) = history.entity_bvh();
         let observer = &mut self.observer;
         let (layers, ignore) = (self.layers, self.ignore);
-        let mut visit = |index: u32| {
-            let index = index as usize;
-            let Some((rig, id)) = history.slot_rig(index) else {
+        let mut visit = |index: usize, walk: Walk| {
+            let Some((rig, id, sample)) = admit(
+                history,
+                index,
+                &bracket,
+                walk,
+                layers,
+                ignore,
+                &mut *observer,
+                |bounds| bounds.intersects(&query_box),
+            ) else {
                 return;
             };
-            let mut decide = |decision| {
-                if O::ENABLED {
-                    observer.broadphase(id, decision);
-                }
-            };
-            if !window_bounds[index].intersects(&query_box) {
-                decide(Broadphase::CulledWindow);
-                return;
-            }
-            if ignore.contains(&id) {
-                decide(Broadphase::Ignored);
-                return;
-            }
-            let Some(sample) = history.sample(index, &bracket) else {
-                decide(Broadphase::Absent);
-                return;
-            };
-            if !sample.state.alive {
-                decide(Broadphase::NotAlive);
-                return;
-            }
-            if sample.state.layers & layers == 0 {
-                decide(Broadphase::OtherLayer);
-                return;
-            }
-            if !sample.bounds.intersects(&query_box) {
-                decide(Broadphase::CulledAtTarget);
-                return;
-            }
-            decide(Broadphase::Passed);
             let public_sample = Sample {
                 time: bracket.time,
                 kind: sample.kind,
@@ -121,22 +98,19 @@ impl<O: QueryObserver> Query<'_, '_, O> {
             if O::ENABLED {
                 observer.sample(id, &public_sample);
             }
-            let present = if O::ENABLED {
-                history.sample_present(index)
-            } else {
-                None
-            };
+            let present = O::ENABLED.then(|| history.sample_present(index)).flatten();
+            let view = history.view(index, &sample);
             let mut cached_bone = usize::MAX;
             let mut bone = BoneTransform::IDENTITY;
             for (i, hitbox) in rig.hitboxes().iter().enumerate() {
                 let bone_index = usize::from(hitbox.bone);
-                let (origin, max_scale) = history.bone_origin(index, &sample, bone_index);
+                let (origin, max_scale) = view.bone_origin(bone_index);
                 let reach = rig.hitbox_reach(i) * max_scale;
                 if !Aabb::around_sphere(origin, reach).intersects(&query_box) {
                     continue;
                 }
                 if bone_index != cached_bone {
-                    bone = history.bone(index, &sample, bone_index);
+                    bone = view.bone(bone_index);
                     cached_bone = bone_index;
                 }
                 let placed = hitbox.placed(&bone);
@@ -167,11 +141,18 @@ impl<O: QueryObserver> Query<'_, '_, O> {
             }
         };
         if O::ENABLED {
-            for index in 0..history.slot_count() as u32 {
-                visit(index);
+            for index in 0..history.slot_count() {
+                visit(index, Walk::Everyone);
             }
         } else {
-            bvh.overlap(&query_box, visit);
+            history
+                .entity_tree()
+                .overlap(bracket.rings, &query_box, |index| {
+                    visit(index as usize, Walk::Tree)
+                });
+            for index in history.uncompensated() {
+                visit(index, Walk::Uncompensated);
+            }
         }
         out.sort_unstable_by(|a, b| {
             a.distance

@@ -2,14 +2,84 @@
 
 use glam::Vec3;
 
-use super::observer::{Broadphase, QueryObserver};
-use super::{Hit, Query, QueryError, Ray, StaticHit, SurfacePoint, Trace, check_radius};
-use crate::history::{Bracket, EntityId, History, Sample};
-use crate::math::BoneTransform;
+use super::observer::QueryObserver;
+use super::{
+    Hit, Query, QueryError, Ray, StaticHit, SurfacePoint, Trace, Walk, admit, check_radius,
+};
+use crate::history::{Bracket, EntityId, History, Sample, StaticId};
+use crate::math::{BoneTransform, ray_recip};
+use crate::narrow::{Crossing, PlacedShape};
+use crate::rig::{HitboxId, Zone};
 
-/// Where a trace's hits go: the closest only, or all of them.
+/// A hitbox the trace touched, before it is turned into a [`Hit`]. Closest-hit traces keep
+/// only the best one and build its [`Hit`] once at the end.
+#[derive(Clone, Copy)]
+struct Touch {
+    entity: EntityId,
+    hitbox: HitboxId,
+    zone: Zone,
+    hitbox_index: usize,
+    crossing: Crossing,
+    placed: PlacedShape,
+    bone_scale: Vec3,
+    sample: Sample,
+    state: crate::history::EntityState,
+}
+
+impl Touch {
+    /// Entry distance, 0 when the trace starts inside.
+    #[inline]
+    fn distance(&self) -> f32 {
+        self.crossing.enter.max(0.0)
+    }
+
+    /// Whether this touch comes before `other`: nearer, or as near with the lower (entity,
+    /// hitbox), as `ray_all` orders them, so the answer never depends on traversal order.
+    #[inline]
+    fn before(&self, other: &Self) -> bool {
+        (self.distance(), self.entity, self.hitbox) < (other.distance(), other.entity, other.hitbox)
+    }
+
+    fn into_hit(self, origin: Vec3, dir: Vec3, radius: f32) -> Hit {
+        let c = self.crossing;
+        let started_inside = c.enter < 0.0;
+        let distance = self.distance();
+        let entry = if started_inside {
+            SurfacePoint {
+                point: self.placed.closest_point(origin),
+                normal: -dir,
+            }
+        } else {
+            SurfacePoint {
+                point: origin + dir * distance - c.enter_normal * radius,
+                normal: c.enter_normal,
+            }
+        };
+        Hit {
+            entity: self.entity,
+            hitbox: self.hitbox,
+            hitbox_index: self.hitbox_index as u16,
+            zone: self.zone,
+            distance,
+            entry,
+            exit_distance: c.exit,
+            exit: SurfacePoint {
+                point: origin + dir * c.exit - c.exit_normal * radius,
+                normal: c.exit_normal,
+            },
+            penetration: c.exit - distance,
+            started_inside,
+            sample: self.sample,
+            placement: self.placed,
+            bone_scale: self.bone_scale,
+            state: self.state,
+        }
+    }
+}
+
+/// Where a trace's touches go: the closest only, or all of them.
 enum Found<'o> {
-    Closest(Option<Hit>),
+    Closest(Option<Touch>),
     All(&'o mut Vec<Hit>),
 }
 
@@ -63,7 +133,8 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         }
         let bracket = self.bracket()?;
         let history = self.history;
-        let blocker = first_wall(history, ray, radius, self.layers);
+        let inv_dir = ray_recip(ray.dir());
+        let blocker = first_wall(history, ray, inv_dir, radius, self.layers);
         if let Some(wall) = blocker.as_ref().filter(|_| O::ENABLED) {
             self.observer.blocked(wall);
         }
@@ -73,29 +144,50 @@ impl<O: QueryObserver> Query<'_, '_, O> {
             bracket: &bracket,
             origin: ray.origin(),
             dir: ray.dir(),
-            inv_dir: crate::math::ray_recip(ray.dir()),
+            inv_dir,
             radius,
             layers: self.layers,
             ignore: self.ignore,
         };
         let observer = &mut self.observer;
-        let (bvh, _) = history.entity_bvh();
-        let mut visit =
-            |index: u32, t_max: f32| ctx.entity(index as usize, t_max, &mut found, &mut *observer);
         if O::ENABLED {
             // Debug mode walks every entity so each gets a reported decision.
             let mut t_max = reach;
-            for index in 0..history.slot_count() as u32 {
-                t_max = visit(index, t_max);
+            for index in 0..history.slot_count() {
+                t_max = ctx.entity(index, Walk::Everyone, t_max, &mut found, &mut *observer);
             }
         } else {
-            bvh.cast(ctx.origin, ctx.dir, radius, reach, visit);
+            let mut t_max = reach;
+            history.entity_tree().cast(
+                bracket.rings,
+                ctx.origin,
+                inv_dir,
+                radius,
+                reach,
+                |index, t| {
+                    t_max = ctx.entity(index as usize, Walk::Tree, t, &mut found, &mut *observer);
+                    t_max
+                },
+            );
+            for index in history.uncompensated() {
+                t_max = ctx.entity(
+                    index,
+                    Walk::Uncompensated,
+                    t_max,
+                    &mut found,
+                    &mut *observer,
+                );
+            }
         }
         let hit = match found {
-            Found::Closest(hit) => hit,
+            Found::Closest(touch) => {
+                let hit = touch.map(|t| t.into_hit(ctx.origin, ctx.dir, radius));
+                if let Some(hit) = hit.as_ref().filter(|_| O::ENABLED) {
+                    self.observer.hit(hit);
+                }
+                hit
+            }
             Found::All(out) => {
-                // Ties broken by entity and hitbox so the order never depends on the
-                // traversal.
                 out.sort_unstable_by(|a, b| {
                     a.distance
                         .total_cmp(&b.distance)
@@ -114,11 +206,17 @@ impl<O: QueryObserver> Query<'_, '_, O> {
 }
 
 /// The first static collider on a matching layer the trace touches within reach.
-fn first_wall(history: &History, ray: &Ray, radius: f32, layers: u32) -> Option<StaticHit> {
+fn first_wall(
+    history: &History,
+    ray: &Ray,
+    inv_dir: Vec3,
+    radius: f32,
+    layers: u32,
+) -> Option<StaticHit> {
     let (bvh, statics) = history.statics_bvh();
     let (origin, dir) = (ray.origin(), ray.dir());
     let mut best: Option<StaticHit> = None;
-    bvh.cast(origin, dir, radius, ray.max_distance(), |i, t_max| {
+    bvh.cast(origin, inv_dir, radius, ray.max_distance(), |i, t_max| {
         let wall = &statics[i as usize];
         if wall.layers & layers == 0 {
             return t_max;
@@ -139,12 +237,14 @@ fn first_wall(history: &History, ray: &Ray, radius: f32, layers: u32) -> Option<
                 c.enter_normal,
             )
         };
-        best = Some(StaticHit {
-            id: crate::history::StaticId(i),
-            distance,
-            point,
-            normal,
-        });
+        if best.is_none_or(|b| (distance, i) < (b.distance, b.id.0)) {
+            best = Some(StaticHit {
+                id: StaticId(i),
+                distance,
+                point,
+                normal,
+            });
+        }
         distance
     });
     best
@@ -167,55 +267,29 @@ impl TraceContext<'_> {
     fn entity<O: QueryObserver>(
         &self,
         index: usize,
+        walk: Walk,
         mut t_max: f32,
         found: &mut Found<'_>,
         observer: &mut O,
     ) -> f32 {
         let history = self.history;
-        let Some((rig, id)) = history.slot_rig(index) else {
+        let Some((rig, id, sample)) = admit(
+            history,
+            index,
+            self.bracket,
+            walk,
+            self.layers,
+            self.ignore,
+            observer,
+            |bounds| {
+                bounds
+                    .inflated(self.radius)
+                    .ray_interval(self.origin, self.inv_dir, t_max)
+                    .is_some()
+            },
+        ) else {
             return t_max;
         };
-        let mut decide = |decision| {
-            if O::ENABLED {
-                observer.broadphase(id, decision);
-            }
-        };
-        // The BVH leaf holds several entities; each one's own window box comes first.
-        let window = history.entity_bvh().1[index];
-        if window
-            .inflated(self.radius)
-            .ray_interval(self.origin, self.inv_dir, t_max)
-            .is_none()
-        {
-            decide(Broadphase::CulledWindow);
-            return t_max;
-        }
-        if self.ignore.contains(&id) {
-            decide(Broadphase::Ignored);
-            return t_max;
-        }
-        let Some(sample) = history.sample(index, self.bracket) else {
-            decide(Broadphase::Absent);
-            return t_max;
-        };
-        if !sample.state.alive {
-            decide(Broadphase::NotAlive);
-            return t_max;
-        }
-        if sample.state.layers & self.layers == 0 {
-            decide(Broadphase::OtherLayer);
-            return t_max;
-        }
-        if sample
-            .bounds
-            .inflated(self.radius)
-            .ray_interval(self.origin, self.inv_dir, t_max)
-            .is_none()
-        {
-            decide(Broadphase::CulledAtTarget);
-            return t_max;
-        }
-        decide(Broadphase::Passed);
         let public_sample = Sample {
             time: self.bracket.time,
             kind: sample.kind,
@@ -223,19 +297,15 @@ impl TraceContext<'_> {
         if O::ENABLED {
             observer.sample(id, &public_sample);
         }
-        let present = if O::ENABLED {
-            history.sample_present(index)
-        } else {
-            None
-        };
-
+        let present = O::ENABLED.then(|| history.sample_present(index)).flatten();
+        let view = history.view(index, &sample);
         let mut cached_bone = usize::MAX;
         let mut bone = BoneTransform::IDENTITY;
         for (i, hitbox) in rig.hitboxes().iter().enumerate() {
             let bone_index = usize::from(hitbox.bone);
             // Cull by the sphere around the bone's origin that holds the hitbox: only a
             // lerp so far, no slerp.
-            let (bone_origin, max_scale) = history.bone_origin(index, &sample, bone_index);
+            let (bone_origin, max_scale) = view.bone_origin(bone_index);
             let reach = rig.hitbox_reach(i) * max_scale + self.radius;
             let to_bone = bone_origin - self.origin;
             let along = to_bone.dot(self.dir);
@@ -246,7 +316,7 @@ impl TraceContext<'_> {
                 continue;
             }
             if bone_index != cached_bone {
-                bone = history.bone(index, &sample, bone_index);
+                bone = view.bone(bone_index);
                 cached_bone = bone_index;
             }
             let placed = hitbox.placed(&bone);
@@ -254,59 +324,37 @@ impl TraceContext<'_> {
                 let now = present.map(|p| hitbox.placed(&history.bone(index, &p, bone_index)));
                 observer.hitbox(id, hitbox, &placed, now.as_ref());
             }
-            let Some(c) = placed
+            let Some(crossing) = placed
                 .cast_sphere_line(self.origin, self.dir, self.radius)
                 .and_then(|c| c.clip(t_max))
             else {
                 continue;
             };
-            let started_inside = c.enter < 0.0;
-            let distance = c.enter.max(0.0);
-            let entry = if started_inside {
-                SurfacePoint {
-                    point: placed.closest_point(self.origin),
-                    normal: -self.dir,
-                }
-            } else {
-                SurfacePoint {
-                    point: self.origin + self.dir * distance - c.enter_normal * self.radius,
-                    normal: c.enter_normal,
-                }
-            };
-            let hit = Hit {
+            let touch = Touch {
                 entity: id,
                 hitbox: hitbox.id,
-                hitbox_index: i as u16,
                 zone: hitbox.zone,
-                distance,
-                entry,
-                exit_distance: c.exit,
-                exit: SurfacePoint {
-                    point: self.origin + self.dir * c.exit - c.exit_normal * self.radius,
-                    normal: c.exit_normal,
-                },
-                penetration: c.exit - distance,
-                started_inside,
-                sample: public_sample,
-                placement: placed,
+                hitbox_index: i,
+                crossing,
+                placed,
                 bone_scale: bone.scale,
+                sample: public_sample,
                 state: sample.state,
             };
-            if O::ENABLED {
-                observer.hit(&hit);
-            }
             match found {
                 Found::Closest(best) => {
-                    // Equal distances go to the lower (entity, hitbox), as in `ray_all`'s
-                    // order, so the answer never depends on the traversal order.
-                    if best.is_none_or(|b| {
-                        (distance, id, hitbox.id) < (b.distance, b.entity, b.hitbox)
-                    }) {
-                        *best = Some(hit);
-                        t_max = distance;
+                    if best.as_ref().is_none_or(|b| touch.before(b)) {
+                        t_max = touch.distance();
+                        *best = Some(touch);
                     }
                 }
-                Found::All(out) => out.push(hit),
+                Found::All(out) => {
+                    let hit = touch.into_hit(self.origin, self.dir, self.radius);
+                    if O::ENABLED {
+                        observer.hit(&hit);
+                    }
+                    out.push(hit);
+                }
             }
         }
         t_max
