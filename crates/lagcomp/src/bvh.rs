@@ -432,7 +432,7 @@ mod tests {
             let dir = Vec3::new(1.0, 0.05 * k as f32, -0.02).normalize();
             let inv = ray_recip(dir);
             let found = cast_all(
-                |v| bvh.cast(origin, inv, 0.0, 100.0, |i, t| v(i, t)),
+                |v| bvh.cast(origin, inv, 0.0, 100.0, &mut *v),
                 &bounds,
                 origin,
                 inv,
@@ -464,7 +464,7 @@ mod tests {
             let inv = ray_recip(dir);
             for (frames, bounds) in [((0, 0), &f0), ((1, 1), &f1), ((0, 1), &union)] {
                 let found = cast_all(
-                    |v| bvh.cast(frames, origin, inv, 0.0, 100.0, |i, t| v(i, t)),
+                    |v| bvh.cast(frames, origin, inv, 0.0, 100.0, &mut *v),
                     bounds,
                     origin,
                     inv,
