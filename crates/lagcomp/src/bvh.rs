@@ -22,7 +22,7 @@ use crate::math::Aabb;
 
 /// Items per leaf: a few entities per leaf keeps the tree shallow without testing many
 /// boxes that a split would have culled.
-const LEAF_SIZE: usize = 4;
+const LEAF_SIZE: usize = 2;
 
 /// Deepest possible tree: median splits halve the items, and item counts are `u32`.
 const MAX_DEPTH: usize = 64;

@@ -346,6 +346,29 @@ impl History {
         }
     }
 
+    /// The entity's bounds over the bracket's two frames (empty where it was not recorded):
+    /// exactly the boxes the tree's leaves were refitted from. A tree walk tests this
+    /// before paying for [`History::sample`].
+    #[inline]
+    pub(crate) fn bracket_bounds(&self, index: usize, bracket: &Bracket) -> Aabb {
+        let frames = &self.slots[index].frames;
+        let (a, b) = bracket.rings;
+        let at = |ring: usize, seq: u64| {
+            let f = &frames[ring];
+            if f.seq == seq as u32 {
+                f.bounds()
+            } else {
+                Aabb::EMPTY
+            }
+        };
+        let first = at(a, bracket.older);
+        if a == b {
+            first
+        } else {
+            first.union(&at(b, bracket.newer))
+        }
+    }
+
     /// The sampled entity's bones, ready for the per-hitbox loop of a query.
     #[inline]
     pub(crate) fn view(&self, index: usize, sample: &EntitySample) -> EntityView<'_> {

@@ -79,6 +79,14 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         let observer = &mut self.observer;
         let (layers, ignore) = (self.layers, self.ignore);
         let mut visit = |index: usize, walk: Walk| {
+            // Leaves hold several entities: each one's own box first, before sampling.
+            if walk == Walk::Tree
+                && !history
+                    .bracket_bounds(index, &bracket)
+                    .intersects(&query_box)
+            {
+                return;
+            }
             let Some((rig, id, sample)) = admit(
                 history,
                 index,

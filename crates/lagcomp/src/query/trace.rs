@@ -273,6 +273,17 @@ impl TraceContext<'_> {
         observer: &mut O,
     ) -> f32 {
         let history = self.history;
+        let touches = |bounds: &crate::math::Aabb| {
+            bounds
+                .inflated(self.radius)
+                .ray_interval(self.origin, self.inv_dir, t_max)
+                .is_some()
+        };
+        // The tree's leaves hold several entities; test each one's own box over the two
+        // frames before sampling it.
+        if walk == Walk::Tree && !touches(&history.bracket_bounds(index, self.bracket)) {
+            return t_max;
+        }
         let Some((rig, id, sample)) = admit(
             history,
             index,
@@ -281,12 +292,7 @@ impl TraceContext<'_> {
             self.layers,
             self.ignore,
             observer,
-            |bounds| {
-                bounds
-                    .inflated(self.radius)
-                    .ray_interval(self.origin, self.inv_dir, t_max)
-                    .is_some()
-            },
+            touches,
         ) else {
             return t_max;
         };
