@@ -16,13 +16,15 @@
 //! refitting allocates nothing, and the traversal lets the caller shrink the ray as it
 //! finds closer hits.
 
-use glam::Vec3;
+use glam::{Vec3, Vec3A};
 
 use crate::math::Aabb;
 
-/// Items per leaf: a few entities per leaf keeps the tree shallow without testing many
-/// boxes that a split would have culled.
-const LEAF_SIZE: usize = 2;
+/// Items per leaf. One: a leaf's box is its entity's own box over the frames, kept in the
+/// tree's contiguous per-frame arrays, so culling an entity never reads its scattered
+/// per-entity records (measured: larger leaves cost more in cache misses than the extra
+/// levels cost in node tests).
+pub(crate) const LEAF_SIZE: usize = 1;
 
 /// Deepest possible tree: median splits halve the items, and item counts are `u32`.
 const MAX_DEPTH: usize = 64;
@@ -55,6 +57,25 @@ impl NodeBox {
     #[inline]
     fn aabb(&self) -> Aabb {
         Aabb::new(Vec3::from_array(self.min), Vec3::from_array(self.max))
+    }
+
+    #[inline]
+    fn union(&self, other: &Self) -> Self {
+        Self::from_aabb(self.aabb().union(&other.aabb()))
+    }
+
+    /// Where the ray enters this box grown by `margin`, if it passes through within
+    /// `[0, t_max]`. `inv_dir` comes from [`crate::math::ray_recip`].
+    // PERF: the inner loop of every traversal; SIMD lanes via `Vec3A` make it a dozen
+    // instructions.
+    #[inline]
+    fn ray_near(&self, origin: Vec3A, inv_dir: Vec3A, margin: f32, t_max: f32) -> Option<f32> {
+        let margin = Vec3A::splat(margin);
+        let t1 = (Vec3A::from_array(self.min) - margin - origin) * inv_dir;
+        let t2 = (Vec3A::from_array(self.max) + margin - origin) * inv_dir;
+        let near = t1.min(t2).max_element().max(0.0);
+        let far = t1.max(t2).min_element().min(t_max);
+        (near <= far).then_some(near)
     }
 
     #[inline]
@@ -161,30 +182,22 @@ impl Topology {
         &self.items[node.first as usize..(node.first + node.count) as usize]
     }
 
-    /// Visits the items of every leaf whose box (from `node_box`, grown by `margin`) the
-    /// ray `origin + t * dir`, `t` in `[0, t_max]`, passes through, nearest leaves first.
-    /// That is a superset of the items whose own boxes it passes; the visitor tests
-    /// each item itself. The visitor returns the new `t_max` (return the argument to keep
-    /// it): a closest-hit query shrinks it as it finds hits, which prunes what is behind.
+    /// Visits the items of every leaf the ray passes through, nearest leaves first.
+    /// `near_of(node, t_max)` says where the ray enters a node's box (`None`: it misses it
+    /// within `t_max`). The items are a superset of those whose own boxes the ray passes;
+    /// the visitor tests each item itself. The visitor returns the new `t_max` (return the
+    /// argument to keep it): a closest-hit query shrinks it as it finds hits, which prunes
+    /// what is behind.
     #[inline]
-    pub(crate) fn cast(
+    fn cast(
         &self,
-        node_box: impl Fn(usize) -> Aabb,
-        origin: Vec3,
-        inv_dir: Vec3,
-        margin: f32,
+        near_of: impl Fn(usize, f32) -> Option<f32>,
         mut t_max: f32,
         mut visit: impl FnMut(u32, f32) -> f32,
     ) {
         if self.nodes.is_empty() {
             return;
         }
-        let near_of = |i: usize, t_max: f32| {
-            node_box(i)
-                .inflated(margin)
-                .ray_interval(origin, inv_dir, t_max)
-                .map(|(near, _)| near)
-        };
         if near_of(0, t_max).is_none() {
             return;
         }
@@ -293,8 +306,12 @@ impl Bvh {
         visit: impl FnMut(u32, f32) -> f32,
     ) {
         let boxes = &self.boxes;
-        self.topology
-            .cast(|i| boxes[i].aabb(), origin, inv_dir, margin, t_max, visit);
+        let (origin, inv_dir) = (Vec3A::from(origin), Vec3A::from(inv_dir));
+        self.topology.cast(
+            |i, t_max| boxes[i].ray_near(origin, inv_dir, margin, t_max),
+            t_max,
+            visit,
+        );
     }
 
     /// See [`Topology::overlap`].
@@ -306,17 +323,29 @@ impl Bvh {
 }
 
 /// A tree whose node boxes are kept per frame of a ring: entities over history.
+///
+/// Each frame's slot holds, per node, the box over that frame *and the next one* (a span):
+/// a query between two adjacent frames, the common case, reads one box per node. The
+/// newest frame's span is its own box until the next frame widens it.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TemporalBvh {
     topology: Topology,
-    /// `frames * topology.len()` boxes, frame-major.
-    boxes: Vec<NodeBox>,
+    /// `frames * topology.len()` span boxes, frame-major.
+    spans: Vec<NodeBox>,
     frames: usize,
+}
+
+/// Which spans bound a query: `count` consecutive ring frames from `first` (1 for a target
+/// between adjacent frames or on one frame).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SpanRange {
+    pub(crate) first: usize,
+    pub(crate) count: usize,
 }
 
 impl TemporalBvh {
     /// Rebuilds the topology over `items` placed at `centroid(item)`, for a ring of
-    /// `frames` frames. Every frame's boxes must then be refitted.
+    /// `frames` frames. Every frame must then be refitted, oldest first.
     pub(crate) fn build(
         &mut self,
         frames: usize,
@@ -325,62 +354,90 @@ impl TemporalBvh {
     ) {
         self.topology.build(items, centroid);
         self.frames = frames;
-        self.boxes.clear();
-        self.boxes
+        self.spans.clear();
+        self.spans
             .resize(frames * self.topology.len(), NodeBox::EMPTY);
     }
 
-    /// Refits the boxes of ring frame `frame` from the items' boxes in that frame (an empty
-    /// box for an item absent from it).
-    pub(crate) fn refit_frame(&mut self, frame: usize, item_box: impl Fn(u32) -> Aabb) {
+    /// Refits ring frame `frame` from the items' boxes in it (an empty box for an item
+    /// absent from it), and widens the previous frame's spans (ring slot `previous`) to
+    /// reach it.
+    pub(crate) fn refit_frame(
+        &mut self,
+        frame: usize,
+        previous: Option<usize>,
+        item_box: impl Fn(u32) -> Aabb,
+    ) {
         let n = self.topology.len();
-        let boxes = &mut self.boxes[frame * n..(frame + 1) * n];
-        self.topology.refit(boxes, item_box);
-    }
-
-    /// The box of node `i` over ring frames `a` and `b` (equal for one frame).
-    #[inline]
-    fn node_box(&self, a: usize, b: usize, i: usize) -> Aabb {
-        let n = self.topology.len();
-        let first = self.boxes[a * n + i].aabb();
-        if a == b {
-            first
-        } else {
-            first.union(&self.boxes[b * n + i].aabb())
+        self.topology
+            .refit(&mut self.spans[frame * n..(frame + 1) * n], item_box);
+        if let Some(p) = previous {
+            for i in 0..n {
+                self.spans[p * n + i] = self.spans[p * n + i].union(&self.spans[frame * n + i]);
+            }
         }
     }
 
-    /// [`Topology::cast`] with node boxes spanning ring frames `a` and `b`.
+    /// The box of node `i` over the range (the union of its spans: two or more frames
+    /// apart only for tick-pair targets that skip frames).
+    #[inline]
+    fn node_box(&self, range: SpanRange, i: usize) -> NodeBox {
+        let n = self.topology.len();
+        let mut b = self.spans[range.first * n + i];
+        let mut frame = range.first;
+        for _ in 1..range.count {
+            frame = if frame + 1 == self.frames {
+                0
+            } else {
+                frame + 1
+            };
+            b = b.union(&self.spans[frame * n + i]);
+        }
+        b
+    }
+
+    /// [`Topology::cast`] with the node boxes of `range`.
     #[inline]
     pub(crate) fn cast(
         &self,
-        (a, b): (usize, usize),
+        range: SpanRange,
         origin: Vec3,
         inv_dir: Vec3,
         margin: f32,
         t_max: f32,
         visit: impl FnMut(u32, f32) -> f32,
     ) {
-        self.topology.cast(
-            |i| self.node_box(a, b, i),
-            origin,
-            inv_dir,
-            margin,
-            t_max,
-            visit,
-        );
+        let (origin, inv_dir) = (Vec3A::from(origin), Vec3A::from(inv_dir));
+        let n = self.topology.len();
+        if range.count == 1 {
+            let spans = &self.spans[range.first * n..(range.first + 1) * n];
+            self.topology.cast(
+                |i, t_max| spans[i].ray_near(origin, inv_dir, margin, t_max),
+                t_max,
+                visit,
+            );
+        } else {
+            self.topology.cast(
+                |i, t_max| {
+                    self.node_box(range, i)
+                        .ray_near(origin, inv_dir, margin, t_max)
+                },
+                t_max,
+                visit,
+            );
+        }
     }
 
-    /// [`Topology::overlap`] with node boxes spanning ring frames `a` and `b`.
+    /// [`Topology::overlap`] with the node boxes of `range`.
     #[inline]
-    pub(crate) fn overlap(&self, (a, b): (usize, usize), query: &Aabb, visit: impl FnMut(u32)) {
+    pub(crate) fn overlap(&self, range: SpanRange, query: &Aabb, visit: impl FnMut(u32)) {
         self.topology
-            .overlap(|i| self.node_box(a, b, i), query, visit);
+            .overlap(|i| self.node_box(range, i).aabb(), query, visit);
     }
 
     /// Heap bytes held.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.topology.heap_bytes() + self.boxes.capacity() * std::mem::size_of::<NodeBox>()
+        self.topology.heap_bytes() + self.spans.capacity() * std::mem::size_of::<NodeBox>()
     }
 }
 
@@ -455,14 +512,20 @@ mod tests {
         let (f0, f1) = (boxes(200, 0.0), boxes(200, 40.0));
         let mut bvh = TemporalBvh::default();
         bvh.build(2, 0..200, |i| f0[i as usize].center());
-        bvh.refit_frame(0, |i| f0[i as usize]);
-        bvh.refit_frame(1, |i| f1[i as usize]);
+        bvh.refit_frame(0, None, |i| f0[i as usize]);
+        bvh.refit_frame(1, Some(0), |i| f1[i as usize]);
         let union: Vec<Aabb> = f0.iter().zip(&f1).map(|(a, b)| a.union(b)).collect();
         for k in 0..40 {
             let origin = Vec3::new(-5.0, k as f32 * 1.7 - 3.0, 2.0);
             let dir = Vec3::new(1.0, 0.03 * k as f32, -0.02).normalize();
             let inv = ray_recip(dir);
-            for (frames, bounds) in [((0, 0), &f0), ((1, 1), &f1), ((0, 1), &union)] {
+            // Frame 0's span reaches frame 1; frame 1 (the newest) spans only itself.
+            let span = |first, count| SpanRange { first, count };
+            for (frames, bounds) in [
+                (span(0, 1), &union),
+                (span(1, 1), &f1),
+                (span(0, 2), &union),
+            ] {
                 let found = cast_all(
                     |v| bvh.cast(frames, origin, inv, 0.0, 100.0, &mut *v),
                     bounds,
@@ -480,8 +543,9 @@ mod tests {
             }
         }
         let query = Aabb::around_sphere(f1[7].center(), 0.1);
+        let span = |first, count| SpanRange { first, count };
         let mut found = Vec::new();
-        bvh.overlap((1, 1), &query, |i| {
+        bvh.overlap(span(1, 1), &query, |i| {
             if f1[i as usize].intersects(&query) {
                 found.push(i);
             }

@@ -272,29 +272,16 @@ pub struct StaticCollider {
     pub layers: u32,
 }
 
-/// A bone pose as stored: translation and rotation only (the scale lane is separate).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-#[repr(C)]
-struct StoredPose {
-    translation: [f32; 3],
-    rotation: [f32; 4],
-}
+/// A bone's stored translation and rotation. They live in separate lanes: a query culls
+/// hitboxes by their bone's translation alone and reads rotations only for the few it then
+/// tests exactly.
+type StoredTranslation = [f32; 3];
+type StoredRotation = [f32; 4];
 
 // PERF: 28 bytes per bone per frame is the bulk of the history; keeping scale out of it
 // (almost every game records unit scale) holds a hitbox-frame under 32 bytes.
-const _: () = assert!(std::mem::size_of::<StoredPose>() == 28);
-
-impl StoredPose {
-    #[inline]
-    fn translation(&self) -> Vec3 {
-        Vec3::from_array(self.translation)
-    }
-
-    #[inline]
-    fn rotation(&self) -> Quat {
-        Quat::from_array(self.rotation)
-    }
-}
+const _: () =
+    assert!(std::mem::size_of::<StoredTranslation>() + std::mem::size_of::<StoredRotation>() == 28);
 
 /// One entity's record of one frame.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -353,8 +340,10 @@ struct EntitySlot {
     life: Life,
     rig: Option<Arc<Rig>>,
     bone_count: usize,
-    /// `capacity * bone_count` poses, frame-major.
-    poses: Vec<StoredPose>,
+    /// `capacity * bone_count` bone translations, frame-major.
+    translations: Vec<StoredTranslation>,
+    /// `capacity * bone_count` bone rotations, frame-major.
+    rotations: Vec<StoredRotation>,
     /// Empty while every recorded scale has been one; then `capacity * bone_count`.
     scales: Vec<[f32; 3]>,
     /// `capacity` per-frame records.
@@ -468,7 +457,8 @@ impl History {
                     life: Life::Free,
                     rig: None,
                     bone_count: 0,
-                    poses: Vec::new(),
+                    translations: Vec::new(),
+                    rotations: Vec::new(),
                     scales: Vec::new(),
                     frames: Vec::new(),
                     last_seq: 0,
@@ -482,9 +472,11 @@ impl History {
         slot.life = Life::Active;
         slot.rig = Some(rig);
         slot.bone_count = bone_count;
-        slot.poses.clear();
-        slot.poses
-            .resize(capacity * bone_count, StoredPose::default());
+        slot.translations.clear();
+        slot.translations.resize(capacity * bone_count, [0.0; 3]);
+        slot.rotations.clear();
+        slot.rotations
+            .resize(capacity * bone_count, [0.0, 0.0, 0.0, 1.0]);
         slot.scales.clear();
         slot.frames.clear();
         slot.frames.resize(capacity, EntityFrame::NEVER);
@@ -661,7 +653,8 @@ impl History {
             .slots
             .iter()
             .map(|s| {
-                s.poses.capacity() * std::mem::size_of::<StoredPose>()
+                s.translations.capacity() * std::mem::size_of::<StoredTranslation>()
+                    + s.rotations.capacity() * std::mem::size_of::<StoredRotation>()
                     + s.scales.capacity() * std::mem::size_of::<[f32; 3]>()
                     + s.frames.capacity() * std::mem::size_of::<EntityFrame>()
             })
@@ -748,10 +741,14 @@ impl History {
 }
 
 impl BoneTransform {
-    fn from_stored(pose: &StoredPose, scale: Vec3) -> Self {
+    fn from_stored(
+        translation: &StoredTranslation,
+        rotation: &StoredRotation,
+        scale: Vec3,
+    ) -> Self {
         Self {
-            translation: pose.translation(),
-            rotation: pose.rotation(),
+            translation: Vec3::from_array(*translation),
+            rotation: Quat::from_array(*rotation),
             scale,
         }
     }

@@ -2,9 +2,7 @@
 
 use glam::Vec3;
 
-use super::{
-    EntityFrame, EntityId, EntityState, FrameMeta, History, Life, RecordError, StoredPose,
-};
+use super::{EntityFrame, EntityId, EntityState, FrameMeta, History, Life, RecordError};
 use crate::math::{
     Aabb, BoneTransform, MAX_COORDINATE, MAX_EXTENT, MIN_EXTENT, ROTATION_NORM_TOLERANCE,
 };
@@ -104,14 +102,20 @@ impl History {
                 },
             );
             for seq in self.oldest_seq()..=newest {
-                tree.refit_frame(self.ring(seq), |i| self.frame_bounds(i as usize, seq));
+                let previous = (seq > self.oldest_seq()).then(|| self.ring(seq - 1));
+                tree.refit_frame(self.ring(seq), previous, |i| {
+                    self.frame_bounds(i as usize, seq)
+                });
             }
             self.tree = tree;
             self.tree_stale = false;
             self.frames_since_build = 0;
         } else {
             let mut tree = std::mem::take(&mut self.tree);
-            tree.refit_frame(self.ring(newest), |i| self.frame_bounds(i as usize, newest));
+            let previous = (newest > self.oldest_seq()).then(|| self.ring(newest - 1));
+            tree.refit_frame(self.ring(newest), previous, |i| {
+                self.frame_bounds(i as usize, newest)
+            });
             self.tree = tree;
         }
     }
@@ -166,7 +170,8 @@ impl FrameRecorder<'_> {
         let rig = slot.rig.as_deref().expect("active slots have a rig");
         let reach = rig.bone_reach();
         let base = ring * slot.bone_count;
-        let poses = &mut slot.poses[base..base + slot.bone_count];
+        let translations = &mut slot.translations[base..base + slot.bone_count];
+        let rotations = &mut slot.rotations[base..base + slot.bone_count];
 
         // One pass: copy each pose into the ring, grow the frame's bounds, and check the
         // transform, all without branches. The ring slot being written belongs to a frame
@@ -178,17 +183,16 @@ impl FrameRecorder<'_> {
         let mut unit_scale = true;
         let mut lo = Vec3::INFINITY;
         let mut hi = Vec3::NEG_INFINITY;
-        for ((stored, transform), &reach) in poses.iter_mut().zip(bones).zip(reach) {
+        let lanes = translations.iter_mut().zip(rotations.iter_mut());
+        for (((stored_t, stored_r), transform), &reach) in lanes.zip(bones).zip(reach) {
             let (t, q, s) = (transform.translation, transform.rotation, transform.scale);
             valid &= t.abs().cmple(Vec3::splat(MAX_COORDINATE)).all();
             valid &= (q.length_squared() - 1.0).abs() <= ROTATION_NORM_TOLERANCE;
             valid &=
                 s.cmpge(Vec3::splat(MIN_EXTENT)).all() & s.cmple(Vec3::splat(MAX_EXTENT)).all();
             unit_scale &= s == Vec3::ONE;
-            *stored = StoredPose {
-                translation: t.to_array(),
-                rotation: q.to_array(),
-            };
+            *stored_t = t.to_array();
+            *stored_r = q.to_array();
             let r = Vec3::splat(reach * s.max_element());
             lo = lo.min(t - r);
             hi = hi.max(t + r);

@@ -3,7 +3,8 @@
 
 use glam::Vec3;
 
-use super::{EntityState, History, StoredPose, TELEPORTED};
+use super::{EntityState, History, StoredRotation, StoredTranslation, TELEPORTED};
+use crate::bvh::SpanRange;
 use crate::math::{Aabb, BoneTransform, lerp, slerp};
 use crate::time::{RewindError, RewindTarget, Tick, WindowPolicy, WindowSide};
 
@@ -82,6 +83,8 @@ pub(crate) struct Bracket {
     pub(crate) newer: u64,
     /// Ring slots of `older` and `newer`.
     pub(crate) rings: (usize, usize),
+    /// The broadphase spans that cover `older..=newer`.
+    pub(crate) spans: SpanRange,
     pub(crate) alpha: f32,
     /// The window the target was checked against.
     pub(crate) window: (f64, f64),
@@ -166,6 +169,7 @@ impl History {
                     older,
                     newer,
                     rings: (self.ring(older), self.ring(newer)),
+                    spans: self.spans(older, newer),
                     alpha,
                     window: (lo, hi),
                 })
@@ -227,9 +231,18 @@ impl History {
             older,
             newer,
             rings: (self.ring(older), self.ring(newer)),
+            spans: self.spans(older, newer),
             alpha,
             window: (lo, hi),
         })
+    }
+
+    /// The tree spans covering frames `older..=newer`: each frame's span reaches the next.
+    fn spans(&self, older: u64, newer: u64) -> SpanRange {
+        SpanRange {
+            first: self.ring(older),
+            count: (newer - older).max(1) as usize,
+        }
     }
 
     /// Whether the entity in slot `index` was recorded in frame `seq` (still in the ring).
@@ -374,7 +387,10 @@ impl History {
     pub(crate) fn view(&self, index: usize, sample: &EntitySample) -> EntityView<'_> {
         let slot = &self.slots[index];
         let bc = slot.bone_count;
-        let rows = |ring: usize| &slot.poses[ring * bc..(ring + 1) * bc];
+        let rows = |ring: usize| {
+            let range = ring * bc..(ring + 1) * bc;
+            (&slot.translations[range.clone()], &slot.rotations[range])
+        };
         let scale_rows = |ring: usize| {
             (!slot.scales.is_empty()).then(|| &slot.scales[ring * bc..(ring + 1) * bc])
         };
@@ -399,8 +415,8 @@ impl History {
 /// is used), borrowed from its rings.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct EntityView<'h> {
-    a: &'h [StoredPose],
-    b: &'h [StoredPose],
+    a: (&'h [StoredTranslation], &'h [StoredRotation]),
+    b: (&'h [StoredTranslation], &'h [StoredRotation]),
     scales_a: Option<&'h [[f32; 3]]>,
     scales_b: Option<&'h [[f32; 3]]>,
     alpha: f32,
@@ -412,16 +428,20 @@ impl EntityView<'_> {
     /// the stored pose bit for bit when a single frame is used.
     #[inline]
     pub(crate) fn bone(&self, bone: usize) -> BoneTransform {
-        let pa = &self.a[bone];
         let scale =
             |rows: Option<&[[f32; 3]]>| rows.map_or(Vec3::ONE, |r| Vec3::from_array(r[bone]));
         if self.single {
-            return BoneTransform::from_stored(pa, scale(self.scales_a));
+            return BoneTransform::from_stored(
+                &self.a.0[bone],
+                &self.a.1[bone],
+                scale(self.scales_a),
+            );
         }
-        let pb = &self.b[bone];
+        let t = |rows: &[StoredTranslation]| Vec3::from_array(rows[bone]);
+        let q = |rows: &[StoredRotation]| glam::Quat::from_array(rows[bone]);
         BoneTransform {
-            translation: lerp(pa.translation(), pb.translation(), self.alpha),
-            rotation: slerp(pa.rotation(), pb.rotation(), self.alpha),
+            translation: lerp(t(self.a.0), t(self.b.0), self.alpha),
+            rotation: slerp(q(self.a.1), q(self.b.1), self.alpha),
             scale: lerp(scale(self.scales_a), scale(self.scales_b), self.alpha),
         }
     }
@@ -430,11 +450,11 @@ impl EntityView<'_> {
     /// cull its hitboxes by their reach before paying for a slerp.
     #[inline]
     pub(crate) fn bone_origin(&self, bone: usize) -> (Vec3, f32) {
-        let ta = self.a[bone].translation();
+        let ta = Vec3::from_array(self.a.0[bone]);
         let origin = if self.single {
             ta
         } else {
-            lerp(ta, self.b[bone].translation(), self.alpha)
+            lerp(ta, Vec3::from_array(self.b.0[bone]), self.alpha)
         };
         let max_scale = match (self.scales_a, self.scales_b) {
             // Lerped scale never exceeds the larger end.

@@ -4,6 +4,7 @@ use glam::Vec3;
 
 use super::observer::QueryObserver;
 use super::{Overlap, Query, QueryError, Rewind, Walk, admit, check_radius};
+use crate::bvh::LEAF_SIZE;
 use crate::history::Sample;
 use crate::math::{Aabb, BoneTransform, check_rotation, check_translation};
 use crate::narrow::{Obb, PlacedShape};
@@ -79,8 +80,9 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         let observer = &mut self.observer;
         let (layers, ignore) = (self.layers, self.ignore);
         let mut visit = |index: usize, walk: Walk| {
-            // Leaves hold several entities: each one's own box first, before sampling.
+            // Were leaves to hold several entities, each one's own box would come first.
             if walk == Walk::Tree
+                && LEAF_SIZE > 1
                 && !history
                     .bracket_bounds(index, &bracket)
                     .intersects(&query_box)
@@ -155,7 +157,7 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         } else {
             history
                 .entity_tree()
-                .overlap(bracket.rings, &query_box, |index| {
+                .overlap(bracket.spans, &query_box, |index| {
                     visit(index as usize, Walk::Tree)
                 });
             for index in history.uncompensated() {

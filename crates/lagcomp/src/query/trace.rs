@@ -6,6 +6,7 @@ use super::observer::QueryObserver;
 use super::{
     Hit, Query, QueryError, Ray, StaticHit, SurfacePoint, Trace, Walk, admit, check_radius,
 };
+use crate::bvh::LEAF_SIZE;
 use crate::history::{Bracket, EntityId, History, Sample, StaticId};
 use crate::math::{BoneTransform, ray_recip};
 use crate::narrow::{Crossing, PlacedShape};
@@ -159,7 +160,7 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         } else {
             let mut t_max = reach;
             history.entity_tree().cast(
-                bracket.rings,
+                bracket.spans,
                 ctx.origin,
                 inv_dir,
                 radius,
@@ -279,9 +280,12 @@ impl TraceContext<'_> {
                 .ray_interval(self.origin, self.inv_dir, t_max)
                 .is_some()
         };
-        // The tree's leaves hold several entities; test each one's own box over the two
-        // frames before sampling it.
-        if walk == Walk::Tree && !touches(&history.bracket_bounds(index, self.bracket)) {
+        // Were leaves to hold several entities, each one's own box over the two frames
+        // would be tested before sampling it.
+        if walk == Walk::Tree
+            && LEAF_SIZE > 1
+            && !touches(&history.bracket_bounds(index, self.bracket))
+        {
             return t_max;
         }
         let Some((rig, id, sample)) = admit(
