@@ -391,6 +391,35 @@ pub fn slerp(a: Quat, b: Quat, alpha: f32) -> Quat {
     q.normalize()
 }
 
+/// Asks the CPU to start loading the cache lines of `data` now.
+///
+/// History is megabytes and a rewound query reads a few hundred scattered bytes of it per
+/// entity; issuing every load of an entity at once lets their cache misses overlap instead
+/// of paying them one after another. A no-op where there is no prefetch instruction.
+#[inline]
+pub(crate) fn prefetch<T>(data: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let bytes = std::mem::size_of_val(data);
+        let start = data.as_ptr().cast::<i8>();
+        let mut offset = 0;
+        while offset < bytes {
+            // SAFETY: prefetching never faults or reads architecturally; the address is
+            // inside (or one line past the start of) a live slice anyway.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
+            offset += 64;
+        }
+        if bytes > 0 {
+            // The last line, when the slice does not start on a line boundary.
+            // SAFETY: as above.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(bytes - 1)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = data;
+}
+
 /// The transcendental functions used by geometry that both client and server evaluate.
 ///
 /// All of them are here so that one place decides where they come from. Today they are the

@@ -1,6 +1,6 @@
 //! Writing one tick into the history.
 
-use glam::Vec3;
+use glam::{BVec3A, Vec3, Vec3A};
 
 use super::{EntityFrame, EntityId, EntityState, FrameMeta, History, Life, RecordError};
 use crate::math::{
@@ -179,24 +179,32 @@ impl FrameRecorder<'_> {
         // valid, so a bad transform found at the end leaves nothing visible.
         // PERF: the separate validate-then-copy version spent half of its time in the
         // checks' branches; the comparisons below also reject NaN (every `<=` is false).
-        let mut valid = true;
-        let mut unit_scale = true;
-        let mut lo = Vec3::INFINITY;
-        let mut hi = Vec3::NEG_INFINITY;
-        let lanes = translations.iter_mut().zip(rotations.iter_mut());
-        for (((stored_t, stored_r), transform), &reach) in lanes.zip(bones).zip(reach) {
-            let (t, q, s) = (transform.translation, transform.rotation, transform.scale);
-            valid &= t.abs().cmple(Vec3::splat(MAX_COORDINATE)).all();
-            valid &= (q.length_squared() - 1.0).abs() <= ROTATION_NORM_TOLERANCE;
-            valid &=
-                s.cmpge(Vec3::splat(MIN_EXTENT)).all() & s.cmple(Vec3::splat(MAX_EXTENT)).all();
-            unit_scale &= s == Vec3::ONE;
-            *stored_t = t.to_array();
-            *stored_r = q.to_array();
-            let r = Vec3::splat(reach * s.max_element());
+        let max_coordinate = Vec3A::splat(MAX_COORDINATE);
+        let (min_extent, max_extent) = (Vec3A::splat(MIN_EXTENT), Vec3A::splat(MAX_EXTENT));
+        let mut in_range = BVec3A::TRUE;
+        let mut rotations_ok = true;
+        let mut unit_scale = BVec3A::TRUE;
+        let mut lo = Vec3A::INFINITY;
+        let mut hi = Vec3A::NEG_INFINITY;
+        let n = bones.len();
+        let (translations, rotations, reach) =
+            (&mut translations[..n], &mut rotations[..n], &reach[..n]);
+        for i in 0..n {
+            let transform = &bones[i];
+            let t = Vec3A::from(transform.translation);
+            let s = Vec3A::from(transform.scale);
+            let q = transform.rotation;
+            in_range &= t.abs().cmple(max_coordinate) & s.cmpge(min_extent) & s.cmple(max_extent);
+            rotations_ok &= (q.length_squared() - 1.0).abs() <= ROTATION_NORM_TOLERANCE;
+            unit_scale &= s.cmpeq(Vec3A::ONE);
+            translations[i] = transform.translation.to_array();
+            rotations[i] = q.to_array();
+            let r = Vec3A::splat(reach[i] * s.max_element());
             lo = lo.min(t - r);
             hi = hi.max(t + r);
         }
+        let valid = in_range.all() && rotations_ok;
+        let unit_scale = unit_scale.all();
         if !valid {
             // Rare: find which bone and why, with the precise checks (they accept exactly
             // what the fast ones do).
@@ -223,7 +231,7 @@ impl FrameRecorder<'_> {
                 *stored = transform.scale.to_array();
             }
         }
-        let bounds = Aabb::new(lo, hi).padded();
+        let bounds = Aabb::new(lo.into(), hi.into()).padded();
         slot.frames[ring] = EntityFrame {
             seq: seq as u32,
             layers: state.layers,

@@ -5,7 +5,7 @@ use glam::Vec3;
 
 use super::{EntityState, History, StoredRotation, StoredTranslation, TELEPORTED};
 use crate::bvh::SpanRange;
-use crate::math::{Aabb, BoneTransform, lerp, slerp};
+use crate::math::{Aabb, BoneTransform, lerp, prefetch, slerp};
 use crate::time::{RewindError, RewindTarget, Tick, WindowPolicy, WindowSide};
 
 /// How an entity's pose at the rewound time was obtained.
@@ -389,7 +389,10 @@ impl History {
         let bc = slot.bone_count;
         let rows = |ring: usize| {
             let range = ring * bc..(ring + 1) * bc;
-            (&slot.translations[range.clone()], &slot.rotations[range])
+            let (t, r) = (&slot.translations[range.clone()], &slot.rotations[range]);
+            prefetch(t);
+            prefetch(r);
+            (t, r)
         };
         let scale_rows = |ring: usize| {
             (!slot.scales.is_empty()).then(|| &slot.scales[ring * bc..(ring + 1) * bc])
