@@ -83,7 +83,16 @@ fn scene_benches(c: &mut Criterion, spec: SceneSpec) {
     group.bench_function(bench::MEMCPY, |b| {
         b.iter(|| black_box(&mut copy).copy_from_slice(black_box(&input)));
     });
-    drop((history, copy));
+    let mut ring = vec![BoneTransform::IDENTITY; input.len() * scene.history.capacity()];
+    let mut slot = 0_usize;
+    group.bench_function(bench::MEMCPY_RING, |b| {
+        b.iter(|| {
+            let n = input.len();
+            slot = (slot + 1) % scene.history.capacity();
+            black_box(&mut ring[slot * n..(slot + 1) * n]).copy_from_slice(black_box(&input));
+        });
+    });
+    drop((history, copy, ring));
 
     // --- query ---
     let shots = &scene.shots;

@@ -12,6 +12,9 @@ pub mod bench {
     pub const RECORD: &str = "record_lagcomp";
     /// `copy_from_slice` of the same bone transforms.
     pub const MEMCPY: &str = "record_memcpy";
+    /// `copy_from_slice` of the same bone transforms into the next slot of a ring of the
+    /// history's capacity (the naive way to keep the last N ticks: a cold destination).
+    pub const MEMCPY_RING: &str = "record_memcpy_ring";
     /// One rewound closest-hit ray query with `lagcomp`.
     pub const QUERY: &str = "query_lagcomp";
     /// parry3d `Bvh::cast_ray` over concrete shapes, in the present.
@@ -23,9 +26,10 @@ pub mod bench {
     /// rapier3d, refreshing the broad phase with one `set_aabb` per collider instead.
     pub const RAPIER_SET_AABB: &str = "rapier_rewind_set_aabb";
     /// All of them, in table order.
-    pub const ALL: [&str; 7] = [
+    pub const ALL: [&str; 8] = [
         RECORD,
         MEMCPY,
+        MEMCPY_RING,
         QUERY,
         PARRY_BVH,
         PARRY_COMPOUND,
@@ -146,6 +150,8 @@ pub struct SceneFacts {
 pub struct Ratios {
     /// `record_lagcomp / record_memcpy`.
     pub record_over_memcpy: f64,
+    /// `record_lagcomp / record_memcpy_ring`.
+    pub record_over_ring_memcpy: f64,
     /// `query_lagcomp / min(parry_bvh, parry_compound)`.
     pub query_over_parry: f64,
     /// `rapier_rewind / query_lagcomp`.
@@ -156,10 +162,11 @@ pub struct Ratios {
 
 /// Computes the ratios from median times (estimates in [`bench::ALL`] order).
 #[must_use]
-pub fn ratios(est: &[Estimate; 7]) -> Ratios {
+pub fn ratios(est: &[Estimate; 8]) -> Ratios {
     let [
         record,
         memcpy,
+        memcpy_ring,
         query,
         bvh,
         compound,
@@ -168,6 +175,7 @@ pub fn ratios(est: &[Estimate; 7]) -> Ratios {
     ] = est.map(|e| e.median);
     Ratios {
         record_over_memcpy: record / memcpy,
+        record_over_ring_memcpy: record / memcpy_ring,
         query_over_parry: query / bvh.min(compound),
         rapier_over_query: rapier / query,
         rapier_set_aabb_over_query: rapier_set_aabb / query,
@@ -190,7 +198,7 @@ pub fn render(dir: &Path, scenes: &[SceneFacts]) -> Result<String, String> {
             mean: 0.0,
             mean_lo: 0.0,
             mean_hi: 0.0,
-        }; 7];
+        }; 8];
         for (slot, name) in est.iter_mut().zip(bench::ALL) {
             *slot = read_estimate(dir, facts.spec.name, name)?;
         }
@@ -232,7 +240,7 @@ pub fn render(dir: &Path, scenes: &[SceneFacts]) -> Result<String, String> {
     let query_of = |entities: usize| {
         all.iter()
             .find(|(f, _, _)| f.spec.entities == entities)
-            .map(|(_, e, _)| e[2].median)
+            .map(|(_, e, _)| e[3].median)
     };
     if let (Some(q200), Some(q5000)) = (query_of(200), query_of(5000)) {
         let growth = q5000 / q200;
@@ -245,6 +253,16 @@ pub fn render(dir: &Path, scenes: &[SceneFacts]) -> Result<String, String> {
             mark(growth < floor::GROWTH_200_TO_5000),
         );
     }
+    let _ = writeln!(
+        w,
+        "\nRecording against a memcpy of the same bytes into the next slot of a ring as long \
+         as the history (a cold destination, as a ring of snapshots has): record/memcpy-ring \
+         = {}.",
+        all.iter()
+            .map(|(f, _, r)| format!("{:.2} ({})", r.record_over_ring_memcpy, f.spec.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     let _ = writeln!(
         w,
         "\nThe same rapier rewind with the broad phase refreshed by one `set_aabb` per \

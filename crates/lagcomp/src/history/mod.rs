@@ -12,11 +12,12 @@
 //!   separate scale lane that is only allocated the first time a bone is recorded with a
 //!   non-unit scale, and a ring of per-frame records (`EntityFrame`: flags, layers, user
 //!   bits and the entity's bounds in that frame).
-//! - The broadphase is a BVH over entities whose node boxes are kept per ring frame
-//!   ([`crate::bvh::TemporalBvh`]): after each frame the new frame's boxes are refitted from
-//!   the entities' bounds in it. A query tests each node with the union of its boxes in the
-//!   two frames around the target time, which bounds everything interpolated between them.
-//!   Entities are culled with their bounds at the target time before any pose is touched.
+//! - The broadphase is a BVH over entities (`TemporalBvh`, in the private `bvh` module)
+//!   whose node boxes are kept per ring frame, each spanning that frame and the next. After
+//!   each frame the new frame's boxes are refitted from the entities' bounds in it. A query
+//!   between two adjacent frames tests each node with one span box, which bounds every
+//!   pose interpolated between them: entities are culled with their bounds at the target
+//!   time before any pose is touched.
 //! - Entities whose lag compensation is off at some frame are tested at their present pose
 //!   when rewound to it, which the per-frame boxes do not cover; they are listed separately
 //!   (`uncompensated`) and visited after the tree.
