@@ -159,6 +159,18 @@ impl Topology {
         self.nodes.len()
     }
 
+    /// Writes every internal node's box into `boxes` from its children's, keeping the
+    /// leaves' boxes as they are.
+    fn refit_internal(&self, boxes: &mut [NodeBox]) {
+        for i in (0..self.nodes.len()).rev() {
+            let node = self.nodes[i];
+            if node.count == 0 {
+                let first = node.first as usize;
+                boxes[i] = boxes[first].union(&boxes[first + 1]);
+            }
+        }
+    }
+
     /// Writes every node's box into `boxes` (one per node) from the items' boxes.
     pub(crate) fn refit(&self, boxes: &mut [NodeBox], item_box: impl Fn(u32) -> Aabb) {
         // Children are always pushed after their parent, so walking backwards visits every
@@ -324,6 +336,11 @@ impl Bvh {
 
 /// A tree whose node boxes are kept per frame of a ring: entities over history.
 ///
+/// Two ways to fill a frame: [`TemporalBvh::refit_frame`] from every item's box (after a
+/// rebuild), or, tick by tick, [`TemporalBvh::clear_frame`], one
+/// [`TemporalBvh::grow_leaf`] per item recorded, and [`TemporalBvh::finish_frame`], which
+/// never reads the items' records again.
+///
 /// Each frame's slot holds, per node, the box over that frame *and the next one* (a span):
 /// a query between two adjacent frames, the common case, reads one box per node. The
 /// newest frame's span is its own box until the next frame widens it.
@@ -333,6 +350,8 @@ pub(crate) struct TemporalBvh {
     /// `frames * topology.len()` span boxes, frame-major.
     spans: Vec<NodeBox>,
     frames: usize,
+    /// The leaf node holding each item (`u32::MAX`: not in the tree).
+    leaf_of: Vec<u32>,
 }
 
 /// Which spans bound a query: `count` consecutive ring frames from `first` (1 for a target
@@ -357,6 +376,58 @@ impl TemporalBvh {
         self.spans.clear();
         self.spans
             .resize(frames * self.topology.len(), NodeBox::EMPTY);
+        self.leaf_of.fill(u32::MAX);
+        for (node_index, node) in self.topology.nodes.iter().enumerate() {
+            if node.count == 0 {
+                continue;
+            }
+            for &item in self.topology.leaf_items(*node) {
+                let item = item as usize;
+                if item >= self.leaf_of.len() {
+                    self.leaf_of.resize(item + 1, u32::MAX);
+                }
+                self.leaf_of[item] = node_index as u32;
+            }
+        }
+    }
+
+    /// Empties every box of ring frame `frame`, before its items are grown into it.
+    pub(crate) fn clear_frame(&mut self, frame: usize) {
+        let n = self.topology.len();
+        if let Some(boxes) = self.spans.get_mut(frame * n..(frame + 1) * n) {
+            boxes.fill(NodeBox::EMPTY);
+        }
+    }
+
+    /// Grows the leaf of `item` in ring frame `frame` by `aabb` (nothing if the item is
+    /// not in the tree yet: a rebuild will place it).
+    #[inline]
+    pub(crate) fn grow_leaf(&mut self, frame: usize, item: usize, aabb: Aabb) {
+        let Some(&leaf) = self.leaf_of.get(item) else {
+            return;
+        };
+        if leaf != u32::MAX {
+            let slot = &mut self.spans[frame * self.topology.len() + leaf as usize];
+            *slot = slot.union(&NodeBox::from_aabb(aabb));
+        }
+    }
+
+    /// Completes ring frame `frame` after its leaves were grown: refits its internal nodes
+    /// and widens the previous frame's spans (ring slot `previous`) to reach it.
+    pub(crate) fn finish_frame(&mut self, frame: usize, previous: Option<usize>) {
+        let n = self.topology.len();
+        self.topology
+            .refit_internal(&mut self.spans[frame * n..(frame + 1) * n]);
+        self.widen(frame, previous);
+    }
+
+    fn widen(&mut self, frame: usize, previous: Option<usize>) {
+        let n = self.topology.len();
+        if let Some(p) = previous {
+            for i in 0..n {
+                self.spans[p * n + i] = self.spans[p * n + i].union(&self.spans[frame * n + i]);
+            }
+        }
     }
 
     /// Refits ring frame `frame` from the items' boxes in it (an empty box for an item
@@ -371,11 +442,7 @@ impl TemporalBvh {
         let n = self.topology.len();
         self.topology
             .refit(&mut self.spans[frame * n..(frame + 1) * n], item_box);
-        if let Some(p) = previous {
-            for i in 0..n {
-                self.spans[p * n + i] = self.spans[p * n + i].union(&self.spans[frame * n + i]);
-            }
-        }
+        self.widen(frame, previous);
     }
 
     /// The box of node `i` over the range (the union of its spans: two or more frames
@@ -437,7 +504,9 @@ impl TemporalBvh {
 
     /// Heap bytes held.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.topology.heap_bytes() + self.spans.capacity() * std::mem::size_of::<NodeBox>()
+        self.topology.heap_bytes()
+            + self.spans.capacity() * std::mem::size_of::<NodeBox>()
+            + self.leaf_of.capacity() * 4
     }
 }
 

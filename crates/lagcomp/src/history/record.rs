@@ -48,6 +48,8 @@ impl History {
         };
         let ring = self.newest_ring;
         self.frames[ring] = FrameMeta { seq, tick, time };
+        // The slot held the frame that just aged out; records grow its leaves from empty.
+        self.tree.clear_frame(ring);
         self.retire_aged_out();
         Ok(FrameRecorder { history: self, seq })
     }
@@ -111,12 +113,9 @@ impl History {
             self.tree_stale = false;
             self.frames_since_build = 0;
         } else {
-            let mut tree = std::mem::take(&mut self.tree);
+            // The leaves were grown as entities were recorded.
             let previous = (newest > self.oldest_seq()).then(|| self.ring(newest - 1));
-            tree.refit_frame(self.ring(newest), previous, |i| {
-                self.frame_bounds(i as usize, newest)
-            });
-            self.tree = tree;
+            self.tree.finish_frame(self.ring(newest), previous);
         }
     }
 }
@@ -240,6 +239,8 @@ impl FrameRecorder<'_> {
             bounds_min: bounds.min.to_array(),
             bounds_max: bounds.max.to_array(),
         };
+        history.tree.grow_leaf(ring, index, bounds);
+        let slot = &mut history.slots[index];
         slot.last_seq = seq;
         if slot.first_seq == 0 {
             slot.first_seq = seq;
