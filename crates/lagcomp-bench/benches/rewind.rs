@@ -29,17 +29,7 @@ use lagcomp_bench::{ParryWorld, RapierRewind, SCENES, Scene, SceneSpec};
 
 fn scene_benches(c: &mut Criterion, spec: SceneSpec) {
     let scene = Scene::build(spec);
-    let hits = scene
-        .shots
-        .iter()
-        .filter(|s| {
-            scene
-                .history
-                .query(RewindTarget::Time(s.time))
-                .ray(&s.ray)
-                .is_ok_and(|t| t.hit.is_some())
-        })
-        .count();
+    let hits = scene.shots_that_hit();
     eprintln!(
         "{}: {} hitboxes, capacity {} frames, history {} bytes, bytes/hitbox-frame {:.2}, \
          {}/{} shots hit",

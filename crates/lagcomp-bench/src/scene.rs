@@ -231,6 +231,21 @@ impl Scene {
         usize::from(self.spec.bones)
     }
 
+    /// How many of the scene's shots hit something at their rewound time (a shot whose
+    /// query fails counts as a miss).
+    #[must_use]
+    pub fn shots_that_hit(&self) -> usize {
+        self.shots
+            .iter()
+            .filter(|s| {
+                self.history
+                    .query(lagcomp::RewindTarget::Time(s.time))
+                    .ray(&s.ray)
+                    .is_ok_and(|t| t.hit.is_some())
+            })
+            .count()
+    }
+
     /// Hitboxes in the whole scene.
     #[must_use]
     pub fn hitboxes(&self) -> usize {

@@ -10,7 +10,6 @@
 //! argument wins). The bytes per hitbox-frame and hit rates are recomputed by rebuilding
 //! the same seeded scenes.
 
-use lagcomp::RewindTarget;
 use lagcomp_bench::report::{SceneFacts, criterion_dir, render};
 use lagcomp_bench::{SCENES, Scene};
 
@@ -22,17 +21,7 @@ fn main() {
         .iter()
         .map(|&spec| {
             let scene = Scene::build(spec);
-            let hits = scene
-                .shots
-                .iter()
-                .filter(|s| {
-                    scene
-                        .history
-                        .query(RewindTarget::Time(s.time))
-                        .ray(&s.ray)
-                        .is_ok_and(|t| t.hit.is_some())
-                })
-                .count();
+            let hits = scene.shots_that_hit();
             SceneFacts {
                 spec,
                 bytes_per_hitbox_frame: scene.bytes_per_hitbox_frame(),
