@@ -18,13 +18,13 @@
 
 use glam::{Vec3, Vec3A};
 
-use crate::math::Aabb;
+use crate::math::{Aabb, slab_interval};
 
-/// Items per leaf. One: a leaf's box is its entity's own box over the frames, kept in the
-/// tree's contiguous per-frame arrays, so culling an entity never reads its scattered
-/// per-entity records (measured: larger leaves cost more in cache misses than the extra
-/// levels cost in node tests).
-pub(crate) const LEAF_SIZE: usize = 1;
+/// Items per leaf. One, and queries rely on it: a leaf's box is then its entity's own box
+/// over the frames, kept in the tree's contiguous per-frame arrays, so an entity the walk
+/// reaches has already passed its own box test and culling one never reads its scattered
+/// per-entity records (measured: larger leaves cost more than the extra levels).
+const LEAF_SIZE: usize = 1;
 
 /// Deepest possible tree: median splits halve the items, and item counts are `u32`.
 const MAX_DEPTH: usize = 64;
@@ -66,16 +66,17 @@ impl NodeBox {
 
     /// Where the ray enters this box grown by `margin`, if it passes through within
     /// `[0, t_max]`. `inv_dir` comes from [`crate::math::ray_recip`].
-    // PERF: the inner loop of every traversal; SIMD lanes via `Vec3A` make it a dozen
-    // instructions.
     #[inline]
     fn ray_near(&self, origin: Vec3A, inv_dir: Vec3A, margin: f32, t_max: f32) -> Option<f32> {
         let margin = Vec3A::splat(margin);
-        let t1 = (Vec3A::from_array(self.min) - margin - origin) * inv_dir;
-        let t2 = (Vec3A::from_array(self.max) + margin - origin) * inv_dir;
-        let near = t1.min(t2).max_element().max(0.0);
-        let far = t1.max(t2).min_element().min(t_max);
-        (near <= far).then_some(near)
+        slab_interval(
+            Vec3A::from_array(self.min) - margin,
+            Vec3A::from_array(self.max) + margin,
+            origin,
+            inv_dir,
+            t_max,
+        )
+        .map(|(near, _)| near)
     }
 
     #[inline]
@@ -528,6 +529,18 @@ mod tests {
             .collect()
     }
 
+    /// The items whose boxes the ray passes within 100: the oracle a tree walk must match.
+    fn linear_scan(bounds: &[Aabb], origin: Vec3, inv: Vec3) -> Vec<u32> {
+        (0..bounds.len() as u32)
+            .filter(|&i| {
+                bounds[i as usize]
+                    .ray_interval(origin, inv, 100.0)
+                    .is_some()
+            })
+            .collect()
+    }
+
+    /// The items a tree walk visits whose own boxes the ray passes, sorted.
     fn cast_all(
         cast: impl Fn(&mut dyn FnMut(u32, f32) -> f32),
         bounds: &[Aabb],
@@ -563,13 +576,7 @@ mod tests {
                 origin,
                 inv,
             );
-            let expected: Vec<u32> = (0..300)
-                .filter(|&i| {
-                    bounds[i as usize]
-                        .ray_interval(origin, inv, 100.0)
-                        .is_some()
-                })
-                .collect();
+            let expected = linear_scan(&bounds, origin, inv);
             assert_eq!(found, expected, "ray {k}");
         }
     }
@@ -601,13 +608,7 @@ mod tests {
                     origin,
                     inv,
                 );
-                let expected: Vec<u32> = (0..200)
-                    .filter(|&i| {
-                        bounds[i as usize]
-                            .ray_interval(origin, inv, 100.0)
-                            .is_some()
-                    })
-                    .collect();
+                let expected = linear_scan(bounds, origin, inv);
                 assert_eq!(found, expected, "ray {k} frames {frames:?}");
             }
         }

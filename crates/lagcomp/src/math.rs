@@ -9,7 +9,7 @@
 //! the transcendental calls of [`slerp`], which go through [`det`] only, so a build that
 //! needs bit-identical results across platforms can swap them for a portable libm there.
 
-use glam::{Quat, Vec3};
+use glam::{Quat, Vec3, Vec3A};
 
 /// Largest coordinate magnitude accepted anywhere (metres, or whatever unit the game uses).
 ///
@@ -327,12 +327,33 @@ impl Aabb {
     #[must_use]
     #[inline]
     pub fn ray_interval(&self, origin: Vec3, inv_dir: Vec3, t_max: f32) -> Option<(f32, f32)> {
-        let t1 = (self.min - origin) * inv_dir;
-        let t2 = (self.max - origin) * inv_dir;
-        let near = t1.min(t2).max_element().max(0.0);
-        let far = t1.max(t2).min_element().min(t_max);
-        (near <= far).then_some((near, far))
+        slab_interval(
+            self.min.into(),
+            self.max.into(),
+            origin.into(),
+            inv_dir.into(),
+            t_max,
+        )
     }
+}
+
+/// The slab test behind every ray-box test: the interval `[t_enter, t_exit]` of
+/// `origin + t * dir` inside the box `min..max`, clipped to `[0, t_max]`. On SIMD lanes
+/// (`Vec3A`) because BVH traversals run it for every node they visit.
+#[must_use]
+#[inline]
+pub(crate) fn slab_interval(
+    min: Vec3A,
+    max: Vec3A,
+    origin: Vec3A,
+    inv_dir: Vec3A,
+    t_max: f32,
+) -> Option<(f32, f32)> {
+    let t1 = (min - origin) * inv_dir;
+    let t2 = (max - origin) * inv_dir;
+    let near = t1.min(t2).max_element().max(0.0);
+    let far = t1.max(t2).min_element().min(t_max);
+    (near <= far).then_some((near, far))
 }
 
 /// `1 / dir` per component, with zero components treated as `±1e-30`: the result is huge
@@ -389,35 +410,6 @@ pub fn slerp(a: Quat, b: Quat, alpha: f32) -> Quat {
         a.w * wa + b.w * wb,
     );
     q.normalize()
-}
-
-/// Asks the CPU to start loading the cache lines of `data` now.
-///
-/// History is megabytes and a rewound query reads a few hundred scattered bytes of it per
-/// entity; issuing every load of an entity at once lets their cache misses overlap instead
-/// of paying them one after another. A no-op where there is no prefetch instruction.
-#[inline]
-pub(crate) fn prefetch<T>(data: &[T]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        let bytes = std::mem::size_of_val(data);
-        let start = data.as_ptr().cast::<i8>();
-        let mut offset = 0;
-        while offset < bytes {
-            // SAFETY: prefetching never faults or reads architecturally; the address is
-            // inside (or one line past the start of) a live slice anyway.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
-            offset += 64;
-        }
-        if bytes > 0 {
-            // The last line, when the slice does not start on a line boundary.
-            // SAFETY: as above.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(bytes - 1)) };
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = data;
 }
 
 /// The transcendental functions used by geometry that both client and server evaluate.

@@ -141,16 +141,7 @@ fn trace(hitbox: &Hitbox, bone: BoneTransform, ray: &Ray, radius: f32) -> Option
 /// (ternary search: the signed distance to a convex shape is convex along a line).
 fn min_distance_along(placed: &PlacedShape, ray: &Ray) -> f64 {
     let f = |t: f64| signed_distance(placed, ray.at(t as f32));
-    let (mut lo, mut hi) = (0.0, f64::from(ray.max_distance()));
-    for _ in 0..100 {
-        let m1 = lo + (hi - lo) / 3.0;
-        let m2 = hi - (hi - lo) / 3.0;
-        if f(m1) <= f(m2) {
-            hi = m2;
-        } else {
-            lo = m1;
-        }
-    }
+    let (lo, _) = common::ternary_min(f, 0.0, f64::from(ray.max_distance()), 100);
     f(lo).min(f(0.0)).min(f(f64::from(ray.max_distance())))
 }
 

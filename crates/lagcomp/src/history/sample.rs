@@ -5,7 +5,7 @@ use glam::Vec3;
 
 use super::{EntityState, History, StoredRotation, StoredTranslation, TELEPORTED};
 use crate::bvh::SpanRange;
-use crate::math::{Aabb, BoneTransform, lerp, prefetch, slerp};
+use crate::math::{Aabb, BoneTransform, lerp, slerp};
 use crate::time::{RewindError, RewindTarget, Tick, WindowPolicy, WindowSide};
 
 /// How an entity's pose at the rewound time was obtained.
@@ -359,29 +359,6 @@ impl History {
         }
     }
 
-    /// The entity's bounds over the bracket's two frames (empty where it was not recorded):
-    /// exactly the boxes the tree's leaves were refitted from. A tree walk tests this
-    /// before paying for [`History::sample`].
-    #[inline]
-    pub(crate) fn bracket_bounds(&self, index: usize, bracket: &Bracket) -> Aabb {
-        let frames = &self.slots[index].frames;
-        let (a, b) = bracket.rings;
-        let at = |ring: usize, seq: u64| {
-            let f = &frames[ring];
-            if f.seq == seq as u32 {
-                f.bounds()
-            } else {
-                Aabb::EMPTY
-            }
-        };
-        let first = at(a, bracket.older);
-        if a == b {
-            first
-        } else {
-            first.union(&at(b, bracket.newer))
-        }
-    }
-
     /// The sampled entity's bones, ready for the per-hitbox loop of a query.
     #[inline]
     pub(crate) fn view(&self, index: usize, sample: &EntitySample) -> EntityView<'_> {
@@ -389,10 +366,7 @@ impl History {
         let bc = slot.bone_count;
         let rows = |ring: usize| {
             let range = ring * bc..(ring + 1) * bc;
-            let (t, r) = (&slot.translations[range.clone()], &slot.rotations[range]);
-            prefetch(t);
-            prefetch(r);
-            (t, r)
+            (&slot.translations[range.clone()], &slot.rotations[range])
         };
         let scale_rows = |ring: usize| {
             (!slot.scales.is_empty()).then(|| &slot.scales[ring * bc..(ring + 1) * bc])

@@ -4,7 +4,6 @@ use glam::Vec3;
 
 use super::observer::QueryObserver;
 use super::{Overlap, Query, QueryError, Rewind, Walk, admit, check_radius};
-use crate::bvh::LEAF_SIZE;
 use crate::history::Sample;
 use crate::math::{Aabb, BoneTransform, check_rotation, check_translation};
 use crate::narrow::{Obb, PlacedShape};
@@ -80,15 +79,6 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         let observer = &mut self.observer;
         let (layers, ignore) = (self.layers, self.ignore);
         let mut visit = |index: usize, walk: Walk| {
-            // Were leaves to hold several entities, each one's own box would come first.
-            if walk == Walk::Tree
-                && LEAF_SIZE > 1
-                && !history
-                    .bracket_bounds(index, &bracket)
-                    .intersects(&query_box)
-            {
-                return;
-            }
             let Some((rig, id, sample)) = admit(
                 history,
                 index,

@@ -6,7 +6,6 @@ use super::observer::QueryObserver;
 use super::{
     Hit, Query, QueryError, Ray, StaticHit, SurfacePoint, Trace, Walk, admit, check_radius,
 };
-use crate::bvh::LEAF_SIZE;
 use crate::history::{Bracket, EntityId, History, Sample, StaticId};
 use crate::math::{BoneTransform, ray_recip};
 use crate::narrow::{Crossing, PlacedShape};
@@ -280,14 +279,6 @@ impl TraceContext<'_> {
                 .ray_interval(self.origin, self.inv_dir, t_max)
                 .is_some()
         };
-        // Were leaves to hold several entities, each one's own box over the two frames
-        // would be tested before sampling it.
-        if walk == Walk::Tree
-            && LEAF_SIZE > 1
-            && !touches(&history.bracket_bounds(index, self.bracket))
-        {
-            return t_max;
-        }
         let Some((rig, id, sample)) = admit(
             history,
             index,

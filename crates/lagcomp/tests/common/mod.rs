@@ -267,6 +267,26 @@ pub(crate) fn signed_distance_f64(placed: &PlacedShape, p: [f64; 3]) -> f64 {
     }
 }
 
+/// Narrows `[lo, hi]` around the minimum of `f`, a convex function, by `rounds` ternary
+/// search steps; returns the final bracket.
+pub(crate) fn ternary_min(
+    f: impl Fn(f64) -> f64,
+    mut lo: f64,
+    mut hi: f64,
+    rounds: usize,
+) -> (f64, f64) {
+    for _ in 0..rounds {
+        let m1 = lo + (hi - lo) / 3.0;
+        let m2 = hi - (hi - lo) / 3.0;
+        if f(m1) <= f(m2) {
+            hi = m2;
+        } else {
+            lo = m1;
+        }
+    }
+    (lo, hi)
+}
+
 /// Where the infinite line `origin + t * dir` (unit `dir`) is within `inflate` of the
 /// placed shape: the interval `[enter, exit]` of `t`, found in `f64` from
 /// [`signed_distance_f64`] alone (it is convex along a line: a ternary search finds its
@@ -285,16 +305,7 @@ pub(crate) fn exact_crossing(
     // The line's point nearest the centre, and a half-width that covers the shape.
     let mid = dot(sub(d3(placed.pose.translation), o), d);
     let reach = 2.0 * f64::from(placed.shape.bounding_radius() + inflate) + 1.0;
-    let (mut lo, mut hi) = (mid - reach, mid + reach);
-    for _ in 0..200 {
-        let m1 = lo + (hi - lo) / 3.0;
-        let m2 = hi - (hi - lo) / 3.0;
-        if f(m1) <= f(m2) {
-            hi = m2;
-        } else {
-            lo = m1;
-        }
-    }
+    let (lo, hi) = ternary_min(f, mid - reach, mid + reach, 200);
     let deepest = 0.5 * (lo + hi);
     if f(deepest) > 0.0 {
         return None;
