@@ -29,7 +29,10 @@ fn per_shot(scene: &Scene, mut f: impl FnMut(&lagcomp_bench::Shot)) -> f64 {
 fn main() {
     let only_full = std::env::var_os("FUNNEL_FULL_ONLY").is_some();
     if std::env::var_os("FUNNEL_RECORD").is_some() {
-        for spec in SCENES {
+        for spec in SCENES
+            .into_iter()
+            .filter(|s| std::env::var("FUNNEL_SCENE").map_or(true, |n| n == s.name))
+        {
             let scene = Scene::build(spec);
             let mut history = scene.history.clone();
             let mut input = Vec::new();
@@ -71,7 +74,10 @@ fn main() {
         }
         return;
     }
-    for spec in SCENES {
+    for spec in SCENES
+        .into_iter()
+        .filter(|s| std::env::var("FUNNEL_SCENE").map_or(true, |n| n == s.name))
+    {
         let scene = Scene::build(spec);
         if only_full {
             let full = per_shot(&scene, |s| {

@@ -402,6 +402,69 @@ fn extreme_but_valid_transforms_are_accepted_and_queryable() {
     assert_same(&before, &fingerprint(&s.h));
 }
 
+/// A chain of `bones` bones one metre apart along +x, each carrying a sphere of radius 0.2.
+fn chain_rig(bones: u16) -> std::sync::Arc<lagcomp::Rig> {
+    use lagcomp::{Hitbox, Rig, Shape, Zone};
+    let hitboxes = (0..bones)
+        .map(|b| Hitbox::new(b, "link", Zone::Limb, b, Shape::sphere(0.2)))
+        .collect();
+    std::sync::Arc::new(Rig::new(bones, hitboxes).expect("valid rig"))
+}
+
+fn chain_pose(bones: usize) -> Vec<BoneTransform> {
+    (0..bones)
+        .map(|b| BoneTransform::new(Vec3::new(b as f32, 1.0, 0.0), Quat::IDENTITY))
+        .collect()
+}
+
+/// Recording checks rotations four bones at a time and takes a second pass for scaled
+/// bones: a bad bone is found at every position of every group and of the tail, and a
+/// scaled bone grows the entity's bounds wherever it is.
+#[test]
+fn every_bone_position_is_checked_and_scaled_anywhere() {
+    for bones in 1..=9_usize {
+        for bad_at in 0..bones {
+            let mut h = history(RATE, 1.0);
+            let id = h.spawn(chain_rig(bones as u16));
+            let mut frame = h.begin_frame(Tick(1), 1.0).unwrap();
+            let mut pose = chain_pose(bones);
+            pose[bad_at].rotation = Quat::from_xyzw(0.0, 0.0, 0.0, 1.01);
+            assert_eq!(
+                frame.record(id, &pose, EntityState::default()),
+                Err(RecordError::Transform {
+                    entity: id,
+                    bone: bad_at as u16,
+                    error: TransformError::RotationNotNormalized
+                }),
+                "{bones} bones, bad rotation at {bad_at}"
+            );
+            pose = chain_pose(bones);
+            pose[bad_at].translation.y = f32::NAN;
+            assert!(
+                matches!(
+                    frame.record(id, &pose, EntityState::default()),
+                    Err(RecordError::Transform { bone, .. }) if usize::from(bone) == bad_at
+                ),
+                "{bones} bones, NaN translation at {bad_at}"
+            );
+            // The same bone scaled by 10: its sphere grows to radius 2 and is hit 1.5 m
+            // above the chain, far outside the unscaled bounds.
+            pose = chain_pose(bones);
+            pose[bad_at].scale = Vec3::splat(10.0);
+            frame.record(id, &pose, EntityState::default()).unwrap();
+            drop(frame);
+            let ray = Ray::new(Vec3::new(bad_at as f32, 2.5, -5.0), Vec3::Z, 100.0).unwrap();
+            let hit = h
+                .query(RewindTarget::Time(1.0))
+                .ray(&ray)
+                .unwrap()
+                .hit
+                .unwrap_or_else(|| panic!("{bones} bones, scaled at {bad_at}: no hit"));
+            assert_eq!(hit.hitbox, HitboxId(bad_at as u16));
+        }
+    }
+}
+
 #[test]
 fn wrong_bone_counts_are_refused() {
     let mut s = scene();

@@ -1,11 +1,9 @@
 //! Writing one tick into the history.
 
-use glam::{BVec3A, Vec3, Vec3A};
+use glam::{BVec3A, BVec4A, Mat4, Vec3, Vec3A, Vec4};
 
 use super::{EntityFrame, EntityId, EntityState, FrameMeta, History, Life, RecordError};
-use crate::math::{
-    Aabb, BoneTransform, MAX_COORDINATE, MAX_EXTENT, MIN_EXTENT, ROTATION_NORM_TOLERANCE,
-};
+use crate::math::{Aabb, BoneTransform, MAX_COORDINATE, ROTATION_NORM_TOLERANCE};
 use crate::time::Tick;
 
 /// Server times beyond this many seconds are treated as corrupt.
@@ -71,15 +69,6 @@ impl History {
         self.uncompensated.retain(|&(_, seq)| seq >= oldest);
     }
 
-    /// The box of entity slot `index` in frame `seq`; empty if it was not recorded then.
-    fn frame_bounds(&self, index: usize, seq: u64) -> Aabb {
-        if self.recorded_in(index, seq) {
-            self.slots[index].frames[self.ring(seq)].bounds()
-        } else {
-            Aabb::EMPTY
-        }
-    }
-
     /// Brings the broadphase up to date with the frame just recorded.
     fn end_frame(&mut self) {
         self.frames_since_build += 1;
@@ -105,8 +94,13 @@ impl History {
             );
             for seq in self.oldest_seq()..=newest {
                 let previous = (seq > self.oldest_seq()).then(|| self.ring(seq - 1));
-                tree.refit_frame(self.ring(seq), previous, |i| {
-                    self.frame_bounds(i as usize, seq)
+                let ring = self.ring(seq);
+                tree.refit_frame(ring, previous, |i| {
+                    if self.recorded_at(i as usize, seq, ring) {
+                        self.slots[i as usize].frames[ring].bounds()
+                    } else {
+                        Aabb::EMPTY
+                    }
                 });
             }
             self.tree = tree;
@@ -176,37 +170,65 @@ impl FrameRecorder<'_> {
         // transform, all without branches. The ring slot being written belongs to a frame
         // that has aged out, and the frame record below is only stamped once everything is
         // valid, so a bad transform found at the end leaves nothing visible.
-        // PERF: the separate validate-then-copy version spent half of its time in the
-        // checks' branches; the comparisons below also reject NaN (every `<=` is false).
-        let max_coordinate = Vec3A::splat(MAX_COORDINATE);
-        let (min_extent, max_extent) = (Vec3A::splat(MIN_EXTENT), Vec3A::splat(MAX_EXTENT));
-        let mut in_range = BVec3A::TRUE;
-        let mut rotations_ok = true;
-        let mut unit_scale = BVec3A::TRUE;
-        let mut lo = Vec3A::INFINITY;
-        let mut hi = Vec3A::NEG_INFINITY;
+        // PERF: this loop is most of a tick's recording. The separate validate-then-copy
+        // version spent half of its time in branches; the comparisons below reject NaN
+        // (every `<=` is false). Rotation norms are checked four bones at a time (one
+        // transpose instead of a horizontal sum per bone), and the bounds assume unit scale:
+        // the rare entity with a scaled bone takes the second pass below.
         let n = bones.len();
         let (translations, rotations, reach) =
             (&mut translations[..n], &mut rotations[..n], &reach[..n]);
-        for i in 0..n {
+        let max_coordinate = Vec3A::splat(MAX_COORDINATE);
+        let mut in_range = BVec3A::TRUE;
+        let mut rotations_ok = BVec4A::TRUE;
+        let mut unit_scale = BVec3A::TRUE;
+        let mut lo = Vec3A::INFINITY;
+        let mut hi = Vec3A::NEG_INFINITY;
+        let mut copy_one = |i: usize| {
             let transform = &bones[i];
             let t = Vec3A::from(transform.translation);
-            let s = Vec3A::from(transform.scale);
-            let q = transform.rotation;
-            in_range &= t.abs().cmple(max_coordinate) & s.cmpge(min_extent) & s.cmple(max_extent);
-            rotations_ok &= (q.length_squared() - 1.0).abs() <= ROTATION_NORM_TOLERANCE;
-            unit_scale &= s.cmpeq(Vec3A::ONE);
+            in_range &= t.abs().cmple(max_coordinate);
+            unit_scale &= Vec3A::from(transform.scale).cmpeq(Vec3A::ONE);
             translations[i] = transform.translation.to_array();
-            rotations[i] = q.to_array();
-            let r = Vec3A::splat(reach[i] * s.max_element());
+            rotations[i] = transform.rotation.to_array();
+            let r = Vec3A::splat(reach[i]);
             lo = lo.min(t - r);
             hi = hi.max(t + r);
+        };
+        let unit_norm = |norm_squared: Vec4| {
+            (norm_squared - Vec4::ONE)
+                .abs()
+                .cmple(Vec4::splat(ROTATION_NORM_TOLERANCE))
+        };
+        let whole = n - n % 4;
+        for i in (0..whole).step_by(4) {
+            for k in i..i + 4 {
+                copy_one(k);
+            }
+            let columns = Mat4::from_cols(
+                Vec4::from(bones[i].rotation),
+                Vec4::from(bones[i + 1].rotation),
+                Vec4::from(bones[i + 2].rotation),
+                Vec4::from(bones[i + 3].rotation),
+            )
+            .transpose();
+            let (x, y, z, w) = (
+                columns.x_axis,
+                columns.y_axis,
+                columns.z_axis,
+                columns.w_axis,
+            );
+            rotations_ok &= unit_norm(x * x + y * y + z * z + w * w);
         }
-        let valid = in_range.all() && rotations_ok;
+        for (i, transform) in bones.iter().enumerate().skip(whole) {
+            copy_one(i);
+            rotations_ok &= unit_norm(Vec4::splat(transform.rotation.length_squared()));
+        }
         let unit_scale = unit_scale.all();
-        if !valid {
-            // Rare: find which bone and why, with the precise checks (they accept exactly
-            // what the fast ones do).
+        if !(in_range.all() && rotations_ok.all() && unit_scale) {
+            // Rare: a bad transform (find which bone and why, with the precise checks,
+            // which accept exactly what the fast ones do) or a scaled bone (check every
+            // scale, and grow the bounds by each bone's largest scale).
             for (bone, transform) in bones.iter().enumerate() {
                 transform
                     .validate()
@@ -216,7 +238,15 @@ impl FrameRecorder<'_> {
                         error,
                     })?;
             }
-            debug_assert!(false, "the fast checks and `validate` disagree");
+            debug_assert!(!unit_scale, "the fast checks and `validate` disagree");
+            lo = Vec3A::INFINITY;
+            hi = Vec3A::NEG_INFINITY;
+            for (transform, reach) in bones.iter().zip(reach) {
+                let t = Vec3A::from(transform.translation);
+                let r = Vec3A::splat(reach * transform.scale.max_element());
+                lo = lo.min(t - r);
+                hi = hi.max(t + r);
+            }
         }
 
         if !unit_scale && slot.scales.is_empty() {

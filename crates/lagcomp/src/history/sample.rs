@@ -253,7 +253,7 @@ impl History {
 
     /// [`History::recorded_in`] for a frame known to be in the ring at slot `ring`.
     #[inline]
-    fn recorded_at(&self, index: usize, seq: u64, ring: usize) -> bool {
+    pub(super) fn recorded_at(&self, index: usize, seq: u64, ring: usize) -> bool {
         let slot = &self.slots[index];
         seq <= slot.last_seq && slot.frames[ring].seq == seq as u32
     }
