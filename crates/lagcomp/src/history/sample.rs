@@ -1,7 +1,7 @@
 //! Rebuilding the past: from a rewind target to bracketing frames, and from those to an
 //! entity's bones at that moment.
 
-use glam::Vec3;
+use glam::{Vec3, Vec4};
 
 use super::{EntityState, History, StoredRotation, StoredTranslation, TELEPORTED};
 use crate::bvh::SpanRange;
@@ -439,5 +439,75 @@ impl EntityView<'_> {
             _ => 1.0,
         };
         (origin, max_scale)
+    }
+
+    /// Whether any bone has a scale other than one in either frame (then
+    /// [`EntityView::cull_bones`] does not apply).
+    #[inline]
+    pub(crate) fn has_scale(&self) -> bool {
+        self.scales_a.is_some()
+    }
+
+    /// The bone-level cull for bones `first..first + 4` (those that exist): bit `k` is set
+    /// when the line from `origin` along unit `dir` passes within `reach[bone] + radius` of
+    /// bone `first + k`'s origin, no further than `t_max` along. Unscaled entities only.
+    ///
+    /// PERF: the trace's per-hitbox cull, four bones per instruction. It computes, lane by
+    /// lane, exactly the arithmetic of [`EntityView::bone_origin`] and the scalar cull (the
+    /// same operations in the same order, no fused multiply-add), and a bone's reach is the
+    /// largest of its hitboxes', so every hitbox that passes the scalar test has its bit
+    /// set: a pure prefilter that cannot change an answer.
+    #[inline]
+    pub(crate) fn cull_bones(
+        &self,
+        first: usize,
+        reach: &[f32],
+        origin: Vec3,
+        dir: Vec3,
+        radius: f32,
+        t_max: f32,
+    ) -> u32 {
+        debug_assert!(!self.has_scale());
+        let a = group_of_four(self.a.0, first);
+        let point = |axis: usize| {
+            let a = Vec4::new(a[0][axis], a[1][axis], a[2][axis], a[3][axis]);
+            if self.single {
+                a
+            } else {
+                // `math::lerp`, lane by lane.
+                let b = group_of_four(self.b.0, first);
+                let b = Vec4::new(b[0][axis], b[1][axis], b[2][axis], b[3][axis]);
+                a * (1.0 - self.alpha) + b * self.alpha
+            }
+        };
+        let to_x = point(0) - Vec4::splat(origin.x);
+        let to_y = point(1) - Vec4::splat(origin.y);
+        let to_z = point(2) - Vec4::splat(origin.z);
+        let (dx, dy, dz) = (Vec4::splat(dir.x), Vec4::splat(dir.y), Vec4::splat(dir.z));
+        let along = to_x * dx + to_y * dy + to_z * dz;
+        let (px, py, pz) = (to_x - dx * along, to_y - dy * along, to_z - dz * along);
+        let off_line = px * px + py * py + pz * pz;
+        let reach = Vec4::from_array(group_of_four(reach, first)) + Vec4::splat(radius);
+        let keep = along.cmpge(-reach)
+            & (along - reach).cmple(Vec4::splat(t_max))
+            & off_line.cmple(reach * reach);
+        let exists = match self.a.0.len() - first {
+            4.. => 0b1111,
+            left => (1_u32 << left) - 1,
+        };
+        keep.bitmask() & exists
+    }
+}
+
+/// `rows[first..first + 4]`, the last row repeated where the slice runs out (the caller masks
+/// those lanes off). `first` must be in bounds.
+#[inline]
+fn group_of_four<T: Copy>(rows: &[T], first: usize) -> [T; 4] {
+    match rows.get(first..first + 4) {
+        Some(&[a, b, c, d]) => [a, b, c, d],
+        _ => {
+            let last = rows.len() - 1;
+            std::array::from_fn(|k| rows[(first + k).min(last)])
+        }
     }
 }

@@ -302,8 +302,28 @@ impl TraceContext<'_> {
         let view = history.view(index, &sample);
         let mut cached_bone = usize::MAX;
         let mut bone = BoneTransform::IDENTITY;
+        // Bones four at a time first (hitboxes are sorted by bone, so each group of four
+        // is culled once); survivors take the per-hitbox test below.
+        let batched = !view.has_scale();
+        let (mut group, mut group_mask) = (usize::MAX, 0_u32);
         for (i, hitbox) in rig.hitboxes().iter().enumerate() {
             let bone_index = usize::from(hitbox.bone);
+            if batched {
+                if bone_index / 4 != group {
+                    group = bone_index / 4;
+                    group_mask = view.cull_bones(
+                        group * 4,
+                        rig.bone_reach(),
+                        self.origin,
+                        self.dir,
+                        self.radius,
+                        t_max,
+                    );
+                }
+                if group_mask & (1 << (bone_index % 4)) == 0 {
+                    continue;
+                }
+            }
             // Cull by the sphere around the bone's origin that holds the hitbox: only a
             // lerp so far, no slerp.
             let (bone_origin, max_scale) = view.bone_origin(bone_index);
