@@ -73,7 +73,8 @@ pub use math::{Aabb, BoneTransform, Pose, TransformError};
 pub use narrow::{Obb, PlacedShape};
 pub use query::observer::{Broadphase, NoObserver, QueryLog, QueryObserver};
 pub use query::{
-    Hit, Overlap, Query, QueryError, Ray, RayError, Rewind, StaticHit, SurfacePoint, Trace,
+    EntityAt, Hit, Overlap, Query, QueryError, Ray, RayError, Rewind, StaticHit, SurfacePoint,
+    Trace,
 };
 pub use rig::{Axis, Hitbox, HitboxId, Rig, RigError, Shape, ShapeError, Zone};
 pub use time::{RewindError, RewindTarget, Tick, WindowPolicy, WindowSide};

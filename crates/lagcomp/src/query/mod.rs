@@ -18,7 +18,10 @@ mod trace;
 
 use glam::Vec3;
 
-use crate::history::{Bracket, EntityError, EntityId, EntityState, History, Sample, StaticId};
+use crate::history::{
+    Bracket, EntityError, EntityId, EntitySample, EntityState, History, Sample, StaticId,
+};
+use crate::math::BoneTransform;
 use crate::math::{MAX_COORDINATE, MAX_EXTENT, TransformError, check_translation};
 use crate::narrow::PlacedShape;
 use crate::rig::{HitboxId, Zone};
@@ -330,6 +333,93 @@ impl History {
     pub fn map_to_present(&self, hit: &Hit, point: Vec3) -> Result<Vec3, QueryError> {
         let (now, _) = self.present_placement(hit.entity, hit.hitbox)?;
         Ok(hit.placement.corresponding_point(&now, point))
+    }
+}
+
+/// One entity as it was at a rewind target: its state then, and any of its bones or
+/// hitboxes, rebuilt on demand. From [`History::entity_at`]. A shot validator uses it for
+/// the shooter (where was the muzzle, where was it looking) and for a claimed target.
+#[derive(Debug, Clone, Copy)]
+pub struct EntityAt<'h> {
+    history: &'h History,
+    index: usize,
+    entity: EntityId,
+    sample: EntitySample,
+    rewind: Rewind,
+}
+
+impl EntityAt<'_> {
+    /// The entity.
+    #[must_use]
+    pub fn entity(&self) -> EntityId {
+        self.entity
+    }
+
+    /// The moment looked at.
+    #[must_use]
+    pub fn rewind(&self) -> Rewind {
+        self.rewind
+    }
+
+    /// How the entity was sampled (its present pose when lag compensation was off then).
+    #[must_use]
+    pub fn sample(&self) -> Sample {
+        Sample {
+            time: self.rewind.time,
+            kind: self.sample.kind,
+        }
+    }
+
+    /// Its flags at that moment.
+    #[must_use]
+    pub fn state(&self) -> EntityState {
+        self.sample.state
+    }
+
+    /// Bone `bone`'s world transform then; `None` if the rig has no such bone.
+    #[must_use]
+    pub fn bone(&self, bone: u16) -> Option<BoneTransform> {
+        let rig = self.history.rig(self.entity).ok()?;
+        (bone < rig.bone_count()).then(|| {
+            self.history
+                .bone(self.index, &self.sample, usize::from(bone))
+        })
+    }
+
+    /// Hitbox `hitbox` as placed then; `None` if the rig has no such hitbox.
+    #[must_use]
+    pub fn hitbox(&self, hitbox: HitboxId) -> Option<PlacedShape> {
+        let rig = self.history.rig(self.entity).ok()?;
+        let hb = &rig.hitboxes()[rig.hitbox_index(hitbox)?];
+        let bone = self
+            .history
+            .bone(self.index, &self.sample, usize::from(hb.bone));
+        Some(hb.placed(&bone))
+    }
+}
+
+impl History {
+    /// `entity` as it was at `target`; `Ok(None)` if it was not recorded around that
+    /// moment (not spawned yet, or missing from both bracketing frames).
+    ///
+    /// # Errors
+    /// [`QueryError::Rewind`] for a target the policy refuses, [`QueryError::Entity`] for
+    /// an unknown or stale handle. A despawned entity is still found while its frames last.
+    pub fn entity_at(
+        &self,
+        entity: EntityId,
+        target: RewindTarget,
+        policy: WindowPolicy,
+    ) -> Result<Option<EntityAt<'_>>, QueryError> {
+        let index = self.known_index(entity)?;
+        let bracket = self.bracket(target, policy)?;
+        Ok(self.sample(index, &bracket).map(|sample| EntityAt {
+            history: self,
+            index,
+            entity,
+            sample,
+            rewind: Rewind::from(&bracket),
+        }))
     }
 }
 
