@@ -1,0 +1,418 @@
+//! Weapon rules and the validation policy, loadable from TOML.
+//!
+//! ```toml
+//! [policy]
+//! time_mismatch = "reject"        # or "use_server_estimate"
+//!
+//! [weapons.rifle]
+//! id = 1
+//! max_range = 250.0
+//! min_interval = 0.1              # seconds between shots
+//! burst = 0
+//! aim_tolerance_deg = 5.0
+//! origin_tolerance = 1.0
+//! hit_leeway = 1.25
+//! hit_leeway_min = 0.05
+//! max_rewind = 0.35
+//! no_rewind_above_rtt = 0.4
+//! friendly_fire = false
+//! damage = { head = 4.0, torso = 1.0, limb = 0.75 }
+//! ```
+
+use std::collections::BTreeMap;
+
+use lagcomp::Zone;
+use serde::{Deserialize, Serialize};
+
+use crate::claim::WeaponId;
+
+/// Everything the validator is configured with: the weapons and the policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSet {
+    /// How borderline timing is judged.
+    #[serde(default)]
+    pub policy: Policy,
+    /// The weapons, by name.
+    pub weapons: BTreeMap<String, WeaponRules>,
+}
+
+/// The rules of one weapon.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WeaponRules {
+    /// The id claims use for this weapon.
+    pub id: WeaponId,
+    /// Radius of the traced sphere in metres; 0 for a hitscan line.
+    #[serde(default)]
+    pub radius: f32,
+    /// How far the shot reaches, metres.
+    pub max_range: f32,
+    /// Minimum time between shots, seconds.
+    pub min_interval: f64,
+    /// How many shots may come closer together than `min_interval` (a burst), as long as
+    /// the average rate over the burst stays within the weapon's rate.
+    #[serde(default)]
+    pub burst: u32,
+    /// How far the shot's direction may stray from the shooter's recorded view, degrees.
+    pub aim_tolerance_deg: f32,
+    /// How far the claimed muzzle may be from the shooter's aim bone, metres.
+    pub origin_tolerance: f32,
+    /// A claimed hit point the server's own trace does not confirm is still accepted when
+    /// it lies within the claimed hitbox grown by this factor of the hitbox's size (>= 1).
+    pub hit_leeway: f32,
+    /// The smallest growth for that check, metres, however small the hitbox.
+    pub hit_leeway_min: f32,
+    /// The oldest a shot's claimed time may be, seconds before it arrived. May be shorter
+    /// than the history's window, never longer (the history cannot rebuild more).
+    pub max_rewind: f64,
+    /// Above this round-trip time (seconds) the shooter gets no rewind at all: the shot is
+    /// checked against the present and such players must lead their targets.
+    #[serde(default)]
+    pub no_rewind_above_rtt: Option<f64>,
+    /// Whether shots may hurt the shooter's own team.
+    #[serde(default)]
+    pub friendly_fire: bool,
+    /// Damage multiplier per zone.
+    #[serde(default)]
+    pub damage: DamageMultipliers,
+}
+
+/// Damage multiplier per hitbox zone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DamageMultipliers {
+    /// Head hits.
+    pub head: f32,
+    /// Torso hits.
+    pub torso: f32,
+    /// Arm and leg hits.
+    pub limb: f32,
+    /// Game-defined zones ([`Zone::Custom`]) by number; 1.0 when absent.
+    pub custom: BTreeMap<u16, f32>,
+}
+
+impl Default for DamageMultipliers {
+    fn default() -> Self {
+        Self {
+            head: 1.0,
+            torso: 1.0,
+            limb: 1.0,
+            custom: BTreeMap::new(),
+        }
+    }
+}
+
+impl DamageMultipliers {
+    /// The multiplier for `zone`.
+    #[must_use]
+    pub fn of(&self, zone: Zone) -> f32 {
+        match zone {
+            Zone::Head => self.head,
+            Zone::Torso => self.torso,
+            Zone::Limb => self.limb,
+            Zone::Custom(n) => self.custom.get(&n).copied().unwrap_or(1.0),
+        }
+    }
+}
+
+/// What to do when a claimed time does not match the rewind the server measured for the
+/// client (the backtracking check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeMismatch {
+    /// Reject the shot ([`crate::RejectReason::Backtrack`]).
+    #[default]
+    Reject,
+    /// Validate at the server's own estimate of what the client saw (now minus half the
+    /// round trip minus the interpolation delay), as Source does. The verdict says so.
+    UseServerEstimate,
+}
+
+/// At which moment the shooter's own position and view are looked up for the origin and
+/// angle checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShooterReference {
+    /// At the shot's rewound time, like its targets: right when the shooter's client draws
+    /// itself from the same snapshots as everyone else.
+    #[default]
+    RenderTime,
+    /// At the shot's arrival (the newest frame): right when the shooter's movement is
+    /// predicted by its client and applied by the server as its input arrives.
+    Arrival,
+}
+
+/// How timing is judged. Every tolerance is in seconds unless it says otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Policy {
+    /// What to do on a backtracking mismatch.
+    pub time_mismatch: TimeMismatch,
+    /// Where the shooter is looked up.
+    pub shooter_reference: ShooterReference,
+    /// Fixed part of the backtracking tolerance.
+    pub rewind_tolerance: f64,
+    /// Times the measured RTT variation added to that tolerance.
+    pub rewind_jitter_factor: f64,
+    /// Extra tolerance for a claim older than expected: a shot resent after a lost packet
+    /// arrives one send interval late.
+    pub rewind_late_slack: f64,
+    /// How far past the arrival time a claimed time may lie (rounding, tick phase).
+    pub future_tolerance: f64,
+    /// Relative slack on shot spacing in claimed time (the client's clock slews by a few
+    /// percent while it converges).
+    pub fire_rate_slack: f64,
+    /// Slack on shot spacing in arrival time: arrivals bunch up by up to this much plus
+    /// four RTT variations through jitter and resends.
+    pub arrival_slack: f64,
+    /// How many sequence numbers behind the highest seen are still accepted (out-of-order
+    /// delivery); older ones are rejected as too old. At most 1024.
+    pub sequence_window: u32,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            time_mismatch: TimeMismatch::Reject,
+            shooter_reference: ShooterReference::RenderTime,
+            rewind_tolerance: 0.03,
+            rewind_jitter_factor: 4.0,
+            rewind_late_slack: 0.05,
+            future_tolerance: 0.005,
+            fire_rate_slack: 0.05,
+            arrival_slack: 0.1,
+            sequence_window: 256,
+        }
+    }
+}
+
+/// Why a rule set was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum RulesError {
+    /// Not valid TOML, or not the expected tables and fields.
+    #[error("rules file: {0}")]
+    Parse(#[from] toml::de::Error),
+    /// Two weapons share an id.
+    #[error("weapons {first:?} and {second:?} share id {id}")]
+    DuplicateId {
+        /// The id.
+        id: u16,
+        /// One weapon.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// A number is out of its range.
+    #[error("{field}: {value} is out of range ({expected})")]
+    OutOfRange {
+        /// Which field (`weapons.rifle.max_range`, `policy.sequence_window`).
+        field: String,
+        /// Its value.
+        value: f64,
+        /// What is allowed.
+        expected: &'static str,
+    },
+}
+
+impl RuleSet {
+    /// Parses and checks a TOML rule set.
+    ///
+    /// # Errors
+    /// [`RulesError`] naming the bad field.
+    pub fn from_toml(text: &str) -> Result<Self, RulesError> {
+        let rules: Self = toml::from_str(text)?;
+        rules.check()?;
+        Ok(rules)
+    }
+
+    /// The rule set as TOML.
+    #[must_use]
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("rule sets always serialize")
+    }
+
+    /// Checks every number against its range and that weapon ids are unique.
+    ///
+    /// # Errors
+    /// [`RulesError`] naming the bad field.
+    pub fn check(&self) -> Result<(), RulesError> {
+        let range = |field: String, value: f64, ok: bool, expected: &'static str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(RulesError::OutOfRange {
+                    field,
+                    value,
+                    expected,
+                })
+            }
+        };
+        let non_negative = |v: f64| v.is_finite() && v >= 0.0;
+        let p = &self.policy;
+        for (name, value) in [
+            ("rewind_tolerance", p.rewind_tolerance),
+            ("rewind_jitter_factor", p.rewind_jitter_factor),
+            ("rewind_late_slack", p.rewind_late_slack),
+            ("future_tolerance", p.future_tolerance),
+            ("arrival_slack", p.arrival_slack),
+        ] {
+            range(
+                format!("policy.{name}"),
+                value,
+                non_negative(value) && value <= 10.0,
+                "0 to 10",
+            )?;
+        }
+        range(
+            "policy.fire_rate_slack".into(),
+            p.fire_rate_slack,
+            non_negative(p.fire_rate_slack) && p.fire_rate_slack < 0.5,
+            "0 to 0.5",
+        )?;
+        range(
+            "policy.sequence_window".into(),
+            f64::from(p.sequence_window),
+            (1..=1024).contains(&p.sequence_window),
+            "1 to 1024",
+        )?;
+        let mut ids: BTreeMap<u16, &str> = BTreeMap::new();
+        for (name, w) in &self.weapons {
+            if let Some(first) = ids.insert(w.id.0, name) {
+                return Err(RulesError::DuplicateId {
+                    id: w.id.0,
+                    first: first.to_owned(),
+                    second: name.clone(),
+                });
+            }
+            let f = |field: &str| format!("weapons.{name}.{field}");
+            let metres = |v: f32| (0.0..=lagcomp::math::MAX_EXTENT).contains(&v);
+            range(f("radius"), w.radius.into(), metres(w.radius), "0 to 1e4 m")?;
+            range(
+                f("max_range"),
+                w.max_range.into(),
+                metres(w.max_range) && w.max_range > 0.0,
+                "above 0, up to 1e4 m",
+            )?;
+            range(
+                f("min_interval"),
+                w.min_interval,
+                non_negative(w.min_interval) && w.min_interval <= 60.0,
+                "0 to 60 s",
+            )?;
+            range(f("burst"), w.burst.into(), w.burst <= 64, "0 to 64")?;
+            range(
+                f("aim_tolerance_deg"),
+                w.aim_tolerance_deg.into(),
+                w.aim_tolerance_deg.is_finite() && (0.0..=180.0).contains(&w.aim_tolerance_deg),
+                "0 to 180",
+            )?;
+            range(
+                f("origin_tolerance"),
+                w.origin_tolerance.into(),
+                metres(w.origin_tolerance),
+                "0 to 1e4 m",
+            )?;
+            range(
+                f("hit_leeway"),
+                w.hit_leeway.into(),
+                w.hit_leeway.is_finite() && (1.0..=10.0).contains(&w.hit_leeway),
+                "1 to 10",
+            )?;
+            range(
+                f("hit_leeway_min"),
+                w.hit_leeway_min.into(),
+                metres(w.hit_leeway_min),
+                "0 to 1e4 m",
+            )?;
+            range(
+                f("max_rewind"),
+                w.max_rewind,
+                non_negative(w.max_rewind) && w.max_rewind <= 10.0,
+                "0 to 10 s",
+            )?;
+            if let Some(rtt) = w.no_rewind_above_rtt {
+                range(
+                    f("no_rewind_above_rtt"),
+                    rtt,
+                    non_negative(rtt) && rtt <= 60.0,
+                    "0 to 60 s",
+                )?;
+            }
+            for (zone, m) in [
+                ("head", w.damage.head),
+                ("torso", w.damage.torso),
+                ("limb", w.damage.limb),
+            ]
+            .into_iter()
+            .chain(w.damage.custom.values().map(|m| ("custom", *m)))
+            {
+                range(
+                    f(&format!("damage.{zone}")),
+                    m.into(),
+                    m.is_finite() && (0.0..=1000.0).contains(&m),
+                    "0 to 1000",
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The weapon with id `id`.
+    #[must_use]
+    pub fn weapon(&self, id: WeaponId) -> Option<&WeaponRules> {
+        self.weapons.values().find(|w| w.id == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RIFLE: &str = r#"
+        [weapons.rifle]
+        id = 1
+        max_range = 250.0
+        min_interval = 0.1
+        aim_tolerance_deg = 5.0
+        origin_tolerance = 1.0
+        hit_leeway = 1.25
+        hit_leeway_min = 0.05
+        max_rewind = 0.35
+        damage = { head = 4.0, custom = { 7 = 0.5 } }
+    "#;
+
+    #[test]
+    fn toml_round_trips_with_defaults() {
+        let rules = RuleSet::from_toml(RIFLE).unwrap();
+        let rifle = rules.weapon(WeaponId(1)).unwrap();
+        assert_eq!(rifle.radius, 0.0);
+        assert!(!rifle.friendly_fire);
+        assert_eq!(rifle.damage.of(Zone::Head), 4.0);
+        assert_eq!(rifle.damage.of(Zone::Torso), 1.0);
+        assert_eq!(rifle.damage.of(Zone::Custom(7)), 0.5);
+        assert_eq!(rifle.damage.of(Zone::Custom(8)), 1.0);
+        assert_eq!(rules.policy, Policy::default());
+        assert_eq!(RuleSet::from_toml(&rules.to_toml()).unwrap(), rules);
+    }
+
+    #[test]
+    fn bad_rules_name_the_field() {
+        let e = RuleSet::from_toml(&RIFLE.replace("max_range = 250.0", "max_range = -1.0"))
+            .unwrap_err();
+        assert!(e.to_string().contains("weapons.rifle.max_range"), "{e}");
+        let e = RuleSet::from_toml(&RIFLE.replace("hit_leeway = 1.25", "hit_leeway = 0.5"))
+            .unwrap_err();
+        assert!(e.to_string().contains("hit_leeway"), "{e}");
+        let e = RuleSet::from_toml(&format!(
+            "{RIFLE}\n[weapons.pistol]\nid = 1\n{}",
+            RIFLE.split_once("id = 1").unwrap().1
+        ))
+        .unwrap_err();
+        assert!(matches!(e, RulesError::DuplicateId { id: 1, .. }), "{e}");
+        let e = RuleSet::from_toml(&RIFLE.replace("max_rewind", "max_rewnd")).unwrap_err();
+        assert!(matches!(e, RulesError::Parse(_)), "{e}");
+        let e = RuleSet::from_toml(&format!("[policy]\nsequence_window = 0\n{RIFLE}")).unwrap_err();
+        assert!(e.to_string().contains("policy.sequence_window"), "{e}");
+    }
+}

@@ -1,0 +1,672 @@
+//! The validator: from a client's shot claim to a verdict, check by check.
+//!
+//! The checks run in this order, and the first that fails decides the verdict:
+//!
+//! 1. malformed: non-finite or absurd numbers, zero direction, unknown weapon or shooter;
+//! 2. replay: the sequence number was used, or is too far behind;
+//! 3. fire rate: judged on claimed times (arrival jitter cannot fail an honest player)
+//!    and, with a slack for jitter, on arrival times (spacing claimed times out cannot
+//!    buy a cheat more shots than it sends);
+//! 4. time: in the future, older than the weapon allows, or not the rewind measured for
+//!    this client (backtracking);
+//! 5. origin and 6. angle: against the shooter's own aim bone from history;
+//! 7. the trace at the rewound time against every entity and the static world;
+//! 9. the target's state then (alive, lag-compensated, not a teammate), checked before
+//! 8. the client's claimed target, hitbox and point, which must agree with the trace or
+//!    lie within the weapon's leeway of the rewound hitbox and of the shot's line.
+//!
+//! A shot whose claim names a target is judged on the target's state first, so a claim at
+//! an invulnerable or dead player says so rather than "tampered".
+
+use std::collections::HashMap;
+
+use lagcomp::math::MAX_COORDINATE;
+use lagcomp::{
+    EntityId, History, HitboxId, PlacedShape, QueryError, Ray, RewindError, RewindTarget, Shape,
+    Trace, Vec3, WindowPolicy, WindowSide,
+};
+
+use crate::claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim};
+use crate::rules::{RuleSet, ShooterReference, TimeMismatch, WeaponRules};
+use crate::verdict::{Basis, Confirmed, Outcome, RejectReason, Verdict};
+
+/// A shooter or target as the validator knows it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Participant {
+    /// Team number; shots between equal teams are friendly fire.
+    pub team: u16,
+    /// The bone whose origin is the shooter's eye or muzzle and whose rotation is its view.
+    pub aim_bone: u16,
+    /// The view's forward direction in the aim bone's local axes (unit length).
+    pub aim_forward: Vec3,
+}
+
+impl Default for Participant {
+    fn default() -> Self {
+        Self {
+            team: 0,
+            aim_bone: 0,
+            aim_forward: Vec3::NEG_Z,
+        }
+    }
+}
+
+/// Sequence numbers already used by one shooter: the highest seen and a bit per number
+/// in the window behind it.
+#[derive(Debug, Clone, Default)]
+struct SequenceWindow {
+    highest: Option<u32>,
+    /// Bit `seq % 1024` is set when `seq` (within the window) was used.
+    used: Box<[u64; 16]>,
+}
+
+impl SequenceWindow {
+    const BITS: u64 = 1024;
+
+    fn bit(seq: u32) -> (usize, u64) {
+        let i = u64::from(seq) % Self::BITS;
+        ((i / 64) as usize, 1 << (i % 64))
+    }
+
+    /// Marks `seq` used, or says why it cannot be.
+    fn admit(&mut self, seq: u32, window: u32) -> Result<(), RejectReason> {
+        let Some(highest) = self.highest else {
+            self.highest = Some(seq);
+            let (w, b) = Self::bit(seq);
+            self.used[w] |= b;
+            return Ok(());
+        };
+        if seq > highest {
+            let ahead = u64::from(seq - highest);
+            if ahead >= Self::BITS {
+                self.used.fill(0);
+            } else {
+                for s in highest + 1..=seq {
+                    let (w, b) = Self::bit(s);
+                    self.used[w] &= !b;
+                }
+            }
+            self.highest = Some(seq);
+        } else if highest - seq >= window {
+            return Err(RejectReason::SequenceTooOld);
+        }
+        let (w, b) = Self::bit(seq);
+        if self.used[w] & b != 0 {
+            return Err(RejectReason::Replayed);
+        }
+        self.used[w] |= b;
+        Ok(())
+    }
+}
+
+/// Everything the validator tracks per shooter.
+#[derive(Debug, Clone, Default)]
+struct Shooter {
+    participant: Participant,
+    timing: Option<ClientTiming>,
+    sequence: SequenceWindow,
+    /// Claimed times of recent accepted shots, sorted.
+    fired: Vec<f64>,
+    /// Theoretical arrival time of the next shot (GCRA on arrival times).
+    next_arrival: f64,
+}
+
+/// Turns shot claims into verdicts. Holds the rules and per-shooter state (sequence
+/// numbers, recent shots, timing); reads the history, never changes it.
+#[derive(Debug, Clone)]
+pub struct Validator {
+    rules: RuleSet,
+    participants: HashMap<EntityId, Shooter>,
+}
+
+impl Validator {
+    /// A validator with `rules` (see [`RuleSet::check`]; unchecked rules are accepted
+    /// here but may give odd verdicts).
+    #[must_use]
+    pub fn new(rules: RuleSet) -> Self {
+        Self {
+            rules,
+            participants: HashMap::new(),
+        }
+    }
+
+    /// The rules in force.
+    #[must_use]
+    pub fn rules(&self) -> &RuleSet {
+        &self.rules
+    }
+
+    /// Replaces the rules; per-shooter state is kept.
+    pub fn set_rules(&mut self, rules: RuleSet) {
+        self.rules = rules;
+    }
+
+    /// Registers (or updates) an entity that may shoot or be shot: its team and aim bone.
+    /// Unregistered targets have no team (never friendly); unregistered shooters are
+    /// rejected.
+    pub fn register(&mut self, entity: EntityId, participant: Participant) {
+        self.participants.entry(entity).or_default().participant = participant;
+    }
+
+    /// Forgets an entity and its per-shooter state.
+    pub fn forget(&mut self, entity: EntityId) {
+        self.participants.remove(&entity);
+    }
+
+    /// Sets what the server measured about a shooter's connection. Ignored unless every
+    /// field is finite and non-negative.
+    pub fn set_timing(&mut self, shooter: EntityId, timing: ClientTiming) {
+        if timing.is_valid()
+            && let Some(s) = self.participants.get_mut(&shooter)
+        {
+            s.timing = Some(timing);
+        }
+    }
+
+    /// The timing last set for `shooter`.
+    #[must_use]
+    pub fn timing(&self, shooter: EntityId) -> Option<ClientTiming> {
+        self.participants.get(&shooter).and_then(|s| s.timing)
+    }
+
+    /// Judges `claim`, which arrived at server time `received_at`, against `history`.
+    /// Emits the verdict as a `tracing` event (target `lagcomp::verdict`).
+    pub fn validate(&mut self, history: &History, claim: &ShotClaim, received_at: f64) -> Verdict {
+        let mut basis = Basis {
+            received_at,
+            ..Basis::default()
+        };
+        let outcome = match self.judge(history, claim, received_at, &mut basis) {
+            Ok(outcome) => outcome,
+            Err(reason) => Outcome::Rejected { reason },
+        };
+        let verdict = Verdict {
+            shooter: claim.shooter,
+            seq: claim.seq,
+            weapon: claim.weapon,
+            outcome,
+            basis,
+        };
+        crate::audit::emit(&verdict);
+        verdict
+    }
+
+    fn judge(
+        &mut self,
+        history: &History,
+        claim: &ShotClaim,
+        received_at: f64,
+        basis: &mut Basis,
+    ) -> Result<Outcome, RejectReason> {
+        // 1. Malformed.
+        check_numbers(claim, received_at)?;
+        let weapon = self
+            .rules
+            .weapon(claim.weapon)
+            .ok_or(RejectReason::UnknownWeapon)?
+            .clone();
+        if !history.is_active(claim.shooter) && history.rig(claim.shooter).is_err() {
+            return Err(RejectReason::UnknownShooter);
+        }
+        let policy = self.rules.policy.clone();
+        let shooter = self
+            .participants
+            .get_mut(&claim.shooter)
+            .ok_or(RejectReason::UnknownShooter)?;
+        if let Some(timing) = shooter.timing {
+            basis.shooter_latency = Some(timing.srtt / 2.0);
+            basis.interp_delay = Some(timing.interp_delay);
+        }
+
+        // 2. Replay. The number is used up whatever the verdict.
+        shooter.sequence.admit(claim.seq, policy.sequence_window)?;
+
+        // 3. Fire rate, on the claimed time when it can be resolved (otherwise the time
+        //    check below rejects the shot).
+        let claimed_time = claimed_time(history, claim.render_time);
+        if let Ok((t, _)) = claimed_time {
+            basis.requested_time = Some(t);
+        }
+        let spacing = weapon.min_interval * (1.0 - policy.fire_rate_slack);
+        let jitter = shooter.timing.map_or(0.0, |t| t.rttvar);
+        let arrival_tolerance =
+            f64::from(weapon.burst) * spacing + policy.arrival_slack + 4.0 * jitter;
+        if received_at < shooter.next_arrival - arrival_tolerance {
+            return Err(RejectReason::FireRate);
+        }
+        if let Ok((t, _)) = claimed_time
+            && !spacing_allows(&shooter.fired, t, spacing, weapon.burst)
+        {
+            return Err(RejectReason::FireRate);
+        }
+
+        // 4. Time.
+        let timing = shooter.timing.ok_or(RejectReason::NoTiming)?;
+        let (t, target_of_claim) = claimed_time?;
+        let (oldest, newest) = history.window().ok_or(RejectReason::TimeTooOld)?;
+        basis.oldest = Some(oldest);
+        basis.newest = Some(newest);
+        if t > received_at + policy.future_tolerance {
+            return Err(RejectReason::TimeInFuture);
+        }
+        let no_rewind = weapon
+            .no_rewind_above_rtt
+            .is_some_and(|limit| timing.srtt > limit);
+        let (target, window_policy) = if no_rewind {
+            (RewindTarget::Time(newest), WindowPolicy::Reject)
+        } else {
+            let implied = received_at - t;
+            if implied > weapon.max_rewind || t < oldest {
+                return Err(RejectReason::TimeTooOld);
+            }
+            let expected = timing.expected_rewind();
+            let tolerance = policy.rewind_tolerance + policy.rewind_jitter_factor * timing.rttvar;
+            let plausible = implied >= expected - tolerance
+                && implied <= expected + tolerance + policy.rewind_late_slack;
+            if plausible {
+                // A claim just past the newest frame (a client extrapolating) is looked at
+                // in the newest frame; the basis shows the clamp.
+                (target_of_claim, WindowPolicy::Clamp)
+            } else {
+                match policy.time_mismatch {
+                    TimeMismatch::Reject => return Err(RejectReason::Backtrack),
+                    TimeMismatch::UseServerEstimate => {
+                        basis.fallback = true;
+                        let estimate = (received_at - expected).clamp(oldest, newest);
+                        if received_at - estimate > weapon.max_rewind {
+                            return Err(RejectReason::TimeTooOld);
+                        }
+                        (RewindTarget::Time(estimate), WindowPolicy::Reject)
+                    }
+                }
+            }
+        };
+        basis.rewound = !no_rewind;
+
+        // 5. Origin and 6. angle, from the shooter's own history.
+        let reference = match policy.shooter_reference {
+            ShooterReference::RenderTime => target,
+            ShooterReference::Arrival => RewindTarget::Time(received_at.min(newest)),
+        };
+        let me = history
+            .entity_at(claim.shooter, reference, WindowPolicy::Clamp)
+            .map_err(|e| match e {
+                QueryError::Entity(_) => RejectReason::UnknownShooter,
+                _ => RejectReason::TimeTooOld,
+            })?
+            .ok_or(RejectReason::ShooterNotAlive)?;
+        if !me.state().alive {
+            return Err(RejectReason::ShooterNotAlive);
+        }
+        let participant = shooter.participant;
+        let aim = me
+            .bone(participant.aim_bone)
+            .ok_or(RejectReason::UnknownShooter)?;
+        if claim.origin.distance(aim.translation) > weapon.origin_tolerance {
+            return Err(RejectReason::OriginTooFar);
+        }
+        let direction = claim.direction.normalize();
+        let forward = (aim.rotation * participant.aim_forward).normalize();
+        let cos_tolerance = weapon.aim_tolerance_deg.to_radians().cos();
+        if direction.dot(forward) < cos_tolerance {
+            return Err(RejectReason::AngleTooFar);
+        }
+
+        // 7. The trace.
+        let ray = Ray::new(claim.origin, direction, weapon.max_range)
+            .map_err(|_| RejectReason::NonFinite)?;
+        let ignore = [claim.shooter];
+        let mut query = history
+            .query(target)
+            .ignore(&ignore)
+            .window_policy(window_policy);
+        let traced = if weapon.radius > 0.0 {
+            query.sweep(&ray, weapon.radius)
+        } else {
+            query.ray(&ray)
+        }
+        .map_err(|e| time_reason(&e))?;
+        basis.time_used = Some(traced.rewind.time);
+        basis.oldest = Some(traced.rewind.oldest);
+        basis.newest = Some(traced.rewind.newest);
+
+        // 9. then 8.
+        let team = participant.team;
+        let outcome = match claim.hit {
+            Some(claimed) => self.judge_claim(
+                history,
+                &weapon,
+                team,
+                &ray,
+                target,
+                window_policy,
+                &traced,
+                &claimed,
+                basis,
+            )?,
+            None => self.judge_trace(&weapon, team, &traced, basis)?,
+        };
+
+        // Accepted (not rejected): count the shot for the fire-rate checks.
+        let shooter = self
+            .participants
+            .get_mut(&claim.shooter)
+            .expect("checked above");
+        let keep_after = t - (f64::from(weapon.burst) + 2.0) * weapon.min_interval.max(1e-3) * 4.0;
+        shooter.fired.retain(|&f| f >= keep_after);
+        let at = shooter.fired.partition_point(|&f| f <= t);
+        shooter.fired.insert(at, t);
+        shooter.next_arrival = shooter.next_arrival.max(received_at) + spacing;
+        Ok(outcome)
+    }
+
+    /// The trace's own result, with the hit target's state checked.
+    fn judge_trace(
+        &self,
+        weapon: &WeaponRules,
+        team: u16,
+        traced: &Trace,
+        basis: &mut Basis,
+    ) -> Result<Outcome, RejectReason> {
+        let Some(hit) = traced.hit else {
+            return Ok(match traced.blocker {
+                Some(wall) => Outcome::Blocked {
+                    wall: wall.id,
+                    distance: wall.distance,
+                },
+                None => Outcome::Miss,
+            });
+        };
+        basis.sample = Some(hit.sample.kind);
+        self.check_target(weapon, team, hit.entity, hit.state, hit.sample.rewound())?;
+        Ok(Outcome::Confirmed(Confirmed {
+            target: hit.entity,
+            hitbox: hit.hitbox,
+            zone: hit.zone,
+            damage_multiplier: weapon.damage.of(hit.zone),
+            distance: hit.distance,
+            point: hit.entry.point,
+            by_leeway: false,
+        }))
+    }
+
+    /// Check 9 for one target.
+    fn check_target(
+        &self,
+        weapon: &WeaponRules,
+        team: u16,
+        target: EntityId,
+        state: lagcomp::EntityState,
+        rewound: bool,
+    ) -> Result<(), RejectReason> {
+        if !state.alive {
+            return Err(RejectReason::TargetNotAlive);
+        }
+        if !state.lag_compensated || !rewound {
+            return Err(RejectReason::TargetNotCompensated);
+        }
+        let friendly = self
+            .participants
+            .get(&target)
+            .is_some_and(|p| p.participant.team == team);
+        if friendly && !weapon.friendly_fire {
+            return Err(RejectReason::FriendlyFire);
+        }
+        Ok(())
+    }
+
+    /// A claim that names a target: its state then, then agreement with the trace or
+    /// the leeway.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one private step of `judge`, which owns all of these"
+    )]
+    fn judge_claim(
+        &self,
+        history: &History,
+        weapon: &WeaponRules,
+        team: u16,
+        ray: &Ray,
+        target: RewindTarget,
+        window_policy: WindowPolicy,
+        traced: &Trace,
+        claimed: &ClaimedHit,
+        basis: &mut Basis,
+    ) -> Result<Outcome, RejectReason> {
+        let then = history
+            .entity_at(claimed.target, target, window_policy)
+            .map_err(|e| match e {
+                QueryError::Entity(_) => RejectReason::TamperedClaim,
+                other => time_reason(&other),
+            })?
+            .ok_or(RejectReason::TamperedClaim)?;
+        basis.sample = Some(then.sample().kind);
+        self.check_target(
+            weapon,
+            team,
+            claimed.target,
+            then.state(),
+            then.sample().rewound(),
+        )?;
+
+        // The trace agrees: same entity, same hitbox if named, and a named point on (or
+        // within the leeway of) the hitbox the trace hit.
+        if let Some(hit) = traced.hit
+            && hit.entity == claimed.target
+            && claimed.hitbox.is_none_or(|h| h == hit.hitbox)
+            && claimed.point.is_none_or(|p| {
+                hit.placement.distance_to_point(p) <= leeway(weapon, &hit.placement)
+            })
+        {
+            return self.judge_trace(weapon, team, traced, basis);
+        }
+
+        // Otherwise the claimed point must lie on the shot's line and on the claimed
+        // hitbox, both within the leeway, with nothing in front of it.
+        let point = claimed.point.ok_or(RejectReason::TamperedClaim)?;
+        let rig = history
+            .rig(claimed.target)
+            .map_err(|_| RejectReason::TamperedClaim)?;
+        let candidates: Vec<HitboxId> = match claimed.hitbox {
+            Some(h) => vec![h],
+            None => rig.hitboxes().iter().map(|h| h.id).collect(),
+        };
+        let (hitbox, _, margin) = candidates
+            .into_iter()
+            .filter_map(|id| {
+                let placed = then.hitbox(id)?;
+                let margin = leeway(weapon, &placed);
+                (placed.distance_to_point(point) <= margin).then_some((id, placed, margin))
+            })
+            .min_by(|a, b| {
+                a.1.distance_to_point(point)
+                    .total_cmp(&b.1.distance_to_point(point))
+            })
+            .ok_or(RejectReason::TamperedClaim)?;
+        let along = (point - ray.origin()).dot(ray.dir());
+        let off_line = (point - ray.origin() - ray.dir() * along).length();
+        if along < -margin || along > weapon.max_range + margin || off_line > margin + weapon.radius
+        {
+            return Err(RejectReason::TamperedClaim);
+        }
+        if let Some(wall) = traced.blocker
+            && wall.distance < along - margin
+        {
+            return Ok(Outcome::Blocked {
+                wall: wall.id,
+                distance: wall.distance,
+            });
+        }
+        if let Some(hit) = traced.hit
+            && hit.entity != claimed.target
+            && hit.distance < along - margin
+        {
+            // Someone else stood in front of the claimed point.
+            return Err(RejectReason::TamperedClaim);
+        }
+        let zone = rig
+            .hitboxes()
+            .iter()
+            .find(|h| h.id == hitbox)
+            .map(|h| h.zone)
+            .ok_or(RejectReason::TamperedClaim)?;
+        Ok(Outcome::Confirmed(Confirmed {
+            target: claimed.target,
+            hitbox,
+            zone,
+            damage_multiplier: weapon.damage.of(zone),
+            distance: along.max(0.0),
+            point,
+            by_leeway: true,
+        }))
+    }
+}
+
+/// How far outside a hitbox a claimed point may lie: the hitbox's size times
+/// `hit_leeway - 1`, at least `hit_leeway_min`.
+fn leeway(weapon: &WeaponRules, placed: &PlacedShape) -> f32 {
+    let size = match placed.shape {
+        Shape::Sphere { radius } => radius,
+        Shape::Box { half_extents } => half_extents.max_element(),
+        Shape::Capsule {
+            radius,
+            half_height,
+            ..
+        } => radius + half_height,
+    };
+    (size * (weapon.hit_leeway - 1.0)).max(weapon.hit_leeway_min)
+}
+
+/// Check 1's numbers.
+fn check_numbers(claim: &ShotClaim, received_at: f64) -> Result<(), RejectReason> {
+    let sane = |v: Vec3| v.is_finite() && v.abs().max_element() <= MAX_COORDINATE;
+    let time_ok = match claim.render_time {
+        RenderTime::Time(t) => t.is_finite() && t.abs() < 1e12,
+        RenderTime::Ticks { from, to, fraction } => {
+            fraction.is_finite() && (0.0..=1.0).contains(&fraction) && from <= to
+        }
+    };
+    if !(time_ok
+        && received_at.is_finite()
+        && received_at.abs() < 1e12
+        && sane(claim.origin)
+        && claim.direction.is_finite()
+        && claim.hit.is_none_or(|h| h.point.is_none_or(sane)))
+    {
+        return Err(RejectReason::NonFinite);
+    }
+    // The same test `Ray::new` applies, so a direction accepted here always makes a ray.
+    if claim.direction.length_squared() == 0.0 || !claim.direction.normalize().is_finite() {
+        return Err(RejectReason::ZeroDirection);
+    }
+    Ok(())
+}
+
+/// The server time a render time names, and the rewind target that rebuilds exactly it.
+fn claimed_time(
+    history: &History,
+    render_time: RenderTime,
+) -> Result<(f64, RewindTarget), RejectReason> {
+    match render_time {
+        RenderTime::Time(t) => Ok((t, RewindTarget::Time(t))),
+        RenderTime::Ticks { from, to, fraction } => {
+            let newest = history.newest_tick().ok_or(RejectReason::TimeTooOld)?;
+            let (Some(a), Some(b)) = (history.time_of(from), history.time_of(to)) else {
+                // A tick the server never had: from the future, or long gone.
+                return Err(if to > newest {
+                    RejectReason::TimeInFuture
+                } else {
+                    RejectReason::TimeTooOld
+                });
+            };
+            let t = a + (b - a) * f64::from(fraction);
+            Ok((t, RewindTarget::between(from, to, fraction)))
+        }
+    }
+}
+
+/// The reason for a query refused over its target time.
+fn time_reason(e: &QueryError) -> RejectReason {
+    match e {
+        QueryError::Rewind(RewindError::OutOfWindow {
+            side: WindowSide::TooNew,
+            ..
+        }) => RejectReason::TimeInFuture,
+        QueryError::Rewind(_) => RejectReason::TimeTooOld,
+        QueryError::Ray(_) | QueryError::Radius(_) | QueryError::Volume => RejectReason::NonFinite,
+        QueryError::Entity(_) | QueryError::UnknownHitbox(_) => RejectReason::TamperedClaim,
+    }
+}
+
+/// Whether a shot at claimed time `t` keeps every run of shots (with the recent ones,
+/// sorted in `fired`) within the weapon's rate: `m` intervals need at least
+/// `(m - burst) * spacing` seconds.
+fn spacing_allows(fired: &[f64], t: f64, spacing: f64, burst: u32) -> bool {
+    let at = fired.partition_point(|&f| f <= t);
+    let burst = burst as usize;
+    let need = |intervals: usize| intervals.saturating_sub(burst) as f64 * spacing;
+    // Runs that start or end at the new shot.
+    let earlier = fired[..at].iter().rev().enumerate();
+    for (k, &f) in earlier {
+        if t - f < need(k + 1) {
+            return false;
+        }
+    }
+    for (k, &f) in fired[at..].iter().enumerate() {
+        if f - t < need(k + 1) {
+            return false;
+        }
+    }
+    // Runs across it, which it lengthens by one interval.
+    for i in 0..at {
+        for j in at..fired.len() {
+            if fired[j] - fired[i] < need(j - i + 1) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_window_rejects_replays_and_stale_numbers() {
+        let mut w = SequenceWindow::default();
+        assert_eq!(w.admit(10, 4), Ok(()));
+        assert_eq!(w.admit(10, 4), Err(RejectReason::Replayed));
+        assert_eq!(w.admit(12, 4), Ok(()));
+        assert_eq!(w.admit(11, 4), Ok(()), "late but inside the window");
+        assert_eq!(w.admit(11, 4), Err(RejectReason::Replayed));
+        assert_eq!(w.admit(8, 4), Err(RejectReason::SequenceTooOld));
+        assert_eq!(w.admit(9, 4), Ok(()));
+        assert_eq!(w.admit(5000, 4), Ok(()), "a jump clears the window");
+        assert_eq!(w.admit(12 + 1024, 4), Err(RejectReason::SequenceTooOld));
+        assert_eq!(w.admit(4999, 4), Ok(()));
+        assert_eq!(w.admit(5000, 4), Err(RejectReason::Replayed));
+    }
+
+    #[test]
+    fn spacing_honours_interval_and_burst() {
+        // A hair under 0.1 s, as the validator's slack makes it (exact decimal times are
+        // not exact in binary).
+        let s = 0.0999;
+        assert!(spacing_allows(&[], 1.0, s, 0));
+        assert!(spacing_allows(&[1.0], 1.1, s, 0));
+        assert!(!spacing_allows(&[1.0], 1.05, s, 0));
+        assert!(
+            !spacing_allows(&[1.1], 1.05, s, 0),
+            "an earlier shot arriving late"
+        );
+        assert!(!spacing_allows(&[1.0, 1.2], 1.15, s, 0));
+        assert!(spacing_allows(&[1.0, 1.2], 1.1, s, 0));
+        // A burst of 2: three shots at once are fine, a fourth is not...
+        assert!(spacing_allows(&[1.0, 1.0], 1.0, s, 2));
+        assert!(!spacing_allows(&[1.0, 1.0, 1.0], 1.0, s, 2));
+        // ...and after the burst the average rate holds: 4 shots need 1 interval.
+        assert!(spacing_allows(&[1.0, 1.0, 1.0], 1.1, s, 2));
+        assert!(!spacing_allows(&[1.0, 1.0, 1.0], 1.09, s, 2));
+    }
+}

@@ -1,0 +1,246 @@
+//! Verdicts, their reasons, and what each was decided on.
+
+use std::fmt;
+
+use lagcomp::{EntityId, HitboxId, SampleKind, StaticId, Vec3, Zone};
+use serde::{Deserialize, Serialize};
+
+use crate::claim::WeaponId;
+
+/// Why a claim was rejected. Stable across versions: variants are only ever added, each
+/// keeps its [`RejectReason::code`] and [`RejectReason::name`], and recordings store the
+/// name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RejectReason {
+    /// A number in the claim is NaN, infinite or absurd (beyond the world's range), or a
+    /// fraction is outside 0..=1.
+    NonFinite,
+    /// The direction has zero length.
+    ZeroDirection,
+    /// No weapon with the claimed id.
+    UnknownWeapon,
+    /// The shooter is not registered with the validator or not known to the history.
+    UnknownShooter,
+    /// The shooter was dead (or not recorded) at the moment it was looked up.
+    ShooterNotAlive,
+    /// The sequence number was used before.
+    Replayed,
+    /// The sequence number is further behind the highest seen than the window allows.
+    SequenceTooOld,
+    /// The shot came sooner after the previous ones than the weapon allows.
+    FireRate,
+    /// The server has no timing measurement for this client yet.
+    NoTiming,
+    /// The claimed time lies after the shot arrived, or ticks the server never had.
+    TimeInFuture,
+    /// The claimed time is older than the weapon's (or the history's) maximum rewind.
+    TimeTooOld,
+    /// The claimed time does not match the rewind measured for this client
+    /// (backtracking: a client claiming an older moment than it could have seen).
+    Backtrack,
+    /// The claimed muzzle is too far from the shooter's aim bone.
+    OriginTooFar,
+    /// The direction is outside the shooter's view plus the weapon's tolerance.
+    AngleTooFar,
+    /// The claimed target, hitbox or point disagrees with the server's trace and is not
+    /// within the leeway.
+    TamperedClaim,
+    /// The target was not alive at the rewound time.
+    TargetNotAlive,
+    /// The target's lag compensation was off at the rewound time (invulnerable, dodging).
+    TargetNotCompensated,
+    /// The target is on the shooter's team and the weapon has no friendly fire.
+    FriendlyFire,
+}
+
+impl RejectReason {
+    /// Every reason, in code order.
+    pub const ALL: [Self; 18] = [
+        Self::NonFinite,
+        Self::ZeroDirection,
+        Self::UnknownWeapon,
+        Self::UnknownShooter,
+        Self::ShooterNotAlive,
+        Self::Replayed,
+        Self::SequenceTooOld,
+        Self::FireRate,
+        Self::NoTiming,
+        Self::TimeInFuture,
+        Self::TimeTooOld,
+        Self::Backtrack,
+        Self::OriginTooFar,
+        Self::AngleTooFar,
+        Self::TamperedClaim,
+        Self::TargetNotAlive,
+        Self::TargetNotCompensated,
+        Self::FriendlyFire,
+    ];
+
+    /// A stable number: the check's number times 100 plus the reason within it
+    /// (1xx malformed, 2xx replay, 3xx fire rate, 4xx time, 5xx origin, 6xx angle,
+    /// 8xx claim, 9xx target).
+    #[must_use]
+    pub const fn code(self) -> u16 {
+        match self {
+            Self::NonFinite => 101,
+            Self::ZeroDirection => 102,
+            Self::UnknownWeapon => 103,
+            Self::UnknownShooter => 104,
+            Self::ShooterNotAlive => 105,
+            Self::Replayed => 201,
+            Self::SequenceTooOld => 202,
+            Self::FireRate => 301,
+            Self::NoTiming => 401,
+            Self::TimeInFuture => 402,
+            Self::TimeTooOld => 403,
+            Self::Backtrack => 404,
+            Self::OriginTooFar => 501,
+            Self::AngleTooFar => 601,
+            Self::TamperedClaim => 801,
+            Self::TargetNotAlive => 901,
+            Self::TargetNotCompensated => 902,
+            Self::FriendlyFire => 903,
+        }
+    }
+
+    /// The stable snake_case name (as in recordings and JSON output).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::NonFinite => "non_finite",
+            Self::ZeroDirection => "zero_direction",
+            Self::UnknownWeapon => "unknown_weapon",
+            Self::UnknownShooter => "unknown_shooter",
+            Self::ShooterNotAlive => "shooter_not_alive",
+            Self::Replayed => "replayed",
+            Self::SequenceTooOld => "sequence_too_old",
+            Self::FireRate => "fire_rate",
+            Self::NoTiming => "no_timing",
+            Self::TimeInFuture => "time_in_future",
+            Self::TimeTooOld => "time_too_old",
+            Self::Backtrack => "backtrack",
+            Self::OriginTooFar => "origin_too_far",
+            Self::AngleTooFar => "angle_too_far",
+            Self::TamperedClaim => "tampered_claim",
+            Self::TargetNotAlive => "target_not_alive",
+            Self::TargetNotCompensated => "target_not_compensated",
+            Self::FriendlyFire => "friendly_fire",
+        }
+    }
+}
+
+impl fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A confirmed hit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Confirmed {
+    /// The entity hit.
+    pub target: EntityId,
+    /// The hitbox hit.
+    pub hitbox: HitboxId,
+    /// Its zone.
+    pub zone: Zone,
+    /// The weapon's damage multiplier for that zone.
+    pub damage_multiplier: f32,
+    /// Distance from the muzzle, metres.
+    pub distance: f32,
+    /// Where it was hit, world space at the rewound time.
+    pub point: Vec3,
+    /// True when the server's trace did not confirm the claim on its own and the claimed
+    /// point was accepted within the weapon's leeway.
+    pub by_leeway: bool,
+}
+
+/// What a claim came to.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum Outcome {
+    /// The shot hit.
+    Confirmed(Confirmed),
+    /// The shot hit nothing within range.
+    Miss,
+    /// Static geometry was in the way.
+    Blocked {
+        /// The wall.
+        wall: StaticId,
+        /// Where along the shot, metres.
+        distance: f32,
+    },
+    /// The claim was refused.
+    Rejected {
+        /// Why.
+        reason: RejectReason,
+    },
+}
+
+impl Outcome {
+    /// A short stable label: `confirmed`, `miss`, `blocked`, or the rejection reason's
+    /// name.
+    #[must_use]
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Confirmed(_) => "confirmed",
+            Self::Miss => "miss",
+            Self::Blocked { .. } => "blocked",
+            Self::Rejected { reason } => reason.name(),
+        }
+    }
+
+    /// The rejection reason, if rejected.
+    #[must_use]
+    pub fn reason(&self) -> Option<RejectReason> {
+        match self {
+            Self::Rejected { reason } => Some(*reason),
+            _ => None,
+        }
+    }
+}
+
+/// What a verdict was decided on. Fields are `None` when the check that would fill them
+/// was not reached.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Basis {
+    /// When the claim arrived (server time).
+    pub received_at: f64,
+    /// The time the claim asked for.
+    pub requested_time: Option<f64>,
+    /// The time the trace used (differs when there was no rewind or a fallback).
+    pub time_used: Option<f64>,
+    /// Oldest time the history held then.
+    pub oldest: Option<f64>,
+    /// Newest time the history held then.
+    pub newest: Option<f64>,
+    /// How the hit entity (or the claimed target) was sampled: exact, interpolated,
+    /// nearest, or present.
+    pub sample: Option<SampleKind>,
+    /// Whether the trace was rewound (false above the weapon's no-rewind latency).
+    pub rewound: bool,
+    /// Whether the claimed time was replaced by the server's estimate.
+    pub fallback: bool,
+    /// The shooter's measured one-way latency (half the smoothed RTT), seconds.
+    pub shooter_latency: Option<f64>,
+    /// The shooter's interpolation delay, seconds.
+    pub interp_delay: Option<f64>,
+}
+
+/// The validator's answer to one claim.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Who fired.
+    pub shooter: EntityId,
+    /// The claim's sequence number.
+    pub seq: u32,
+    /// The claimed weapon.
+    pub weapon: WeaponId,
+    /// The outcome.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// What it was decided on.
+    pub basis: Basis,
+}
