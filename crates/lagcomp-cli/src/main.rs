@@ -1,1 +1,3 @@
+//! The `lagcomp` command.
+
 fn main() {}
