@@ -100,7 +100,7 @@ impl SequenceWindow {
 }
 
 /// Everything the validator tracks per shooter.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Shooter {
     participant: Participant,
     timing: Option<ClientTiming>,
@@ -109,6 +109,19 @@ struct Shooter {
     fired: Vec<f64>,
     /// Theoretical arrival time of the next shot (GCRA on arrival times).
     next_arrival: f64,
+}
+
+impl Default for Shooter {
+    fn default() -> Self {
+        Self {
+            participant: Participant::default(),
+            timing: None,
+            sequence: SequenceWindow::default(),
+            fired: Vec::new(),
+            // Server time may start anywhere, even below zero.
+            next_arrival: f64::NEG_INFINITY,
+        }
+    }
 }
 
 /// Turns shot claims into verdicts. Holds the rules and per-shooter state (sequence
