@@ -14,6 +14,7 @@
 
 pub mod audit;
 pub mod claim;
+pub mod recording;
 pub mod rules;
 pub mod validator;
 pub mod verdict;

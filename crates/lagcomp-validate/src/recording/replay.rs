@@ -1,0 +1,215 @@
+//! Offline re-validation: a recording's calls made again on a fresh history and
+//! validator, in file order, so every claim is judged against the past exactly as it was
+//! recorded up to its line.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use lagcomp::{EntityId, History};
+
+use super::error::{RecordingError, RecordingErrorKind};
+use super::read::Recording;
+use super::record::Record;
+use crate::claim::ShotClaim;
+use crate::rules::{Policy, RuleSet};
+use crate::validator::Validator;
+use crate::verdict::{Outcome, Verdict};
+
+/// One claim judged again.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Revalidated {
+    /// The claim's line.
+    pub line: usize,
+    /// When it arrived (server time).
+    pub received_at: f64,
+    /// The claim, with the recording's entity numbers.
+    pub claim: ShotClaim,
+    /// The verdict line that followed the claim, if there was one.
+    pub recorded: Option<Verdict>,
+    /// The verdict now, with the recording's entity numbers.
+    pub verdict: Verdict,
+}
+
+impl Revalidated {
+    /// Whether there was a recorded verdict and the new one differs from it.
+    #[must_use]
+    pub fn changed(&self) -> bool {
+        self.recorded
+            .is_some_and(|recorded| recorded != self.verdict)
+    }
+}
+
+/// Re-runs every claim of `recording` through a fresh [`History`] and [`Validator`], in
+/// file order, making the calls the live server made: statics added, entities spawned
+/// (and registered), frames recorded, timing set, despawns, and each claim validated at
+/// its `received_at` against the history as recorded up to its line.
+///
+/// `rules` replaces the recording's own (`None`: use them). `progress` is called after
+/// each claim with the number judged so far and the total ([`Recording::claims`]).
+///
+/// The recording is checked in full first ([`Recording::check`]): on error nothing has
+/// been replayed and `progress` was never called. Under unchanged rules every verdict
+/// equals the recorded one.
+///
+/// # Errors
+/// [`RecordingError`] for a recording that fails its checks, for claims with no rules to
+/// judge them by ([`RecordingErrorKind::NoRules`], on the first claim's line), or for
+/// `rules` that fail [`RuleSet::check`] (line 0).
+pub fn revalidate(
+    recording: &Recording,
+    rules: Option<&RuleSet>,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Vec<Revalidated>, RecordingError> {
+    recording.check()?;
+    let total = recording.claims();
+    let rules = match (rules, &recording.rules) {
+        (Some(given), _) => {
+            given
+                .check()
+                .map_err(|e| RecordingError::new(0, RecordingErrorKind::Rules(e)))?;
+            given.clone()
+        }
+        (None, Some(own)) => own.clone(),
+        (None, None) => {
+            if let Some((line, _)) = recording
+                .records
+                .iter()
+                .find(|(_, r)| matches!(r, Record::Claim { .. }))
+            {
+                return Err(RecordingError::new(*line, RecordingErrorKind::NoRules));
+            }
+            RuleSet {
+                policy: Policy::default(),
+                weapons: BTreeMap::new(),
+            }
+        }
+    };
+
+    let mut history =
+        History::new(recording.config).map_err(|e| RecordingError::new(1, e.into()))?;
+    let mut validator = Validator::new(rules);
+    let mut ids = Ids::default();
+    let mut judged: Vec<Revalidated> = Vec::with_capacity(total);
+    let mut after_claim = false;
+    for (line, record) in &recording.records {
+        let line = *line;
+        let refused = |e: &dyn std::fmt::Display| {
+            RecordingError::new(line, RecordingErrorKind::Replay(e.to_string()))
+        };
+        let was_claim = matches!(record, Record::Claim { .. });
+        match record {
+            // Read once, before the first claim: the validator was made with them.
+            Record::Header(_) | Record::Rules(_) => {}
+            Record::Static {
+                shape,
+                pose,
+                layers,
+            } => {
+                history
+                    .add_static(*shape, *pose, *layers)
+                    .map_err(|e| refused(&e))?;
+            }
+            Record::Spawn {
+                entity,
+                rig,
+                participant,
+            } => {
+                let id = history.spawn(Arc::clone(rig));
+                ids.spawned(*entity, id);
+                if let Some(participant) = participant {
+                    validator.register(id, *participant);
+                }
+            }
+            Record::Register {
+                entity,
+                participant,
+            } => validator.register(ids.replayed(*entity), *participant),
+            Record::Forget { entity } => validator.forget(ids.replayed(*entity)),
+            Record::Despawn { entity } => history
+                .despawn(ids.replayed(*entity))
+                .map_err(|e| refused(&e))?,
+            Record::Frame(frame) => {
+                let mut recorder = history
+                    .begin_frame(frame.tick, frame.time)
+                    .map_err(|e| refused(&e))?;
+                for e in &frame.entities {
+                    recorder
+                        .record(ids.replayed(e.entity), &e.bones, e.state)
+                        .map_err(|e| refused(&e))?;
+                }
+                recorder.finish();
+            }
+            Record::Timing { shooter, timing } => {
+                validator.set_timing(ids.replayed(*shooter), *timing);
+            }
+            Record::Claim { received_at, claim } => {
+                let verdict = validator.validate(&history, &ids.claim(claim), *received_at);
+                judged.push(Revalidated {
+                    line,
+                    received_at: *received_at,
+                    claim: *claim,
+                    recorded: None,
+                    verdict: ids.verdict(verdict, claim.shooter),
+                });
+                progress(judged.len(), total);
+            }
+            Record::Verdict(verdict) => {
+                // The checks put a verdict right after its claim.
+                if let (true, Some(last)) = (after_claim, judged.last_mut()) {
+                    last.recorded = Some(*verdict);
+                }
+            }
+        }
+        after_claim = was_claim;
+    }
+    Ok(judged)
+}
+
+/// The recording's entity ids and the ones the fresh history gave the same entities.
+#[derive(Debug, Default)]
+struct Ids {
+    replayed: HashMap<EntityId, EntityId>,
+    recorded: HashMap<EntityId, EntityId>,
+}
+
+impl Ids {
+    /// An id no history ever issues (slot index `u32::MAX`): what a recorded id that
+    /// names no spawned entity becomes, so it stays unknown on replay.
+    const NEVER_ISSUED: EntityId = EntityId::from_bits(u64::MAX);
+
+    fn spawned(&mut self, recorded: EntityId, replayed: EntityId) {
+        self.replayed.insert(recorded, replayed);
+        self.recorded.insert(replayed, recorded);
+    }
+
+    fn replayed(&self, recorded: EntityId) -> EntityId {
+        self.replayed
+            .get(&recorded)
+            .copied()
+            .unwrap_or(Self::NEVER_ISSUED)
+    }
+
+    /// The claim as the fresh history names its entities. A claimed target that was
+    /// not spawned (yet) stays unknown, as it was live.
+    fn claim(&self, claim: &ShotClaim) -> ShotClaim {
+        let mut replayed = *claim;
+        replayed.shooter = self.replayed(claim.shooter);
+        if let Some(hit) = &mut replayed.hit {
+            hit.target = self.replayed(hit.target);
+        }
+        replayed
+    }
+
+    /// The verdict as the recording names its entities.
+    fn verdict(&self, mut verdict: Verdict, shooter: EntityId) -> Verdict {
+        verdict.shooter = shooter;
+        if let Outcome::Confirmed(hit) = &mut verdict.outcome {
+            hit.target = self
+                .recorded
+                .get(&hit.target)
+                .copied()
+                .unwrap_or(hit.target);
+        }
+        verdict
+    }
+}

@@ -1,0 +1,228 @@
+//! [`RecordingWriter`]: what a live server calls, next to each history and validator
+//! call, to record a match.
+
+use std::borrow::Cow;
+use std::io::{self, Write};
+
+use lagcomp::{BoneTransform, EntityId, EntityState, HistoryConfig, Pose, Rig, Shape, Tick};
+
+use super::check::Checker;
+use super::error::{RecordingError, RecordingErrorKind};
+use super::limits::MAX_LINE_BYTES;
+use super::record::{
+    Record, RecordType, claim_line, entity_line, header_line, participant_line, spawn_line,
+    timing_line, verdict_line,
+};
+use super::wire::{FrameEntityLine, FrameLine, Line, RegisterLine, RulesLine, StaticLine};
+use crate::claim::{ClientTiming, ShotClaim};
+use crate::rules::RuleSet;
+use crate::validator::Participant;
+use crate::verdict::Verdict;
+
+/// Writes a recording as JSON Lines; the first line is the header.
+///
+/// Call it next to the server's own calls, in the same order: [`RecordingWriter::spawn`]
+/// with [`lagcomp::History::spawn`] (and the validator's `register`),
+/// [`RecordingWriter::frame`] with each recorded frame, [`RecordingWriter::timing`] with
+/// `set_timing`, [`RecordingWriter::claim`] then [`RecordingWriter::verdict`] around each
+/// `validate`. Replaying the recording then makes the same calls.
+///
+/// Every line is checked as a reader would check it before a byte of it is written: a
+/// refused record returns [`io::ErrorKind::InvalidInput`] (its message names the line it
+/// would have been) and leaves the file as it was. Wrap files in a `BufWriter`.
+#[derive(Debug)]
+pub struct RecordingWriter<W: Write> {
+    out: W,
+    checker: Checker,
+    /// Lines written so far.
+    lines: usize,
+    buf: Vec<u8>,
+}
+
+impl<W: Write> RecordingWriter<W> {
+    /// A writer to `out`; writes the header for a history with `config`.
+    ///
+    /// # Errors
+    /// The writer's error, or [`io::ErrorKind::InvalidInput`] for a configuration the
+    /// history would refuse.
+    pub fn new(out: W, config: &HistoryConfig) -> io::Result<Self> {
+        let mut writer = Self {
+            out,
+            checker: Checker::default(),
+            lines: 0,
+            buf: Vec::new(),
+        };
+        writer.line(&Line::Header(header_line(config)))?;
+        Ok(writer)
+    }
+
+    /// The rule set in force (once, before the first claim).
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::new`]: a second rule set, one after a claim, or one that
+    /// fails [`RuleSet::check`] is refused.
+    pub fn rules(&mut self, rules: &RuleSet) -> io::Result<()> {
+        self.line(&Line::Rules(RulesLine {
+            kind: RecordType::Rules,
+            rules: Cow::Borrowed(rules),
+        }))
+    }
+
+    /// Static geometry, as [`lagcomp::History::add_static`] takes it.
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::new`].
+    pub fn static_collider(&mut self, shape: Shape, pose: Pose, layers: u32) -> io::Result<()> {
+        self.line(&Line::Static(StaticLine {
+            kind: RecordType::Static,
+            shape,
+            pose,
+            layers,
+        }))
+    }
+
+    /// An entity spawned with `rig` under the id the history gave it, and registered with
+    /// the validator as `participant`.
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::new`]: an id spawned before, or a rig beyond the limits.
+    pub fn spawn(
+        &mut self,
+        entity: EntityId,
+        rig: &Rig,
+        participant: &Participant,
+    ) -> io::Result<()> {
+        self.line(&Line::Spawn(spawn_line(entity, rig, Some(participant))))
+    }
+
+    /// An entity spawned and not registered with the validator (a target with no team).
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::spawn`].
+    pub fn spawn_unregistered(&mut self, entity: EntityId, rig: &Rig) -> io::Result<()> {
+        self.line(&Line::Spawn(spawn_line(entity, rig, None)))
+    }
+
+    /// A registration changed after spawning ([`crate::Validator::register`]).
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::new`]: an entity not spawned, or despawned.
+    pub fn register(&mut self, entity: EntityId, participant: &Participant) -> io::Result<()> {
+        self.line(&Line::Register(RegisterLine {
+            kind: RecordType::Register,
+            entity: entity.to_bits(),
+            participant: participant_line(participant),
+        }))
+    }
+
+    /// [`crate::Validator::forget`].
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::new`]: an entity never spawned.
+    pub fn forget(&mut self, entity: EntityId) -> io::Result<()> {
+        self.line(&Line::Forget(entity_line(RecordType::Forget, entity)))
+    }
+
+    /// [`lagcomp::History::despawn`].
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::new`]: an entity not spawned, or despawned already.
+    pub fn despawn(&mut self, entity: EntityId) -> io::Result<()> {
+        self.line(&Line::Despawn(entity_line(RecordType::Despawn, entity)))
+    }
+
+    /// One frame: each entity recorded in it, in the order it was recorded, with its
+    /// state and one world transform per bone.
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::new`]: anything the history would refuse (ticks or times not
+    /// increasing, an entity not spawned or despawned or listed twice, a wrong bone count,
+    /// an invalid transform).
+    pub fn frame(
+        &mut self,
+        tick: Tick,
+        time: f64,
+        entities: &[(EntityId, EntityState, &[BoneTransform])],
+    ) -> io::Result<()> {
+        self.line(&Line::Frame(FrameLine {
+            kind: RecordType::Frame,
+            tick: tick.0,
+            time,
+            entities: entities
+                .iter()
+                .map(|&(entity, state, bones)| FrameEntityLine {
+                    entity: entity.to_bits(),
+                    state,
+                    bones: Cow::Borrowed(bones),
+                })
+                .collect(),
+        }))
+    }
+
+    /// [`crate::Validator::set_timing`].
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::new`]: a shooter not spawned or despawned, a non-finite
+    /// number.
+    pub fn timing(&mut self, shooter: EntityId, timing: &ClientTiming) -> io::Result<()> {
+        self.line(&Line::Timing(timing_line(shooter, timing)))
+    }
+
+    /// A claim that arrived at server time `received_at`, written before it is
+    /// validated. Its NaN and infinite numbers are written as `null`.
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::new`]: a shooter never spawned, a non-finite `received_at`.
+    pub fn claim(&mut self, received_at: f64, claim: &ShotClaim) -> io::Result<()> {
+        self.line(&Line::Claim(claim_line(received_at, claim)))
+    }
+
+    /// The verdict of the claim written just before.
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::new`]: the previous line is not this verdict's claim.
+    pub fn verdict(&mut self, verdict: &Verdict) -> io::Result<()> {
+        self.line(&Line::Verdict(verdict_line(verdict)))
+    }
+
+    /// Any record but the header (which [`RecordingWriter::new`] wrote).
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::new`].
+    pub fn record(&mut self, record: &Record) -> io::Result<()> {
+        self.line(&record.line())
+    }
+
+    /// Lines written so far, the header included.
+    #[must_use]
+    pub fn lines(&self) -> usize {
+        self.lines
+    }
+
+    /// Flushes and returns the writer.
+    ///
+    /// # Errors
+    /// The writer's error.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+
+    /// Checks, serializes and writes one line.
+    fn line(&mut self, line: &Line<'_>) -> io::Result<()> {
+        let at = self.lines + 1;
+        let fail = |kind| io::Error::from(RecordingError::new(at, kind));
+        self.buf.clear();
+        serde_json::to_writer(&mut self.buf, line)?;
+        if self.buf.len() > MAX_LINE_BYTES {
+            return Err(fail(RecordingErrorKind::LineTooLong {
+                limit: MAX_LINE_BYTES,
+            }));
+        }
+        self.checker.accept(at, line).map_err(fail)?;
+        self.buf.push(b'\n');
+        self.out.write_all(&self.buf)?;
+        self.lines = at;
+        Ok(())
+    }
+}
