@@ -102,6 +102,8 @@ impl SequenceWindow {
 /// Everything the validator tracks per shooter.
 #[derive(Debug, Clone)]
 struct Shooter {
+    /// Set by [`Validator::register`]; timing may arrive first.
+    registered: bool,
     participant: Participant,
     timing: Option<ClientTiming>,
     sequence: SequenceWindow,
@@ -114,6 +116,7 @@ struct Shooter {
 impl Default for Shooter {
     fn default() -> Self {
         Self {
+            registered: false,
             participant: Participant::default(),
             timing: None,
             sequence: SequenceWindow::default(),
@@ -158,7 +161,9 @@ impl Validator {
     /// Unregistered targets have no team (never friendly); unregistered shooters are
     /// rejected.
     pub fn register(&mut self, entity: EntityId, participant: Participant) {
-        self.participants.entry(entity).or_default().participant = participant;
+        let entry = self.participants.entry(entity).or_default();
+        entry.registered = true;
+        entry.participant = participant;
     }
 
     /// Forgets an entity and its per-shooter state.
@@ -166,13 +171,11 @@ impl Validator {
         self.participants.remove(&entity);
     }
 
-    /// Sets what the server measured about a shooter's connection. Ignored unless every
-    /// field is finite and non-negative.
+    /// Sets what the server measured about a shooter's connection (before or after
+    /// [`Validator::register`]). Ignored unless every field is finite and non-negative.
     pub fn set_timing(&mut self, shooter: EntityId, timing: ClientTiming) {
-        if timing.is_valid()
-            && let Some(s) = self.participants.get_mut(&shooter)
-        {
-            s.timing = Some(timing);
+        if timing.is_valid() {
+            self.participants.entry(shooter).or_default().timing = Some(timing);
         }
     }
 
@@ -225,6 +228,7 @@ impl Validator {
         let shooter = self
             .participants
             .get_mut(&claim.shooter)
+            .filter(|s| s.registered)
             .ok_or(RejectReason::UnknownShooter)?;
         if let Some(timing) = shooter.timing {
             basis.shooter_latency = Some(timing.srtt / 2.0);
@@ -318,16 +322,17 @@ impl Validator {
         if claim.origin.distance(aim.translation) > weapon.origin_tolerance {
             return Err(RejectReason::OriginTooFar);
         }
-        let direction = claim.direction.normalize();
-        let forward = (aim.rotation * participant.aim_forward).normalize();
+        let ray = Ray::new(claim.origin, claim.direction, weapon.max_range)
+            .map_err(|_| RejectReason::NonFinite)?;
+        let forward = (aim.rotation * participant.aim_forward).normalize_or_zero();
         let cos_tolerance = weapon.aim_tolerance_deg.to_radians().cos();
-        if direction.dot(forward) < cos_tolerance {
+        // Fails closed: a participant registered without a usable forward (zero, NaN)
+        // has no view any shot can be within.
+        if !(forward != Vec3::ZERO && ray.dir().dot(forward) >= cos_tolerance) {
             return Err(RejectReason::AngleTooFar);
         }
 
         // 7. The trace.
-        let ray = Ray::new(claim.origin, direction, weapon.max_range)
-            .map_err(|_| RejectReason::NonFinite)?;
         let ignore = [claim.shooter];
         let mut query = history
             .query(target)
@@ -346,6 +351,12 @@ impl Validator {
         // 9. then 8.
         let team = participant.team;
         let outcome = match claim.hit {
+            // Without rewind the client's picture is not what is checked: the present
+            // trace alone decides (a claim on where the target was then is a miss).
+            Some(_) if no_rewind => self.judge_trace(&weapon, team, &traced, basis)?,
+            Some(claimed) if claimed.target == claim.shooter => {
+                return Err(RejectReason::TamperedClaim);
+            }
             Some(claimed) => self.judge_claim(
                 history,
                 &weapon,
@@ -421,7 +432,7 @@ impl Validator {
         let friendly = self
             .participants
             .get(&target)
-            .is_some_and(|p| p.participant.team == team);
+            .is_some_and(|p| p.registered && p.participant.team == team);
         if friendly && !weapon.friendly_fire {
             return Err(RejectReason::FriendlyFire);
         }
@@ -568,11 +579,13 @@ fn check_numbers(claim: &ShotClaim, received_at: f64) -> Result<(), RejectReason
     {
         return Err(RejectReason::NonFinite);
     }
-    // The same test `Ray::new` applies, so a direction accepted here always makes a ray.
-    if claim.direction.length_squared() == 0.0 || !claim.direction.normalize().is_finite() {
-        return Err(RejectReason::ZeroDirection);
+    // `Ray::new` normalizes robustly (any finite non-zero length, however large or
+    // small); the trace uses its direction.
+    match Ray::new(claim.origin, claim.direction, 1.0) {
+        Ok(_) => Ok(()),
+        Err(lagcomp::RayError::ZeroDirection) => Err(RejectReason::ZeroDirection),
+        Err(_) => Err(RejectReason::NonFinite),
     }
-    Ok(())
 }
 
 /// The server time a render time names, and the rewind target that rebuilds exactly it.
@@ -585,8 +598,10 @@ fn claimed_time(
         RenderTime::Ticks { from, to, fraction } => {
             let newest = history.newest_tick().ok_or(RejectReason::TimeTooOld)?;
             let (Some(a), Some(b)) = (history.time_of(from), history.time_of(to)) else {
-                // A tick the server never had: from the future, or long gone.
-                return Err(if to > newest {
+                // A tick the server never had: newer than its newest or one it skipped
+                // (no client can have drawn it), or one long gone.
+                let oldest = history.span().map_or(newest, |((tick, _), _)| tick);
+                return Err(if from >= oldest || to > newest {
                     RejectReason::TimeInFuture
                 } else {
                     RejectReason::TimeTooOld

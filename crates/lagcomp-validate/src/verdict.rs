@@ -33,7 +33,8 @@ pub enum RejectReason {
     FireRate,
     /// The server has no timing measurement for this client yet.
     NoTiming,
-    /// The claimed time lies after the shot arrived, or ticks the server never had.
+    /// The claimed time lies after the shot arrived, or names a tick the server never
+    /// recorded (newer than its newest, or one it skipped: no client can have drawn it).
     TimeInFuture,
     /// The claimed time is older than the weapon's (or the history's) maximum rewind.
     TimeTooOld,

@@ -1131,15 +1131,10 @@ fn first_shot_counts_on_a_clock_below_zero() {
     assert_eq!(verdict.basis.oldest, Some(scene.time_of(32)));
 }
 
-// Validator bugs this suite found. Each test states the behaviour the validator's own
-// documentation promises; they are ignored until the validator is fixed.
+// Validator bugs this suite found (fixed since); each test states the behaviour the
+// validator's documentation promises.
 
 #[test]
-#[ignore = "validator bug: check_numbers and judge normalize the claimed direction with \
-            Vec3::normalize, whose squared length overflows above ~1.8e19 (giving a zero \
-            vector, so the angle check fails with AngleTooFar) and underflows below ~1e-19 \
-            (rejected as ZeroDirection), although ShotClaim::direction 'need not be unit \
-            length' and Ray::new accepts both"]
 fn bug_a_direction_of_any_finite_length_is_the_same_shot() {
     let scene = Scene::new();
     let shot = honest(&scene);
@@ -1153,9 +1148,6 @@ fn bug_a_direction_of_any_finite_length_is_the_same_shot() {
 }
 
 #[test]
-#[ignore = "validator bug: a claim naming a tick the server skipped (within its window) is \
-            rejected as TimeTooOld; RejectReason::TimeInFuture documents 'ticks the server \
-            never had' as its case"]
 fn bug_a_skipped_tick_is_a_tick_the_server_never_had() {
     let scene = Scene::with(Script::default().skipping(52));
     let shot = rendered(
@@ -1173,9 +1165,6 @@ fn bug_a_skipped_tick_is_a_tick_the_server_never_had() {
 }
 
 #[test]
-#[ignore = "validator bug: without rewind (RTT above no_rewind_above_rtt) a claimed hit is \
-            still held to the trace at the present, so an honest high-ping client that \
-            claims what its screen showed is rejected as TamperedClaim instead of missing"]
 fn bug_a_high_ping_claim_on_what_was_there_then_is_a_miss() {
     let scene = Scene::new();
     let mut v = scene.validator();
@@ -1188,9 +1177,6 @@ fn bug_a_high_ping_claim_on_what_was_there_then_is_a_miss() {
 }
 
 #[test]
-#[ignore = "validator bug: a claim naming the shooter itself as the target is judged by \
-            leeway (the trace ignores the shooter); with friendly fire on, a point at the \
-            shooter's own eye, inside its head, is confirmed as a headshot on itself"]
 fn bug_a_shooter_cannot_claim_to_hit_itself() {
     let scene = Scene::new();
     let mut ff = rules();
@@ -1211,10 +1197,6 @@ fn bug_a_shooter_cannot_claim_to_hit_itself() {
 }
 
 #[test]
-#[ignore = "validator bug: a participant registered with a zero (or NaN) aim_forward makes \
-            the view's forward NaN, the angle comparison is false and the angle check is \
-            skipped: the validator fails open, confirming a 40-degree snap, instead of \
-            refusing the registration or the shot"]
 fn bug_a_participant_without_a_forward_does_not_skip_the_angle_check() {
     let scene = Scene::new();
     let mut v = scene.validator();
