@@ -11,6 +11,8 @@
 //! - [`validator`]: the checks, in order.
 //! - [`verdict`]: outcomes, reasons and their basis.
 //! - [`audit`]: the `tracing` event and a JSON Lines audit log.
+//! - [`recording`]: match recordings (JSON Lines, `docs/FORMAT.md`) and offline
+//!   re-validation.
 
 pub mod audit;
 pub mod claim;

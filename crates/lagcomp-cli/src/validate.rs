@@ -1,0 +1,169 @@
+//! `lagcomp validate`: offline re-validation of a match recording, the way a studio tunes
+//! its rules and reviews suspected cheaters after the fact.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use lagcomp_validate::recording::{Record, Recording, Revalidated, revalidate};
+use lagcomp_validate::{Outcome, RuleSet};
+
+/// Arguments of `lagcomp validate`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The recording (JSON Lines).
+    recording: PathBuf,
+    /// Weapon rules to validate with instead of the recording's own (TOML).
+    #[arg(long)]
+    rules: Option<PathBuf>,
+    /// List every claim whose verdict differs from the one recorded.
+    #[arg(long)]
+    diff: bool,
+    /// Print one verdict per claim as JSON on stdout, in the recording's verdict-line
+    /// shape (the summary goes to stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    let rules = args
+        .rules
+        .as_ref()
+        .map(|path| {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            RuleSet::from_toml(&text).with_context(|| format!("in {}", path.display()))
+        })
+        .transpose()?;
+    let file = File::open(&args.recording)
+        .with_context(|| format!("opening {}", args.recording.display()))?;
+    let recording = Recording::read(BufReader::new(file))
+        .with_context(|| format!("in {}", args.recording.display()))?;
+
+    let bar = ProgressBar::new(recording.claims() as u64).with_style(
+        ProgressStyle::with_template("{spinner} validating {pos}/{len} claims {wide_bar} {eta}")
+            .expect("a valid template"),
+    );
+    let results = revalidate(&recording, rules.as_ref(), |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })
+    .with_context(|| format!("in {}", args.recording.display()))?;
+    bar.finish_and_clear();
+
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    if args.json {
+        // The recording's verdict line (ids as numbers), so the output can be compared
+        // with, or spliced into, a recording.
+        for r in &results {
+            writeln!(out, "{}", Record::Verdict(r.verdict).to_json())?;
+        }
+        out.flush()?;
+        let mut err = io::stderr().lock();
+        print_summary(&mut err, &results, args.diff)?;
+    } else {
+        print_summary(&mut out, &results, args.diff)?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// Counts per outcome label, per shooter.
+#[derive(Debug, Default)]
+struct Tally {
+    by_label: BTreeMap<&'static str, u64>,
+    total: u64,
+}
+
+impl Tally {
+    fn add(&mut self, outcome: &Outcome) {
+        *self.by_label.entry(outcome.label()).or_default() += 1;
+        self.total += 1;
+    }
+
+    fn get(&self, label: &str) -> u64 {
+        self.by_label.get(label).copied().unwrap_or(0)
+    }
+
+    fn rejected(&self) -> u64 {
+        self.total - self.get("confirmed") - self.get("miss") - self.get("blocked")
+    }
+}
+
+fn print_summary(out: &mut impl Write, results: &[Revalidated], diff: bool) -> io::Result<()> {
+    let mut all = Tally::default();
+    let mut shooters: BTreeMap<u64, Tally> = BTreeMap::new();
+    let mut changed = Vec::new();
+    for r in results {
+        all.add(&r.verdict.outcome);
+        shooters
+            .entry(r.verdict.shooter.to_bits())
+            .or_default()
+            .add(&r.verdict.outcome);
+        if r.recorded.is_some_and(|old| old != r.verdict) {
+            changed.push(r);
+        }
+    }
+    let compared = results.iter().filter(|r| r.recorded.is_some()).count();
+
+    writeln!(out, "{} claims re-validated", all.total)?;
+    writeln!(out)?;
+    writeln!(out, "verdicts by reason")?;
+    for (label, n) in &all.by_label {
+        writeln!(
+            out,
+            "  {label:<24} {n:>8}  {:>5.1} %",
+            100.0 * *n as f64 / all.total.max(1) as f64
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(out, "per shooter")?;
+    writeln!(
+        out,
+        "  {:<20} {:>8} {:>10} {:>8} {:>8} {:>9}  top rejection",
+        "shooter", "claims", "confirmed", "miss", "blocked", "rejected"
+    )?;
+    for (shooter, t) in &shooters {
+        let top = t
+            .by_label
+            .iter()
+            .filter(|(l, _)| !matches!(**l, "confirmed" | "miss" | "blocked"))
+            .max_by_key(|(_, n)| **n)
+            .map_or(String::from("-"), |(l, n)| format!("{l} ({n})"));
+        writeln!(
+            out,
+            "  {:<20} {:>8} {:>10} {:>8} {:>8} {:>9}  {top}",
+            lagcomp::EntityId::from_bits(*shooter).to_string(),
+            t.total,
+            t.get("confirmed"),
+            t.get("miss"),
+            t.get("blocked"),
+            t.rejected(),
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{} of {compared} recorded verdicts differ under these rules",
+        changed.len()
+    )?;
+    if diff {
+        for r in changed {
+            let old = r.recorded.expect("only claims with a recorded verdict");
+            writeln!(
+                out,
+                "  line {:>7}  {} seq {:>6}  {} -> {}",
+                r.line,
+                r.verdict.shooter,
+                r.verdict.seq,
+                old.outcome.label(),
+                r.verdict.outcome.label()
+            )?;
+        }
+    }
+    Ok(())
+}

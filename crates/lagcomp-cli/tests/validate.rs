@@ -1,0 +1,111 @@
+//! `lagcomp validate` end to end: the real binary on the documented example recording.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use lagcomp_validate::recording::Recording;
+
+fn example() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../lagcomp-validate/tests/data/example.jsonl")
+}
+
+fn lagcomp(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lagcomp"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).expect("utf-8 output")
+}
+
+#[test]
+fn unchanged_rules_reproduce_every_recorded_verdict() {
+    let out = lagcomp(&["validate", example().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("5 claims re-validated"), "{stdout}");
+    assert!(
+        stdout.contains("0 of 5 recorded verdicts differ"),
+        "{stdout}"
+    );
+    for label in ["confirmed", "miss", "blocked", "replayed", "fire_rate"] {
+        assert!(stdout.contains(label), "{label} missing from\n{stdout}");
+    }
+}
+
+#[test]
+fn json_prints_one_verdict_line_per_claim() {
+    let out = lagcomp(&["validate", example().to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{stdout}");
+    for line in &lines {
+        let value: serde_json::Value = serde_json::from_str(line).expect("each line is JSON");
+        assert_eq!(value["type"], "verdict", "{line}");
+        assert!(value["outcome"].is_string(), "{line}");
+    }
+    // The summary went to stderr.
+    assert!(text(&out.stderr).contains("claims re-validated"));
+}
+
+#[test]
+fn diff_lists_the_claims_new_rules_change() {
+    let file = std::fs::File::open(example()).unwrap();
+    let recording = Recording::read(std::io::BufReader::new(file)).unwrap();
+    let mut rules = recording.rules.clone().expect("the example has rules");
+    for weapon in rules.weapons.values_mut() {
+        weapon.max_range = 1.0;
+    }
+    let dir = std::env::temp_dir().join(format!("lagcomp-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("short.toml");
+    std::fs::write(&path, rules.to_toml()).unwrap();
+
+    let out = lagcomp(&[
+        "validate",
+        example().to_str().unwrap(),
+        "--rules",
+        path.to_str().unwrap(),
+        "--diff",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    // At 1 m range the blocked shot becomes a miss, and the claimed head shot lies beyond
+    // the weapon's reach: a tampered claim.
+    assert!(
+        stdout.contains("2 of 5 recorded verdicts differ"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("confirmed -> tampered_claim"), "{stdout}");
+    assert!(stdout.contains("blocked -> miss"), "{stdout}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bad_input_fails_with_the_line_and_no_summary() {
+    let dir = std::env::temp_dir().join(format!("lagcomp-cli-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let example = std::fs::read_to_string(example()).unwrap();
+    let mut lines: Vec<&str> = example.lines().collect();
+    // Frames of ticks 1 and 2 swapped: tick 1 (line 9) comes after tick 2.
+    lines.swap(7, 8);
+    let shuffled = dir.join("shuffled.jsonl");
+    std::fs::write(&shuffled, lines.join("\n") + "\n").unwrap();
+    let truncated = dir.join("truncated.jsonl");
+    std::fs::write(&truncated, &example[..example.len() / 2]).unwrap();
+    let cut = example[..example.len() / 2].lines().count();
+    for (path, line) in [(&shuffled, 9), (&truncated, cut)] {
+        let out = lagcomp(&["validate", path.to_str().unwrap()]);
+        assert!(!out.status.success());
+        assert!(text(&out.stdout).is_empty(), "no partial summary");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(&format!("line {line}:")), "{stderr}");
+    }
+    let missing = lagcomp(&["validate", "/nonexistent/recording.jsonl"]);
+    assert!(!missing.status.success());
+    assert!(text(&missing.stderr).contains("opening"));
+    std::fs::remove_dir_all(&dir).ok();
+}
