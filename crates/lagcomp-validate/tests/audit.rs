@@ -1,0 +1,107 @@
+//! The audit trail: every verdict is a `tracing` event (target `lagcomp::verdict`, WARN
+//! for rejections) and the JSON Lines audit log reads back to the same verdicts.
+
+mod fixture;
+
+use std::sync::{Arc, Mutex};
+
+use fixture::{HEAD, Role, Scene};
+use lagcomp_validate::{AuditLog, RejectReason, Verdict};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Level, Metadata, Subscriber};
+
+/// One captured event: level and its fields as text.
+#[derive(Debug, Clone)]
+struct Captured {
+    level: Level,
+    fields: Vec<(String, String)>,
+}
+
+impl Captured {
+    fn field(&self, name: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+struct Fields<'a>(&'a mut Vec<(String, String)>);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.push((field.name().to_owned(), format!("{value:?}")));
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.push((field.name().to_owned(), value.to_owned()));
+    }
+}
+
+/// A subscriber that keeps every `lagcomp::verdict` event.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<Captured>>>);
+
+impl Subscriber for Capture {
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        metadata.target() == "lagcomp::verdict"
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut fields = Vec::new();
+        event.record(&mut Fields(&mut fields));
+        self.0.lock().unwrap().push(Captured {
+            level: *event.metadata().level(),
+            fields,
+        });
+    }
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+#[test]
+fn every_verdict_is_a_tracing_event_and_an_audit_line() {
+    let scene = Scene::new();
+    let mut v = scene.validator();
+    let honest = scene.shoot(Role::Alpha, HEAD, 0.8);
+    let mut replayed = honest.claim;
+    replayed.direction = -replayed.direction;
+    let capture = Capture::default();
+    let verdicts: Vec<Verdict> = tracing::subscriber::with_default(capture.clone(), || {
+        vec![
+            scene.judge(&mut v, &honest),
+            v.validate(&scene.history, &replayed, honest.received_at),
+        ]
+    });
+    assert_eq!(verdicts[0].outcome.label(), "confirmed");
+    assert_eq!(verdicts[1].outcome.reason(), Some(RejectReason::Replayed));
+
+    let events = capture.0.lock().unwrap().clone();
+    assert_eq!(events.len(), 2, "{events:#?}");
+    assert_eq!(events[0].level, Level::INFO);
+    assert_eq!(events[0].field("outcome"), Some("confirmed"));
+    assert_eq!(events[0].field("seq"), Some("1"));
+    assert_eq!(events[1].level, Level::WARN);
+    assert_eq!(events[1].field("reason"), Some("replayed"));
+    assert_eq!(events[1].field("code"), Some("201"));
+    let shooter = verdicts[1].shooter.to_bits().to_string();
+    assert_eq!(events[1].field("shooter"), Some(shooter.as_str()));
+
+    let mut log = AuditLog::new(Vec::new());
+    for verdict in &verdicts {
+        log.write(verdict).unwrap();
+    }
+    assert_eq!(log.written(), 2);
+    let bytes = log.finish().unwrap();
+    let text = String::from_utf8(bytes).unwrap();
+    let read: Vec<Verdict> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line is a verdict"))
+        .collect();
+    assert_eq!(read, verdicts);
+}
