@@ -149,8 +149,13 @@ pub enum ShooterReference {
 pub struct Policy {
     /// What to do on a backtracking mismatch.
     pub time_mismatch: TimeMismatch,
-    /// Where the shooter is looked up.
+    /// Where the shooter's position (the origin check) is looked up.
     pub shooter_reference: ShooterReference,
+    /// Where the shooter's view (the angle check) is looked up. `Arrival` suits servers
+    /// that record the view from each client's latest input: the input that carries a
+    /// shot carries the view it was aimed with, while the view recorded at the render
+    /// time is a round trip and an interpolation delay older.
+    pub view_reference: ShooterReference,
     /// Fixed part of the backtracking tolerance.
     pub rewind_tolerance: f64,
     /// Times the measured RTT variation added to that tolerance.
@@ -176,6 +181,7 @@ impl Default for Policy {
         Self {
             time_mismatch: TimeMismatch::Reject,
             shooter_reference: ShooterReference::RenderTime,
+            view_reference: ShooterReference::RenderTime,
             rewind_tolerance: 0.03,
             rewind_jitter_factor: 4.0,
             rewind_late_slack: 0.05,

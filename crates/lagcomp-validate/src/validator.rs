@@ -300,13 +300,14 @@ impl Validator {
         };
         basis.rewound = !no_rewind;
 
-        // 5. Origin and 6. angle, from the shooter's own history.
+        // 5. Origin and 6. angle, from the shooter's own history (each at its reference
+        //    moment).
         let reference = match policy.shooter_reference {
             ShooterReference::RenderTime => target,
             ShooterReference::Arrival => RewindTarget::Time(received_at.min(newest)),
         };
         let me = history
-            .entity_at(claim.shooter, reference, WindowPolicy::Clamp)
+            .entity_as_recorded(claim.shooter, reference, WindowPolicy::Clamp)
             .map_err(|e| match e {
                 QueryError::Entity(_) => RejectReason::UnknownShooter,
                 _ => RejectReason::TimeTooOld,
@@ -324,7 +325,22 @@ impl Validator {
         }
         let ray = Ray::new(claim.origin, claim.direction, weapon.max_range)
             .map_err(|_| RejectReason::NonFinite)?;
-        let forward = (aim.rotation * participant.aim_forward).normalize_or_zero();
+        let view = if policy.view_reference == policy.shooter_reference {
+            aim.rotation
+        } else {
+            let at = match policy.view_reference {
+                ShooterReference::RenderTime => target,
+                ShooterReference::Arrival => RewindTarget::Time(received_at.min(newest)),
+            };
+            history
+                .entity_as_recorded(claim.shooter, at, WindowPolicy::Clamp)
+                .ok()
+                .flatten()
+                .and_then(|then| then.bone(participant.aim_bone))
+                .ok_or(RejectReason::ShooterNotAlive)?
+                .rotation
+        };
+        let forward = (view * participant.aim_forward).normalize_or_zero();
         let cos_tolerance = weapon.aim_tolerance_deg.to_radians().cos();
         // Fails closed: a participant registered without a usable forward (zero, NaN)
         // has no view any shot can be within.

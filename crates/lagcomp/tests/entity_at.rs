@@ -24,6 +24,7 @@ fn entity_at_rebuilds_bones_hitboxes_and_state() {
         );
         let state = EntityState {
             alive: tick < 15,
+            lag_compensated: tick != 12,
             ..EntityState::default()
         };
         frame.record_rigid(id, pose, state).unwrap();
@@ -87,6 +88,22 @@ fn entity_at_rebuilds_bones_hitboxes_and_state() {
         h.entity_at(id, RewindTarget::Time(1e6), WindowPolicy::Reject),
         Err(QueryError::Rewind(RewindError::OutOfWindow { .. }))
     ));
+    // Lag compensation off at tick 12: a target is seen at its present pose, but the
+    // recorded pose is still there for the shooter's own checks.
+    let t12 = RewindTarget::Time(tick_time(12, RATE));
+    let as_target = h.entity_at(id, t12, WindowPolicy::Reject).unwrap().unwrap();
+    assert_eq!(
+        as_target.sample().kind,
+        SampleKind::Present { tick: Tick(19) }
+    );
+    assert_eq!(as_target.bone(0).unwrap().translation.x, 19.0);
+    let recorded = h
+        .entity_as_recorded(id, t12, WindowPolicy::Reject)
+        .unwrap()
+        .unwrap();
+    assert_eq!(recorded.sample().kind, SampleKind::Exact { tick: Tick(12) });
+    assert_eq!(recorded.bone(0).unwrap().translation.x, 12.0);
+    assert!(!recorded.state().lag_compensated);
     // A handle never issued.
     let bogus = lagcomp::EntityId::from_bits(0xdead_0000_0007);
     assert!(matches!(

@@ -293,7 +293,7 @@ impl History {
         Some(self.single(index, self.ring(seq), SampleKind::Present { tick }))
     }
 
-    fn sample_rewound(&self, index: usize, bracket: &Bracket) -> Option<EntitySample> {
+    pub(crate) fn sample_rewound(&self, index: usize, bracket: &Bracket) -> Option<EntitySample> {
         let (older, newer) = (bracket.older, bracket.newer);
         let (a, b) = bracket.rings;
         let tick = |ring: usize| self.frames[ring].tick;

@@ -411,9 +411,34 @@ impl History {
         target: RewindTarget,
         policy: WindowPolicy,
     ) -> Result<Option<EntityAt<'_>>, QueryError> {
+        self.entity_at_with(entity, target, policy, Self::sample)
+    }
+
+    /// [`History::entity_at`], but always the recorded pose at `target`, even when the
+    /// entity's lag compensation was off then. For the shooter's own position and view:
+    /// "off" is about being hit, not about where it was.
+    ///
+    /// # Errors
+    /// As [`History::entity_at`].
+    pub fn entity_as_recorded(
+        &self,
+        entity: EntityId,
+        target: RewindTarget,
+        policy: WindowPolicy,
+    ) -> Result<Option<EntityAt<'_>>, QueryError> {
+        self.entity_at_with(entity, target, policy, Self::sample_rewound)
+    }
+
+    fn entity_at_with(
+        &self,
+        entity: EntityId,
+        target: RewindTarget,
+        policy: WindowPolicy,
+        sample: impl Fn(&Self, usize, &Bracket) -> Option<EntitySample>,
+    ) -> Result<Option<EntityAt<'_>>, QueryError> {
         let index = self.known_index(entity)?;
         let bracket = self.bracket(target, policy)?;
-        Ok(self.sample(index, &bracket).map(|sample| EntityAt {
+        Ok(sample(self, index, &bracket).map(|sample| EntityAt {
             history: self,
             index,
             entity,
