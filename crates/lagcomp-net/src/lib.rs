@@ -1,0 +1,29 @@
+//! The client half of lag compensation.
+//!
+//! The server core (`lagcomp`) rewinds its hitboxes to the moment a shooter saw. This crate
+//! is what the shooter's side needs for that moment to be known exactly: a clock that
+//! agrees with the server's, remote entities drawn a measured delay in the past with the
+//! very arithmetic the server uses to rebuild them, shots stamped with what was on screen
+//! and sent redundantly, and a seeded link conditioner to test all of it over bad networks.
+//!
+//! No I/O and no clocks: every call that needs "now" takes it as an `f64` of seconds.
+//!
+//! - [`conditioner`]: [`LinkConditioner`] (latency, jitter, loss, bursts, duplication,
+//!   reordering), [`PRESETS`].
+
+pub mod conditioner;
+
+pub use conditioner::{
+    GilbertElliott, LinkConditioner, LinkConfig, LinkStats, PRESETS, Preset, preset,
+};
+
+/// Times (seconds) beyond this magnitude are treated as corrupt, as the server core treats
+/// them: 30,000 years is no clock's reading, and keeping every time below it keeps every
+/// sum and difference of times finite.
+pub const MAX_TIME: f64 = 1.0e12;
+
+/// Whether `t` is usable as a time: finite and within [`MAX_TIME`].
+#[inline]
+pub(crate) fn is_time(t: f64) -> bool {
+    t.abs() <= MAX_TIME
+}
