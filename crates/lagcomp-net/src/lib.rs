@@ -8,11 +8,15 @@
 //!
 //! No I/O and no clocks: every call that needs "now" takes it as an `f64` of seconds.
 //!
+//! - [`clock`]: [`ClockSync`] (server time from ping/pong samples: filtered, slewed,
+//!   monotonic) and [`RttEstimator`].
 //! - [`conditioner`]: [`LinkConditioner`] (latency, jitter, loss, bursts, duplication,
 //!   reordering), [`PRESETS`].
 
+pub mod clock;
 pub mod conditioner;
 
+pub use clock::{ClockConfig, ClockSync, Ping, Pong, PongOutcome, RttEstimator};
 pub use conditioner::{
     GilbertElliott, LinkConditioner, LinkConfig, LinkStats, PRESETS, Preset, preset,
 };
