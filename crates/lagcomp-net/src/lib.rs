@@ -10,16 +10,27 @@
 //!
 //! - [`clock`]: [`ClockSync`] (server time from ping/pong samples: filtered, slewed,
 //!   monotonic) and [`RttEstimator`].
+//! - [`interp`]: [`SnapshotBuffer`] (interpolation bit-identical to the server's
+//!   rebuild, bounded extrapolation) and [`InterpolationDelay`] (adaptive).
+//! - [`shot`]: [`Stamp`]s from views, [`ShotSender`] (redundant sending) and
+//!   [`ShotReceiver`] (copies versus replays), [`Fingerprint`].
 //! - [`conditioner`]: [`LinkConditioner`] (latency, jitter, loss, bursts, duplication,
 //!   reordering), [`PRESETS`].
 
 pub mod clock;
 pub mod conditioner;
+pub mod interp;
+pub mod shot;
 
 pub use clock::{ClockConfig, ClockSync, Ping, Pong, PongOutcome, RttEstimator};
 pub use conditioner::{
     GilbertElliott, LinkConditioner, LinkConfig, LinkStats, PRESETS, Preset, preset,
 };
+pub use interp::{
+    DEFAULT_MAX_EXTRAPOLATION, InterpolationConfig, InterpolationDelay, Pushed, Snapshot,
+    SnapshotBuffer, View,
+};
+pub use shot::{Delivery, Fingerprint, ShotReceiver, ShotSender, Stamp, stamp};
 
 /// Times (seconds) beyond this magnitude are treated as corrupt, as the server core treats
 /// them: 30,000 years is no clock's reading, and keeping every time below it keeps every
