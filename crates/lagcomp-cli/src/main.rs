@@ -1,11 +1,13 @@
 //! The `lagcomp` command.
 //!
+//! - `lagcomp simulate`: the match simulator and its report, the main job (`simulate.rs`).
 //! - `lagcomp validate RECORDING`: re-validates a match recording offline (`validate.rs`).
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod simulate;
 mod validate;
 
 /// Server-side rewind for fair hit registration: tools.
@@ -18,6 +20,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Simulate matches of bots behind emulated networks and report how often the server
+    /// agrees with honest clients and how many cheats get through (writes report/index.html).
+    Simulate(simulate::Args),
     /// Re-run shot validation over a match recording (JSON Lines, see docs/FORMAT.md) and
     /// summarise the verdicts by reason and by shooter.
     Validate(validate::Args),
@@ -26,6 +31,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Simulate(args) => simulate::run(&args),
         Command::Validate(args) => validate::run(&args),
     };
     match result {

@@ -138,8 +138,10 @@ pub enum ShooterReference {
     /// itself from the same snapshots as everyone else.
     #[default]
     RenderTime,
-    /// At the shot's arrival (the newest frame): right when the shooter's movement is
-    /// predicted by its client and applied by the server as its input arrives.
+    /// In the newest frame when the claim is validated (validate right after recording
+    /// the tick that applied the input carrying the shot): right when the shooter's
+    /// movement or view comes from its client's input, applied by the server as it
+    /// arrives.
     Arrival,
 }
 

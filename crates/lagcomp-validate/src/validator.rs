@@ -304,7 +304,7 @@ impl Validator {
         //    moment).
         let reference = match policy.shooter_reference {
             ShooterReference::RenderTime => target,
-            ShooterReference::Arrival => RewindTarget::Time(received_at.min(newest)),
+            ShooterReference::Arrival => RewindTarget::Time(newest),
         };
         let me = history
             .entity_as_recorded(claim.shooter, reference, WindowPolicy::Clamp)
@@ -330,7 +330,7 @@ impl Validator {
         } else {
             let at = match policy.view_reference {
                 ShooterReference::RenderTime => target,
-                ShooterReference::Arrival => RewindTarget::Time(received_at.min(newest)),
+                ShooterReference::Arrival => RewindTarget::Time(newest),
             };
             history
                 .entity_as_recorded(claim.shooter, at, WindowPolicy::Clamp)

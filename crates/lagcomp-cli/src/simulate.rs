@@ -1,0 +1,189 @@
+//! `lagcomp simulate`: the main job. Plays the scenario's matches (every network preset with
+//! the three server modes side by side, then each cheat class), prints the table, and
+//! writes the HTML report.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use lagcomp_sim::report::write_report;
+use lagcomp_sim::scenario::{Scenario, parse_preset};
+use lagcomp_sim::{Mode, SimResult};
+
+/// Arguments of `lagcomp simulate`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The scenario: default, quick, cheats or high-latency.
+    #[arg(long, default_value = "default")]
+    scenario: String,
+    /// Seed of everything random: the same seed gives the same numbers.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Simulated seconds per match (after a 2 s warm-up).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Bots per match.
+    #[arg(long)]
+    bots: Option<usize>,
+    /// Server tick rate, Hz.
+    #[arg(long)]
+    tick_rate: Option<f64>,
+    /// Snapshot send rate, Hz.
+    #[arg(long)]
+    send_rate: Option<f64>,
+    /// Network presets, comma separated: names (LAN, 40/10/0.2%, 100/25/2%, 200/50/4%,
+    /// 300/75/6%) or RTT/JITTER/LOSS% in ms.
+    #[arg(long, value_delimiter = ',')]
+    presets: Option<Vec<String>>,
+    /// Print the whole result as JSON on stdout (the table goes to stderr).
+    #[arg(long)]
+    json: bool,
+    /// Where the report goes.
+    #[arg(long, default_value = "report")]
+    out: PathBuf,
+}
+
+pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    let mut scenario = Scenario::named(&args.scenario)?;
+    if let Some(seed) = args.seed {
+        scenario.seed = seed;
+    }
+    if let Some(d) = args.duration {
+        anyhow::ensure!(
+            d.is_finite() && d > 0.0 && d <= 3600.0,
+            "duration must be in (0, 3600] s"
+        );
+        scenario.duration = d;
+    }
+    if let Some(b) = args.bots {
+        anyhow::ensure!((2..=64).contains(&b), "bots must be 2 to 64");
+        scenario.bots = b;
+    }
+    if let Some(t) = args.tick_rate {
+        anyhow::ensure!(
+            t.is_finite() && (8.0..=256.0).contains(&t),
+            "tick rate must be 8 to 256 Hz"
+        );
+        scenario.tick_rate = t;
+    }
+    if let Some(s) = args.send_rate {
+        anyhow::ensure!(
+            s.is_finite() && (1.0..=256.0).contains(&s),
+            "send rate must be 1 to 256 Hz"
+        );
+        scenario.send_rate = s;
+    }
+    if let Some(presets) = &args.presets {
+        scenario.presets = presets
+            .iter()
+            .map(|p| parse_preset(p))
+            .collect::<Result<_, _>>()?;
+    }
+
+    let matches = scenario.matches().len() as u64;
+    let bar = ProgressBar::new(matches * 100).with_style(
+        ProgressStyle::with_template("{spinner} {msg:<22} {wide_bar} {percent:>3}% {eta}")
+            .expect("a valid template"),
+    );
+    let result = scenario.run(|index, label, fraction| {
+        bar.set_message(label.to_owned());
+        bar.set_position(index as u64 * 100 + (fraction * 100.0) as u64);
+    });
+    bar.finish_and_clear();
+
+    let page = write_report(&result, &args.out)
+        .with_context(|| format!("writing the report into {}", args.out.display()))?;
+    if args.json {
+        let stdout = io::stdout();
+        let mut out = stdout.lock();
+        serde_json::to_writer_pretty(&mut out, &result)?;
+        writeln!(out)?;
+        print_table(&mut io::stderr().lock(), &result, &page)?;
+    } else {
+        print_table(&mut io::stdout().lock(), &result, &page)?;
+    }
+    Ok(())
+}
+
+fn percent(x: f64) -> String {
+    if x.is_finite() {
+        format!("{:.2} %", 100.0 * x)
+    } else {
+        "n/a".to_owned()
+    }
+}
+
+fn print_table(out: &mut impl Write, result: &SimResult, page: &std::path::Path) -> io::Result<()> {
+    writeln!(
+        out,
+        "scenario {} · seed {} · {} s per match · {} bots · tick {} Hz · send {} Hz",
+        result.scenario,
+        result.seed,
+        result.duration,
+        result.bots,
+        result.tick_rate,
+        result.send_rate
+    )?;
+    if !result.runs.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{:<12} {:<24} {:>6} {:>7} {:>10} {:>10} {:>6} {:>9}",
+            "network", "mode", "shots", "hits", "confirmed", "agreement", "false", "rejected"
+        )?;
+        for run in &result.runs {
+            for mode in Mode::ALL {
+                let Some(m) = run.modes.get(&mode) else {
+                    continue;
+                };
+                let rejected: u64 = m.rejections.values().sum();
+                writeln!(
+                    out,
+                    "{:<12} {:<24} {:>6} {:>7} {:>10} {:>10} {:>6} {:>9}",
+                    run.preset,
+                    mode.label(),
+                    m.shots_arrived,
+                    m.client_hits,
+                    m.confirmed,
+                    percent(m.agreement),
+                    m.false_confirmations,
+                    if mode == Mode::Full {
+                        rejected.to_string()
+                    } else {
+                        "-".to_owned()
+                    },
+                )?;
+            }
+            let r = &run.reconstruction;
+            writeln!(
+                out,
+                "{:<12} reconstruction error: mean {:.3} mm, p99 {:.3} mm, max {:.3} mm over {} shots",
+                "", r.mean_mm, r.p99_mm, r.max_mm, r.samples
+            )?;
+        }
+    }
+    if !result.cheats.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{:<16} {:>8} {:>9}  outcomes",
+            "cheat", "attempts", "accepted"
+        )?;
+        for c in &result.cheats {
+            let outcomes: Vec<String> =
+                c.outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            writeln!(
+                out,
+                "{:<16} {:>8} {:>9}  {}",
+                c.class,
+                c.attempts,
+                c.accepted,
+                outcomes.join(", ")
+            )?;
+        }
+    }
+    writeln!(out)?;
+    writeln!(out, "report: {}", page.display())?;
+    Ok(())
+}

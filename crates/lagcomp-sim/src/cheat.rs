@@ -1,0 +1,75 @@
+//! The cheat classes a cheating bot can play, one at a time.
+
+use serde::{Deserialize, Serialize};
+
+/// How the cheating bot cheats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cheat {
+    /// Claims a render time older than the rewind window, aiming where the target was.
+    TooOld,
+    /// Claims a render time inside the window but 250 ms older than its latency allows
+    /// (backtracking), aiming where the target was.
+    Backtrack,
+    /// Fires a second shot 25 ms after each shot (the weapon allows one per 100 ms).
+    RapidFire,
+    /// Reports a view 90 degrees away from where it shoots (a snapping aimbot).
+    Snap,
+    /// Puts its muzzle 4 m in front of its body.
+    FarMuzzle,
+    /// Shoots only targets behind walls, claiming hits.
+    ThroughWalls,
+    /// Fires 1 m wide of the target's head and claims a head hit.
+    TamperedPoint,
+    /// Reuses the sequence number of its first shot for every later shot.
+    Replay,
+    /// Shoots only targets that are invulnerable (just respawned).
+    Invulnerable,
+}
+
+impl Cheat {
+    /// Every class, in report order.
+    pub const ALL: [Self; 9] = [
+        Self::TooOld,
+        Self::Backtrack,
+        Self::RapidFire,
+        Self::Snap,
+        Self::FarMuzzle,
+        Self::ThroughWalls,
+        Self::TamperedPoint,
+        Self::Replay,
+        Self::Invulnerable,
+    ];
+
+    /// The class's name.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::TooOld => "too_old",
+            Self::Backtrack => "backtrack",
+            Self::RapidFire => "rapid_fire",
+            Self::Snap => "snap",
+            Self::FarMuzzle => "far_muzzle",
+            Self::ThroughWalls => "through_walls",
+            Self::TamperedPoint => "tampered_point",
+            Self::Replay => "replay",
+            Self::Invulnerable => "invulnerable",
+        }
+    }
+
+    /// One line on what the cheat does.
+    #[must_use]
+    pub const fn description(self) -> &'static str {
+        match self {
+            Self::TooOld => "claims a render time older than the rewind window",
+            Self::Backtrack => "claims a render time 250 ms older than its latency allows",
+            Self::RapidFire => "fires a second shot 25 ms after each (weapon: 100 ms)",
+            Self::Snap => "reports a view 90 degrees away from its shots",
+            Self::FarMuzzle => "puts its muzzle 4 m in front of its body",
+            Self::ThroughWalls => "shoots only targets behind walls, claiming hits",
+            Self::TamperedPoint => "fires 1 m wide of the head and claims a head hit",
+            Self::Replay => "reuses its first shot's sequence number",
+            Self::Invulnerable => "shoots only targets that are invulnerable",
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! What a simulation run measured: the data behind the table, the JSON output and the
+//! HTML report. Plain data, serializable, no behaviour beyond small derived figures.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// How the server decides a shot, side by side on the same shots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// No compensation: the shot is traced against the present.
+    None,
+    /// Compensation with the server's own latency guess: now − RTT/2 − interpolation
+    /// delay (as Mirror and UT4 do).
+    ServerGuess,
+    /// Full compensation: the client-stamped render time, through the validator.
+    Full,
+}
+
+impl Mode {
+    /// The three modes, in report order.
+    pub const ALL: [Self; 3] = [Self::None, Self::ServerGuess, Self::Full];
+
+    /// A short human label.
+    #[must_use]
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::None => "no compensation",
+            Self::ServerGuess => "server latency guess",
+            Self::Full => "full (client-stamped)",
+        }
+    }
+}
+
+/// Distribution summary of a distance, in millimetres.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ErrorStats {
+    /// How many samples.
+    pub samples: u64,
+    /// Mean, mm.
+    pub mean_mm: f64,
+    /// 99th percentile, mm.
+    pub p99_mm: f64,
+    /// Largest, mm.
+    pub max_mm: f64,
+    /// Histogram: `(upper bound of the bucket in mm, count)`, buckets in increasing order;
+    /// the last bucket's bound is `f64::INFINITY` written as `null` in JSON.
+    pub histogram: Vec<(Option<f64>, u64)>,
+}
+
+/// One mode's numbers in one network condition.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModeResult {
+    /// Shots honest clients fired.
+    pub shots_sent: u64,
+    /// Shots that reached the server.
+    pub shots_arrived: u64,
+    /// Arrived shots the client saw hit.
+    pub client_hits: u64,
+    /// Arrived shots the server confirmed.
+    pub confirmed: u64,
+    /// Of `client_hits`, how many the server confirmed (on the same target).
+    pub agreed: u64,
+    /// `agreed / client_hits`.
+    pub agreement: f64,
+    /// Shots the server confirmed although the client saw them miss.
+    pub false_confirmations: u64,
+    /// Honest shots rejected, by reason name.
+    pub rejections: BTreeMap<String, u64>,
+}
+
+/// One network condition (a preset) with its three modes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PresetRun {
+    /// The preset's name (`"100/25/2%"`).
+    pub preset: String,
+    /// Round-trip latency, ms.
+    pub rtt_ms: f64,
+    /// Round-trip jitter, ms.
+    pub jitter_ms: f64,
+    /// Loss per direction, fraction.
+    pub loss: f64,
+    /// Per mode.
+    pub modes: BTreeMap<Mode, ModeResult>,
+    /// Distance between the target pose a client drew and the pose the server rebuilt
+    /// for full compensation (largest bone distance per shot), excluding teleport frames.
+    pub reconstruction: ErrorStats,
+    /// Honest shots the full validator rejected, all reasons.
+    pub honest_rejected: u64,
+}
+
+/// One cheat class, run on its own.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheatResult {
+    /// The class (`"backtrack"`, `"rapid_fire"`, …).
+    pub class: String,
+    /// What the cheat does, one line.
+    pub description: String,
+    /// Cheating shots that reached the server.
+    pub attempts: u64,
+    /// Of those, confirmed as hits (the floor is 0).
+    pub accepted: u64,
+    /// How they were rejected, by reason name (plus `miss` / `blocked`).
+    pub outcomes: BTreeMap<String, u64>,
+    /// Honest shots (from the other bots in the same run) rejected.
+    pub honest_rejected: u64,
+}
+
+/// A 2-D outline seen from above (x to the right, z down the page).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outline {
+    /// A circle.
+    Circle {
+        /// Centre `[x, z]`.
+        center: [f32; 2],
+        /// Radius.
+        radius: f32,
+    },
+    /// A convex polygon, corners in order.
+    Polygon {
+        /// Corners `[x, z]`.
+        points: Vec<[f32; 2]>,
+    },
+    /// A segment grown by a radius (a capsule from above).
+    Stadium {
+        /// One end `[x, z]`.
+        a: [f32; 2],
+        /// The other end.
+        b: [f32; 2],
+        /// Radius.
+        radius: f32,
+    },
+}
+
+/// One shot drawn from above: where the target is now, where it was rebuilt, the ray.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShotPicture {
+    /// One line saying what the picture shows.
+    pub caption: String,
+    /// The target's hitboxes in the present.
+    pub present: Vec<Outline>,
+    /// Its hitboxes rebuilt at the shot's render time.
+    pub rewound: Vec<Outline>,
+    /// The shot: muzzle `[x, z]`.
+    pub ray_from: [f32; 2],
+    /// The shot's end (at the hit, or at a fixed length).
+    pub ray_to: [f32; 2],
+    /// Where the server confirmed the hit, if it did.
+    pub hit: Option<[f32; 2]>,
+}
+
+/// Everything one `lagcomp simulate` run measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SimResult {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The seed.
+    pub seed: u64,
+    /// Simulated seconds per network condition.
+    pub duration: f64,
+    /// Bots per run.
+    pub bots: usize,
+    /// Server tick rate, Hz.
+    pub tick_rate: f64,
+    /// Snapshot send rate, Hz.
+    pub send_rate: f64,
+    /// One per network condition, in increasing latency.
+    pub runs: Vec<PresetRun>,
+    /// One per cheat class.
+    pub cheats: Vec<CheatResult>,
+    /// A shot to draw.
+    pub picture: Option<ShotPicture>,
+}
