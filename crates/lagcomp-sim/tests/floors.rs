@@ -28,7 +28,11 @@ fn full_compensation_agrees_with_honest_clients_up_to_300_ms() {
     assert_eq!(result.runs.len(), 5);
     for run in &result.runs {
         let full = &run.modes[&Mode::Full];
-        assert!(full.client_hits >= 100, "{}: too few hits to judge: {full:?}", run.preset);
+        assert!(
+            full.client_hits >= 100,
+            "{}: too few hits to judge: {full:?}",
+            run.preset
+        );
         assert!(
             full.agreement >= 0.999,
             "{}: agreement {:.4} ({} of {})",
@@ -70,7 +74,12 @@ fn no_cheat_class_gets_a_single_hit_through() {
     let result = scenario(20.0, &[], Cheat::ALL.to_vec()).run(|_, _, _| {});
     assert_eq!(result.cheats.len(), Cheat::ALL.len());
     for cheat in &result.cheats {
-        assert!(cheat.attempts >= 10, "{}: only {} attempts", cheat.class, cheat.attempts);
+        assert!(
+            cheat.attempts >= 10,
+            "{}: only {} attempts",
+            cheat.class,
+            cheat.attempts
+        );
         assert_eq!(cheat.accepted, 0, "{}: {:?}", cheat.class, cheat.outcomes);
     }
 }
