@@ -1,8 +1,6 @@
 //! Scenarios: what a `lagcomp simulate` run plays (network conditions, cheat classes) and
 //! how the matches' tallies become a [`SimResult`].
 
-use std::collections::BTreeMap;
-
 use lagcomp_net::conditioner::{PRESETS, Preset, preset};
 
 use crate::cheat::Cheat;
@@ -248,18 +246,4 @@ pub fn error_stats(mut metres: Vec<f64>) -> ErrorStats {
         max_mm: mm[n - 1],
         histogram,
     }
-}
-
-/// Per mode, the rejection counts summed over runs (for tables).
-#[must_use]
-pub fn rejections_by_reason(result: &SimResult) -> BTreeMap<String, u64> {
-    let mut out = BTreeMap::new();
-    for run in &result.runs {
-        if let Some(full) = run.modes.get(&Mode::Full) {
-            for (reason, n) in &full.rejections {
-                *out.entry(reason.clone()).or_default() += n;
-            }
-        }
-    }
-    out
 }

@@ -22,7 +22,7 @@ use lagcomp_net::conditioner::{LinkConditioner, Preset};
 use lagcomp_net::interp::{
     InterpolationConfig, InterpolationDelay, Snapshot, SnapshotBuffer, View,
 };
-use lagcomp_net::shot::{Delivery, ShotReceiver, ShotSender, Stamp, stamp};
+use lagcomp_net::shot::{Delivery, Fingerprint, ShotReceiver, ShotSender, Stamp, stamp};
 use lagcomp_validate::{
     ClaimedHit, ClientTiming, Outcome, Participant, RenderTime, RuleSet, ShotClaim, Validator,
     WeaponId,
@@ -1036,11 +1036,9 @@ fn rewind_target(claim: &ShotClaim) -> Option<RewindTarget> {
 
 /// A content hash of a claim, so redundant copies are told from replays.
 fn fingerprint(claim: &ShotClaim) -> u64 {
-    let text = format!("{claim:?}");
-    // FNV-1a: tiny, deterministic across runs and platforms.
-    text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    Fingerprint::new()
+        .bytes(format!("{claim:?}").as_bytes())
+        .finish()
 }
 
 /// A standard normal sample (Box-Muller).

@@ -219,12 +219,11 @@ impl Validator {
         let weapon = self
             .rules
             .weapon(claim.weapon)
-            .ok_or(RejectReason::UnknownWeapon)?
-            .clone();
+            .ok_or(RejectReason::UnknownWeapon)?;
         if !history.is_active(claim.shooter) && history.rig(claim.shooter).is_err() {
             return Err(RejectReason::UnknownShooter);
         }
-        let policy = self.rules.policy.clone();
+        let policy = &self.rules.policy;
         let shooter = self
             .participants
             .get_mut(&claim.shooter)
@@ -302,12 +301,16 @@ impl Validator {
 
         // 5. Origin and 6. angle, from the shooter's own history (each at its reference
         //    moment).
-        let reference = match policy.shooter_reference {
+        let moment = |reference| match reference {
             ShooterReference::RenderTime => target,
             ShooterReference::Arrival => RewindTarget::Time(newest),
         };
         let me = history
-            .entity_as_recorded(claim.shooter, reference, WindowPolicy::Clamp)
+            .entity_as_recorded(
+                claim.shooter,
+                moment(policy.shooter_reference),
+                WindowPolicy::Clamp,
+            )
             .map_err(|e| match e {
                 QueryError::Entity(_) => RejectReason::UnknownShooter,
                 _ => RejectReason::TimeTooOld,
@@ -328,12 +331,12 @@ impl Validator {
         let view = if policy.view_reference == policy.shooter_reference {
             aim.rotation
         } else {
-            let at = match policy.view_reference {
-                ShooterReference::RenderTime => target,
-                ShooterReference::Arrival => RewindTarget::Time(newest),
-            };
             history
-                .entity_as_recorded(claim.shooter, at, WindowPolicy::Clamp)
+                .entity_as_recorded(
+                    claim.shooter,
+                    moment(policy.view_reference),
+                    WindowPolicy::Clamp,
+                )
                 .ok()
                 .flatten()
                 .and_then(|then| then.bone(participant.aim_bone))
@@ -369,13 +372,13 @@ impl Validator {
         let outcome = match claim.hit {
             // Without rewind the client's picture is not what is checked: the present
             // trace alone decides (a claim on where the target was then is a miss).
-            Some(_) if no_rewind => self.judge_trace(&weapon, team, &traced, basis)?,
+            Some(_) if no_rewind => self.judge_trace(weapon, team, &traced, basis)?,
             Some(claimed) if claimed.target == claim.shooter => {
                 return Err(RejectReason::TamperedClaim);
             }
             Some(claimed) => self.judge_claim(
                 history,
-                &weapon,
+                weapon,
                 team,
                 &ray,
                 target,
@@ -384,7 +387,7 @@ impl Validator {
                 &claimed,
                 basis,
             )?,
-            None => self.judge_trace(&weapon, team, &traced, basis)?,
+            None => self.judge_trace(weapon, team, &traced, basis)?,
         };
 
         // Accepted (not rejected): count the shot for the fire-rate checks.
