@@ -1,0 +1,1 @@
+//! Concurrent access to a lagcomp history (work in progress).

@@ -1,0 +1,1 @@
+//! lagcomp over real UDP sockets (work in progress).
