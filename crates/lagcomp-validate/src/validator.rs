@@ -19,6 +19,7 @@
 //! an invulnerable or dead player says so rather than "tampered".
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use lagcomp::math::MAX_COORDINATE;
 use lagcomp::{
@@ -27,7 +28,7 @@ use lagcomp::{
 };
 
 use crate::claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim};
-use crate::rules::{RuleSet, ShooterReference, TimeMismatch, WeaponRules};
+use crate::rules::{Policy, RuleSet, ShooterReference, TimeMismatch, WeaponRules};
 use crate::verdict::{Basis, Confirmed, Outcome, RejectReason, Verdict};
 
 /// A shooter or target as the validator knows it.
@@ -127,12 +128,139 @@ impl Default for Shooter {
     }
 }
 
+impl Shooter {
+    /// Checks 2 and 3, the only ones that read (and change) the shooter's state.
+    fn check_rate(
+        &mut self,
+        policy: &Policy,
+        claim: &ShotClaim,
+        screened: &Screened,
+        received_at: f64,
+        basis: &mut Basis,
+    ) -> Result<(), RejectReason> {
+        // 2. Replay. The number is used up whatever the verdict.
+        self.sequence.admit(claim.seq, policy.sequence_window)?;
+
+        // 3. Fire rate, on the claimed time when it can be resolved (otherwise the time
+        //    check rejects the shot).
+        if let Ok((t, _)) = screened.claimed {
+            basis.requested_time = Some(t);
+        }
+        if received_at < self.next_arrival - screened.arrival_tolerance {
+            return Err(RejectReason::FireRate);
+        }
+        if let Ok((t, _)) = screened.claimed
+            && !spacing_allows(&self.fired, t, screened.spacing, screened.burst)
+        {
+            return Err(RejectReason::FireRate);
+        }
+        Ok(())
+    }
+
+    /// Counts an accepted (not rejected) shot for the fire-rate checks.
+    fn count_shot(&mut self, screened: &Screened, received_at: f64) {
+        // An accepted shot always has a claimed time (check 4 needs it).
+        let Ok((t, _)) = screened.claimed else {
+            return;
+        };
+        let keep_after =
+            t - (f64::from(screened.burst) + 2.0) * screened.min_interval.max(1e-3) * 4.0;
+        self.fired.retain(|&f| f >= keep_after);
+        let at = self.fired.partition_point(|&f| f <= t);
+        self.fired.insert(at, t);
+        self.next_arrival = self.next_arrival.max(received_at) + screened.spacing;
+    }
+}
+
+/// What check 1 found that checks 2 and 3 need: the claimed time and the weapon's
+/// spacing, which depend on the claim and the configuration, not on the shooter's state.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Screened {
+    /// The server time the render time names, and the target that rebuilds it.
+    claimed: Result<(f64, RewindTarget), RejectReason>,
+    /// Least time between shots in claimed time, after the slack.
+    spacing: f64,
+    /// How much sooner than the steady rate a shot may arrive.
+    arrival_tolerance: f64,
+    burst: u32,
+    min_interval: f64,
+}
+
+/// A claim examined against a history by [`Validator::examine`], waiting for
+/// [`Validator::settle`] to judge it. Holds the claim, everything read from the history
+/// (including the trace), and the configuration it was examined under.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExaminedShot {
+    claim: ShotClaim,
+    received_at: f64,
+    revision: u64,
+    /// The basis as check 1 left it.
+    basis: Basis,
+    /// Check 1's rejection, or what comes after checks 2 and 3.
+    stage: Result<Examined, RejectReason>,
+}
+
+/// Checks 4 to 9, done ahead of checks 2 and 3.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Examined {
+    screened: Screened,
+    outcome: Result<Outcome, RejectReason>,
+    /// The basis as checks 4 to 9 left it, starting from what checks 2 and 3 set when
+    /// they pass.
+    basis: Basis,
+}
+
+impl ExaminedShot {
+    /// The claim examined.
+    #[must_use]
+    pub fn claim(&self) -> &ShotClaim {
+        &self.claim
+    }
+
+    /// When it arrived (server time).
+    #[must_use]
+    pub fn received_at(&self) -> f64 {
+        self.received_at
+    }
+}
+
+/// An [`ExaminedShot`] cannot be settled: it was examined under other rules,
+/// registrations or timings than the settling validator has (another validator, or one
+/// changed since). Validate the claim again.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[error("the shot was examined under rules, registrations or timings this validator no longer has")]
+pub struct StaleShot {
+    /// The claim.
+    pub claim: ShotClaim,
+    /// When it arrived.
+    pub received_at: f64,
+}
+
 /// Turns shot claims into verdicts. Holds the rules and per-shooter state (sequence
 /// numbers, recent shots, timing); reads the history, never changes it.
+///
+/// A claim may also be judged in two halves, for servers that judge many at once on
+/// several threads: [`Validator::examine`] does everything that reads the history (the
+/// time, origin and angle checks and the trace) from `&self`, so any number of claims can
+/// be examined in parallel; [`Validator::settle`] then runs the checks that depend on the
+/// shooter's earlier shots (sequence numbers, fire rate) and counts the shot. Settling a
+/// shooter's examined claims in the order they would have been validated gives exactly
+/// the verdicts [`Validator::validate`] gives.
 #[derive(Debug, Clone)]
 pub struct Validator {
     rules: RuleSet,
     participants: HashMap<EntityId, Shooter>,
+    /// Names the configuration (rules, registrations, timings): a new value from
+    /// [`next_revision`] at every change. Unique across validators, so a shot examined
+    /// under one configuration is never settled under another. Clones share it, rightly:
+    /// their configurations are equal until one of them changes.
+    revision: u64,
+}
+
+/// A configuration revision no validator has had yet.
+fn next_revision() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl Validator {
@@ -143,6 +271,7 @@ impl Validator {
         Self {
             rules,
             participants: HashMap::new(),
+            revision: next_revision(),
         }
     }
 
@@ -155,6 +284,7 @@ impl Validator {
     /// Replaces the rules; per-shooter state is kept.
     pub fn set_rules(&mut self, rules: RuleSet) {
         self.rules = rules;
+        self.revision = next_revision();
     }
 
     /// Registers (or updates) an entity that may shoot or be shot: its team and aim bone.
@@ -164,11 +294,13 @@ impl Validator {
         let entry = self.participants.entry(entity).or_default();
         entry.registered = true;
         entry.participant = participant;
+        self.revision = next_revision();
     }
 
     /// Forgets an entity and its per-shooter state.
     pub fn forget(&mut self, entity: EntityId) {
         self.participants.remove(&entity);
+        self.revision = next_revision();
     }
 
     /// Sets what the server measured about a shooter's connection (before or after
@@ -176,6 +308,7 @@ impl Validator {
     pub fn set_timing(&mut self, shooter: EntityId, timing: ClientTiming) {
         if timing.is_valid() {
             self.participants.entry(shooter).or_default().timing = Some(timing);
+            self.revision = next_revision();
         }
     }
 
@@ -192,19 +325,98 @@ impl Validator {
             received_at,
             ..Basis::default()
         };
-        let outcome = match self.judge(history, claim, received_at, &mut basis) {
-            Ok(outcome) => outcome,
-            Err(reason) => Outcome::Rejected { reason },
+        let outcome = self.judge(history, claim, received_at, &mut basis);
+        verdict(claim, outcome, basis)
+    }
+
+    /// The half of [`Validator::validate`] that reads the history: every check but the
+    /// sequence number and the fire rate, and the trace. Takes `&self`, so claims can be
+    /// examined in parallel against the same history. Judge the result with
+    /// [`Validator::settle`].
+    ///
+    /// A claim that check 1 rejects (malformed, unknown weapon or shooter) is not traced.
+    /// One that checks 2 or 3 will reject (a replay, a shot too soon) is traced all the
+    /// same: those checks depend on the shooter's earlier claims, settled later.
+    #[must_use]
+    pub fn examine(&self, history: &History, claim: &ShotClaim, received_at: f64) -> ExaminedShot {
+        let mut basis = Basis {
+            received_at,
+            ..Basis::default()
         };
-        let verdict = Verdict {
-            shooter: claim.shooter,
-            seq: claim.seq,
-            weapon: claim.weapon,
-            outcome,
+        let stage = self
+            .screen(history, claim, received_at, &mut basis)
+            .map(|screened| {
+                // What checks 2 and 3 leave in the basis when they pass.
+                let mut after = basis;
+                if let Ok((t, _)) = screened.claimed {
+                    after.requested_time = Some(t);
+                }
+                let outcome = self.examine_shot(history, claim, &screened, received_at, &mut after);
+                Examined {
+                    screened,
+                    outcome,
+                    basis: after,
+                }
+            });
+        ExaminedShot {
+            claim: *claim,
+            received_at,
+            revision: self.revision,
             basis,
+            stage,
+        }
+    }
+
+    /// The other half of [`Validator::validate`]: the sequence number and fire-rate
+    /// checks against the shooter's earlier shots, the verdict, and counting the shot.
+    /// The verdict is the one `validate` would have given the claim on the history it was
+    /// examined against, provided each shooter's claims are settled in the order they
+    /// would have been validated (claims of different shooters may be settled in any
+    /// order). Emits the verdict like `validate`.
+    ///
+    /// # Errors
+    /// [`StaleShot`], with nothing changed, when the shot was examined under other rules,
+    /// registrations or timings than this validator has now: another validator, or
+    /// [`Validator::set_rules`], [`Validator::register`], [`Validator::forget`] or
+    /// [`Validator::set_timing`] since. Validate its claim again.
+    pub fn settle(&mut self, shot: ExaminedShot) -> Result<Verdict, StaleShot> {
+        if shot.revision != self.revision {
+            return Err(StaleShot {
+                claim: shot.claim,
+                received_at: shot.received_at,
+            });
+        }
+        let ExaminedShot {
+            claim,
+            received_at,
+            mut basis,
+            stage,
+            ..
+        } = shot;
+        let outcome = match stage {
+            Err(reason) => Err(reason),
+            Ok(examined) => self.settle_examined(&claim, received_at, &examined, &mut basis),
         };
-        crate::audit::emit(&verdict);
-        verdict
+        Ok(verdict(&claim, outcome, basis))
+    }
+
+    fn settle_examined(
+        &mut self,
+        claim: &ShotClaim,
+        received_at: f64,
+        examined: &Examined,
+        basis: &mut Basis,
+    ) -> Result<Outcome, RejectReason> {
+        let policy = &self.rules.policy;
+        let shooter = self
+            .participants
+            .get_mut(&claim.shooter)
+            .ok_or(RejectReason::UnknownShooter)?;
+        shooter.check_rate(policy, claim, &examined.screened, received_at, basis)?;
+        *basis = examined.basis;
+        let outcome = examined.outcome?;
+        shooter.count_shot(&examined.screened, received_at);
+        Ok(outcome)
     }
 
     fn judge(
@@ -214,6 +426,30 @@ impl Validator {
         received_at: f64,
         basis: &mut Basis,
     ) -> Result<Outcome, RejectReason> {
+        let screened = self.screen(history, claim, received_at, basis)?;
+        let policy = &self.rules.policy;
+        let shooter = self
+            .participants
+            .get_mut(&claim.shooter)
+            .ok_or(RejectReason::UnknownShooter)?;
+        shooter.check_rate(policy, claim, &screened, received_at, basis)?;
+        let outcome = self.examine_shot(history, claim, &screened, received_at, basis)?;
+        // Accepted (not rejected): count the shot for the fire-rate checks.
+        self.participants
+            .get_mut(&claim.shooter)
+            .ok_or(RejectReason::UnknownShooter)?
+            .count_shot(&screened, received_at);
+        Ok(outcome)
+    }
+
+    /// Check 1, and what checks 2 and 3 need from the claim and the configuration.
+    fn screen(
+        &self,
+        history: &History,
+        claim: &ShotClaim,
+        received_at: f64,
+        basis: &mut Basis,
+    ) -> Result<Screened, RejectReason> {
         // 1. Malformed.
         check_numbers(claim, received_at)?;
         let weapon = self
@@ -226,39 +462,51 @@ impl Validator {
         let policy = &self.rules.policy;
         let shooter = self
             .participants
-            .get_mut(&claim.shooter)
+            .get(&claim.shooter)
             .filter(|s| s.registered)
             .ok_or(RejectReason::UnknownShooter)?;
         if let Some(timing) = shooter.timing {
             basis.shooter_latency = Some(timing.srtt / 2.0);
             basis.interp_delay = Some(timing.interp_delay);
         }
-
-        // 2. Replay. The number is used up whatever the verdict.
-        shooter.sequence.admit(claim.seq, policy.sequence_window)?;
-
-        // 3. Fire rate, on the claimed time when it can be resolved (otherwise the time
-        //    check below rejects the shot).
-        let claimed_time = claimed_time(history, claim.render_time);
-        if let Ok((t, _)) = claimed_time {
-            basis.requested_time = Some(t);
-        }
         let spacing = weapon.min_interval * (1.0 - policy.fire_rate_slack);
         let jitter = shooter.timing.map_or(0.0, |t| t.rttvar);
-        let arrival_tolerance =
-            f64::from(weapon.burst) * spacing + policy.arrival_slack + 4.0 * jitter;
-        if received_at < shooter.next_arrival - arrival_tolerance {
-            return Err(RejectReason::FireRate);
-        }
-        if let Ok((t, _)) = claimed_time
-            && !spacing_allows(&shooter.fired, t, spacing, weapon.burst)
-        {
-            return Err(RejectReason::FireRate);
-        }
+        Ok(Screened {
+            claimed: claimed_time(history, claim.render_time),
+            spacing,
+            arrival_tolerance: f64::from(weapon.burst) * spacing
+                + policy.arrival_slack
+                + 4.0 * jitter,
+            burst: weapon.burst,
+            min_interval: weapon.min_interval,
+        })
+    }
+
+    /// Checks 4 to 9: everything after the shooter's state is consulted. Reads the
+    /// history and the configuration, changes nothing.
+    fn examine_shot(
+        &self,
+        history: &History,
+        claim: &ShotClaim,
+        screened: &Screened,
+        received_at: f64,
+        basis: &mut Basis,
+    ) -> Result<Outcome, RejectReason> {
+        // Both found by check 1 under the same configuration.
+        let weapon = self
+            .rules
+            .weapon(claim.weapon)
+            .ok_or(RejectReason::UnknownWeapon)?;
+        let shooter = self
+            .participants
+            .get(&claim.shooter)
+            .filter(|s| s.registered)
+            .ok_or(RejectReason::UnknownShooter)?;
+        let policy = &self.rules.policy;
 
         // 4. Time.
         let timing = shooter.timing.ok_or(RejectReason::NoTiming)?;
-        let (t, target_of_claim) = claimed_time?;
+        let (t, target_of_claim) = screened.claimed?;
         let (oldest, newest) = history.window().ok_or(RejectReason::TimeTooOld)?;
         basis.oldest = Some(oldest);
         basis.newest = Some(newest);
@@ -389,17 +637,6 @@ impl Validator {
             )?,
             None => self.judge_trace(weapon, team, &traced, basis)?,
         };
-
-        // Accepted (not rejected): count the shot for the fire-rate checks.
-        let shooter = self
-            .participants
-            .get_mut(&claim.shooter)
-            .expect("checked above");
-        let keep_after = t - (f64::from(weapon.burst) + 2.0) * weapon.min_interval.max(1e-3) * 4.0;
-        shooter.fired.retain(|&f| f >= keep_after);
-        let at = shooter.fired.partition_point(|&f| f <= t);
-        shooter.fired.insert(at, t);
-        shooter.next_arrival = shooter.next_arrival.max(received_at) + spacing;
         Ok(outcome)
     }
 
@@ -630,6 +867,19 @@ fn claimed_time(
             Ok((t, RewindTarget::between(from, to, fraction)))
         }
     }
+}
+
+/// The verdict on `claim`, emitted as a `tracing` event.
+fn verdict(claim: &ShotClaim, outcome: Result<Outcome, RejectReason>, basis: Basis) -> Verdict {
+    let verdict = Verdict {
+        shooter: claim.shooter,
+        seq: claim.seq,
+        weapon: claim.weapon,
+        outcome: outcome.unwrap_or_else(|reason| Outcome::Rejected { reason }),
+        basis,
+    };
+    crate::audit::emit(&verdict);
+    verdict
 }
 
 /// The reason for a query refused over its target time.
