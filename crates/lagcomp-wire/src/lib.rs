@@ -1,1 +1,123 @@
-//! The versioned wire protocol between a lagcomp server and its clients (work in progress).
+//! The versioned wire protocol between a lagcomp server and its clients.
+//!
+//! Each message is one transport message payload (renet carries them; connections,
+//! encryption, fragmentation and reliability are its business, not this crate's). The
+//! messages carry exactly what the simulator's server and bots exchange
+//! (`lagcomp-sim`'s skirmish), so a real server and real bots can run the same protocol:
+//!
+//! - client to server, [`ClientMessage`]: [`Input`] every frame (view, clock-sync
+//!   [`lagcomp_net::Ping`], [`ProbeReply`], interpolation delay, newest tick, the
+//!   redundant [`lagcomp_validate::ShotClaim`]s);
+//! - server to client, [`ServerMessage`]: [`Welcome`], snapshot parts ([`SnapshotPart`]
+//!   of [`EntityFrame`]s, split by [`SnapshotEncoder`]), [`lagcomp_net::Pong`],
+//!   [`Probe`], a cumulative shot acknowledgement, and each shot's [`ShotResult`].
+//!
+//! Decoding never panics and never allocates more than the input's length justifies:
+//! every length is checked against the bytes left and a hard cap, non-finite numbers,
+//! unknown kinds, tags and flag bits, other versions and trailing bytes are all
+//! [`DecodeError`]s that say what and where. Encoding writes into a buffer the caller
+//! keeps, and refuses ([`EncodeError`]) what the other side would refuse. Bad messages are
+//! counted per sender by a [`MalformedGuard`], which says when to disconnect.
+//!
+//! No I/O and no clocks: whoever needs "now" passes it in as `f64` seconds.
+//!
+//! - [`client`]: client messages.
+//! - [`server`]: server messages other than snapshots, and shot outcomes.
+//! - [`snapshot`]: snapshot parts, entities and the splitting encoder.
+//! - [`guard`]: the per-sender malformed-message guard.
+//! - [`error`]: decode and encode errors.
+//!
+//! # Byte layout (version 1)
+//!
+//! All integers and floats little-endian; floats are IEEE 754 bits as they are (never
+//! quantized, never NaN or infinite). Every message starts with a 5-byte header:
+//! [`MAGIC`] `"LW"`, [`PROTOCOL_VERSION`] as `u16`, a kind byte (client kinds below
+//! `0x80`, server kinds from `0x80`). Optional fields are announced by a flags byte
+//! before them; undefined flag bits are errors. No message is longer than
+//! [`MAX_MESSAGE_BYTES`], and none has bytes after its last field. The full layout of
+//! every message is in `docs/WIRE.md`; in short:
+//!
+//! | kind | message | body |
+//! | --- | --- | --- |
+//! | `0x01` | [`Input`] | frame `u32`, flags, [ping], [probe reply], aim `4×f32`, interp delay `f64`, [newest tick], shots `u8` × (seq `u32`, claim) |
+//! | `0x81` | [`Welcome`] | entity `u64`, tick rate, send rate, max rewind `f64`, bones `u16` |
+//! | `0x82` | [`SnapshotPart`] | tick `u32`, server time `f64`, part `u8`, parts `u8`, entities `u16` × (id `u64`, flags, velocity, bones `u16` × (translation, rotation, [scale])) |
+//! | `0x83` | [`lagcomp_net::Pong`] | id `u32`, three `f64` times |
+//! | `0x84` | [`Probe`] | id `u32`, server time `f64` |
+//! | `0x85` | shot ack | up-to sequence `u32` |
+//! | `0x86` | [`ShotResult`] | seq `u32`, outcome tag, [target `u64` + hitbox `u16` \| rejection code `u16`] |
+//!
+//! # Example
+//!
+//! A client's input, and the server decoding it (or counting it as malformed).
+//!
+//! ```
+//! use lagcomp::{EntityId, Quat, Tick, Vec3};
+//! use lagcomp_net::Ping;
+//! use lagcomp_validate::{RenderTime, ShotClaim, WeaponId};
+//! use lagcomp_wire::{ClientMessage, GuardConfig, Input, MalformedGuard, Penalty};
+//!
+//! let claim = ShotClaim {
+//!     shooter: EntityId::from_bits(3),
+//!     weapon: WeaponId(1),
+//!     seq: 12,
+//!     render_time: RenderTime::Ticks { from: Tick(40), to: Tick(42), fraction: 0.25 },
+//!     origin: Vec3::new(1.0, 1.6, -2.0),
+//!     direction: Vec3::NEG_Z,
+//!     hit: None,
+//! };
+//! let input = ClientMessage::Input(Input {
+//!     frame: 900,
+//!     ping: Some(Ping { id: 5, client_send: 31.25 }),
+//!     probe_reply: None,
+//!     aim: Quat::IDENTITY,
+//!     interp_delay: 0.105,
+//!     newest_tick: Some(Tick(44)),
+//!     shots: vec![(12, claim)],
+//! });
+//! let mut buffer = Vec::new(); // kept and reused frame after frame
+//! input.encode(&mut buffer)?;
+//!
+//! // The server side.
+//! let mut guard = MalformedGuard::new(GuardConfig::default())?;
+//! assert_eq!(ClientMessage::decode(&buffer)?, input);
+//! let cut = &buffer[..buffer.len() - 1];
+//! let error = ClientMessage::decode(cut).unwrap_err();
+//! assert!(error.to_string().contains("truncated"), "{error}");
+//! assert_eq!(guard.record(7_u64, 0.0), Penalty::Drop);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod client;
+mod codec;
+pub mod error;
+pub mod guard;
+pub mod server;
+pub mod snapshot;
+
+pub use client::{ClientMessage, Input, ProbeReply};
+pub use error::{DecodeError, Direction, EncodeError};
+pub use guard::{GuardConfig, GuardConfigError, MalformedGuard, Penalty};
+pub use server::{Probe, ServerMessage, ShotOutcome, ShotResult, Welcome};
+pub use snapshot::{EntityFrame, SnapshotEncoder, SnapshotPart, SnapshotParts};
+
+/// The first two bytes of every message.
+pub const MAGIC: [u8; 2] = *b"LW";
+
+/// The protocol version this build speaks; a message of any other version is refused.
+/// Bump it with any change to a message's layout (including a new rejection reason).
+pub const PROTOCOL_VERSION: u16 = 1;
+
+/// No message is longer than this, bytes; a longer one is refused before it is read.
+/// A snapshot entity with [`MAX_BONES`] scaled bones still fits in one part.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
+
+/// The most shots one [`Input`] carries (a [`lagcomp_net::ShotSender`] with redundancy up
+/// to this).
+pub const MAX_SHOTS_PER_INPUT: usize = 8;
+
+/// The most bones one snapshot entity carries.
+pub const MAX_BONES: usize = 256;
+
+/// The most parts one tick's snapshot is split into.
+pub const MAX_SNAPSHOT_PARTS: usize = 255;

@@ -1,0 +1,260 @@
+//! What the server sends: the welcome, snapshot parts, clock-sync answers, round-trip
+//! probes, shot acknowledgements and each shot's result.
+//!
+//! Snapshots themselves (entities, bones, splitting) live in [`crate::snapshot`].
+
+use lagcomp::{EntityId, HitboxId};
+use lagcomp_net::Pong;
+use lagcomp_validate::{Outcome, RejectReason};
+
+use crate::codec::{Reader, Writer, encode_into, kind};
+use crate::error::{DecodeError, Direction, EncodeError};
+use crate::snapshot::SnapshotPart;
+
+/// A message from the server to a client.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerMessage {
+    /// Sent once when the client connects: who it is and how the match runs.
+    Welcome(Welcome),
+    /// One part of one tick's snapshot.
+    Snapshot(SnapshotPart),
+    /// The answer to the client's clock-sync [`lagcomp_net::Ping`].
+    Pong(Pong),
+    /// A round-trip probe the client answers with a [`crate::ProbeReply`].
+    Probe(Probe),
+    /// Every shot up to this sequence number was received or given up on
+    /// ([`lagcomp_net::ShotReceiver::ack`]); the client's sender forgets them.
+    ShotAck {
+        /// The cumulative acknowledgement.
+        up_to: u32,
+    },
+    /// What the server decided about one of the client's shots.
+    ShotResult(ShotResult),
+}
+
+impl ServerMessage {
+    /// Decodes one message (one renet message payload) received by a client.
+    ///
+    /// # Errors
+    /// Whatever is wrong with the bytes, with where; see [`DecodeError`].
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let (mut reader, kind) = Reader::open(bytes, Direction::ToClient)?;
+        let r = &mut reader;
+        let message = match kind {
+            kind::WELCOME => Self::Welcome(Welcome::read(r)?),
+            kind::SNAPSHOT => Self::Snapshot(SnapshotPart::read(r)?),
+            kind::PONG => Self::Pong(Pong {
+                id: r.u32("pong.id")?,
+                client_send: r.f64("pong.client_send")?,
+                server_receive: r.f64("pong.server_receive")?,
+                server_send: r.f64("pong.server_send")?,
+            }),
+            kind::PROBE => Self::Probe(Probe {
+                id: r.u32("probe.id")?,
+                server_time: r.f64("probe.server_time")?,
+            }),
+            kind::SHOT_ACK => Self::ShotAck {
+                up_to: r.u32("shot_ack.up_to")?,
+            },
+            kind::SHOT_RESULT => Self::ShotResult(ShotResult::read(r)?),
+            // `Reader::open` lets through only this direction's kinds.
+            other => return Err(DecodeError::UnknownKind { kind: other }),
+        };
+        reader.finish()?;
+        Ok(message)
+    }
+
+    /// Encodes the message into `out` (cleared first; its capacity is reused). A snapshot
+    /// part is encoded as given; [`crate::SnapshotEncoder`] splits a whole world.
+    ///
+    /// # Errors
+    /// When the message would not decode: a non-finite number, a part numbered outside its
+    /// count, too many bones, too long. `out` is then empty.
+    pub fn encode(&self, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        match self {
+            Self::Welcome(welcome) => encode_into(out, kind::WELCOME, |w| welcome.write(w)),
+            Self::Snapshot(part) => encode_into(out, kind::SNAPSHOT, |w| part.write(w)),
+            Self::Pong(pong) => encode_into(out, kind::PONG, |w| {
+                w.u32(pong.id);
+                w.f64(pong.client_send, "pong.client_send")?;
+                w.f64(pong.server_receive, "pong.server_receive")?;
+                w.f64(pong.server_send, "pong.server_send")
+            }),
+            Self::Probe(probe) => encode_into(out, kind::PROBE, |w| {
+                w.u32(probe.id);
+                w.f64(probe.server_time, "probe.server_time")
+            }),
+            Self::ShotAck { up_to } => encode_into(out, kind::SHOT_ACK, |w| {
+                w.u32(*up_to);
+                Ok(())
+            }),
+            Self::ShotResult(result) => encode_into(out, kind::SHOT_RESULT, |w| result.write(w)),
+        }
+    }
+}
+
+/// Who the client is and how the match runs; the first message a client gets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Welcome {
+    /// The client's own entity (its shots' shooter; its own entry in snapshots).
+    pub you: EntityId,
+    /// Server ticks per second.
+    pub tick_rate: f64,
+    /// Snapshots per second.
+    pub send_rate: f64,
+    /// How far back the server rewinds, seconds (older claims are rejected).
+    pub max_rewind: f64,
+    /// Bones in every entity's rig (what a snapshot entity carries).
+    pub bones: u16,
+}
+
+impl Welcome {
+    fn write(&self, w: &mut Writer<'_>) -> Result<(), EncodeError> {
+        w.u64(self.you.to_bits());
+        w.f64(self.tick_rate, "welcome.tick_rate")?;
+        w.f64(self.send_rate, "welcome.send_rate")?;
+        w.f64(self.max_rewind, "welcome.max_rewind")?;
+        w.u16(self.bones);
+        Ok(())
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(Self {
+            you: EntityId::from_bits(r.u64("welcome.you")?),
+            tick_rate: r.f64("welcome.tick_rate")?,
+            send_rate: r.f64("welcome.send_rate")?,
+            max_rewind: r.f64("welcome.max_rewind")?,
+            bones: r.u16("welcome.bones")?,
+        })
+    }
+}
+
+/// The server's round-trip probe: it remembers when it sent `id` and measures the round
+/// trip when the client's [`crate::ProbeReply`] comes back.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Probe {
+    /// Matches the reply to the probe.
+    pub id: u32,
+    /// The server's clock when it sent the probe, seconds.
+    pub server_time: f64,
+}
+
+/// What the server decided about one shot, so a client (or a bot tallying agreement) can
+/// compare it with what it saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShotResult {
+    /// The shot's sequence number (the claim's).
+    pub seq: u32,
+    /// The decision.
+    pub outcome: ShotOutcome,
+}
+
+/// A verdict's outcome as the shooter needs it: what was hit, or why not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShotOutcome {
+    /// The shot hit this entity's hitbox.
+    Confirmed {
+        /// The entity hit.
+        target: EntityId,
+        /// The hitbox hit.
+        hitbox: HitboxId,
+    },
+    /// The shot hit nothing within range.
+    Miss,
+    /// A wall was in the way.
+    Blocked,
+    /// The claim was refused, for this reason.
+    Rejected(RejectReason),
+}
+
+impl From<&Outcome> for ShotOutcome {
+    fn from(outcome: &Outcome) -> Self {
+        match *outcome {
+            Outcome::Confirmed(hit) => Self::Confirmed {
+                target: hit.target,
+                hitbox: hit.hitbox,
+            },
+            Outcome::Miss => Self::Miss,
+            Outcome::Blocked { .. } => Self::Blocked,
+            Outcome::Rejected { reason } => Self::Rejected(reason),
+        }
+    }
+}
+
+impl ShotOutcome {
+    /// The stable label of [`Outcome::label`]: `confirmed`, `miss`, `blocked`, or the
+    /// rejection reason's name.
+    #[must_use]
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Confirmed { .. } => "confirmed",
+            Self::Miss => "miss",
+            Self::Blocked => "blocked",
+            Self::Rejected(reason) => reason.name(),
+        }
+    }
+}
+
+const OUTCOME_CONFIRMED: u8 = 0;
+const OUTCOME_MISS: u8 = 1;
+const OUTCOME_BLOCKED: u8 = 2;
+const OUTCOME_REJECTED: u8 = 3;
+
+impl ShotResult {
+    fn write(&self, w: &mut Writer<'_>) -> Result<(), EncodeError> {
+        w.u32(self.seq);
+        match self.outcome {
+            ShotOutcome::Confirmed { target, hitbox } => {
+                w.u8(OUTCOME_CONFIRMED);
+                w.u64(target.to_bits());
+                w.u16(hitbox.0);
+            }
+            ShotOutcome::Miss => w.u8(OUTCOME_MISS),
+            ShotOutcome::Blocked => w.u8(OUTCOME_BLOCKED),
+            ShotOutcome::Rejected(reason) => {
+                let code = reason.code();
+                // Only codes the receiver can name go out: a reason newer than
+                // `RejectReason::ALL` would not decode.
+                if reason_of(code).is_none() {
+                    return Err(EncodeError::UnknownRejectReason { code });
+                }
+                w.u8(OUTCOME_REJECTED);
+                w.u16(code);
+            }
+        }
+        Ok(())
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let seq = r.u32("shot_result.seq")?;
+        let offset = r.offset();
+        let outcome = match r.u8("shot_result.outcome")? {
+            OUTCOME_CONFIRMED => ShotOutcome::Confirmed {
+                target: EntityId::from_bits(r.u64("shot_result.target")?),
+                hitbox: HitboxId(r.u16("shot_result.hitbox")?),
+            },
+            OUTCOME_MISS => ShotOutcome::Miss,
+            OUTCOME_BLOCKED => ShotOutcome::Blocked,
+            OUTCOME_REJECTED => {
+                let offset = r.offset();
+                let code = r.u16("shot_result.reason")?;
+                ShotOutcome::Rejected(
+                    reason_of(code).ok_or(DecodeError::UnknownRejectCode { offset, code })?,
+                )
+            }
+            tag => {
+                return Err(DecodeError::UnknownTag {
+                    offset,
+                    field: "shot_result.outcome",
+                    tag,
+                });
+            }
+        };
+        Ok(Self { seq, outcome })
+    }
+}
+
+/// The reason with this stable code.
+fn reason_of(code: u16) -> Option<RejectReason> {
+    RejectReason::ALL.into_iter().find(|r| r.code() == code)
+}

@@ -1,0 +1,473 @@
+//! Snapshots on the wire: every entity's bones at one tick, exact to the bit, split into
+//! parts that each fit a budget.
+//!
+//! A part is self-contained (it carries the tick and server time), so a client pushes the
+//! entities of every part it gets into their interpolation buffers and loses only the
+//! entities of a part that was dropped, never the whole tick.
+
+use std::ops::Range;
+
+use glam::Vec3;
+use lagcomp::{BoneTransform, EntityId, Tick};
+use lagcomp_net::Snapshot;
+
+use crate::codec::{HEADER_BYTES, Reader, Writer, kind};
+use crate::error::{DecodeError, EncodeError};
+use crate::{MAX_BONES, MAX_MESSAGE_BYTES, MAX_SNAPSHOT_PARTS};
+
+/// One entity at one tick, as a client needs it to draw and to shoot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntityFrame {
+    /// The entity (the server's history handle).
+    pub id: EntityId,
+    /// Alive and hittable.
+    pub alive: bool,
+    /// The entity jumped to this pose (respawn, teleporter) since the previous snapshot:
+    /// never blend into it.
+    pub teleport: bool,
+    /// Invulnerable, dodging or otherwise not lag compensated (the server records
+    /// `lag_compensated = !protected`); an honest client does not shoot at it.
+    pub protected: bool,
+    /// Linear velocity, units per second (for extrapolation only).
+    pub velocity: Vec3,
+    /// World transforms of the rig's bones, in bone order, exactly as the server recorded
+    /// them. At most [`MAX_BONES`]. Scales travel only when some bone is scaled.
+    pub bones: Vec<BoneTransform>,
+}
+
+impl EntityFrame {
+    /// Bytes this entity takes in a snapshot part.
+    #[must_use]
+    pub fn wire_bytes(&self) -> usize {
+        let per_bone = if is_scaled(&self.bones) {
+            SCALED_BONE_BYTES
+        } else {
+            BONE_BYTES
+        };
+        ENTITY_HEADER_BYTES.saturating_add(self.bones.len().saturating_mul(per_bone))
+    }
+
+    /// The frame as a [`lagcomp_net::SnapshotBuffer`] entry at `tick` and `time` (the
+    /// part's), moving the bones.
+    #[must_use]
+    pub fn into_snapshot(self, tick: Tick, time: f64) -> Snapshot {
+        Snapshot {
+            tick,
+            time,
+            bones: self.bones,
+            velocity: self.velocity,
+            teleport: self.teleport,
+        }
+    }
+}
+
+/// One message's share of one tick's snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SnapshotPart {
+    /// The server tick.
+    pub tick: Tick,
+    /// The server time of the tick, seconds.
+    pub server_time: f64,
+    /// This part's index, below `parts`.
+    pub part: u8,
+    /// How many parts the tick's snapshot was split into.
+    pub parts: u8,
+    /// The entities in this part.
+    pub entities: Vec<EntityFrame>,
+}
+
+/// Entity flags on the wire.
+const ALIVE: u8 = 1 << 0;
+const TELEPORT: u8 = 1 << 1;
+const PROTECTED: u8 = 1 << 2;
+/// Every bone carries its scale (some bone's is not exactly one).
+const SCALED: u8 = 1 << 3;
+
+/// Tick, server time, part, parts, entity count.
+const PART_HEADER_BYTES: usize = 4 + 8 + 1 + 1 + 2;
+/// Id, flags, velocity, bone count.
+const ENTITY_HEADER_BYTES: usize = 8 + 1 + 12 + 2;
+/// Translation and rotation.
+const BONE_BYTES: usize = 12 + 16;
+/// Translation, rotation and scale.
+const SCALED_BONE_BYTES: usize = BONE_BYTES + 12;
+
+/// Whether any bone's scale differs from exactly one (bit for bit), so scales must travel.
+fn is_scaled(bones: &[BoneTransform]) -> bool {
+    bones
+        .iter()
+        .any(|b| b.scale.to_array().map(f32::to_bits) != Vec3::ONE.to_array().map(f32::to_bits))
+}
+
+impl SnapshotPart {
+    /// Bytes of this part as a message, header included.
+    #[must_use]
+    pub fn wire_bytes(&self) -> usize {
+        self.entities
+            .iter()
+            .map(EntityFrame::wire_bytes)
+            .fold(HEADER_BYTES + PART_HEADER_BYTES, usize::saturating_add)
+    }
+
+    pub(crate) fn write(&self, w: &mut Writer<'_>) -> Result<(), EncodeError> {
+        if self.part >= self.parts {
+            return Err(EncodeError::BadPart {
+                part: self.part,
+                parts: self.parts,
+            });
+        }
+        // Refuse before writing anything: a part over the cap could be huge.
+        let len = self.wire_bytes();
+        if len > MAX_MESSAGE_BYTES {
+            return Err(EncodeError::TooLong {
+                len,
+                max: MAX_MESSAGE_BYTES,
+            });
+        }
+        write_part(
+            w,
+            self.tick,
+            self.server_time,
+            self.part,
+            self.parts,
+            &self.entities,
+        )
+    }
+
+    pub(crate) fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let tick = Tick(r.u32("snapshot.tick")?);
+        let server_time = r.f64("snapshot.server_time")?;
+        let offset = r.offset();
+        let part = r.u8("snapshot.part")?;
+        let parts = r.u8("snapshot.parts")?;
+        if part >= parts {
+            return Err(DecodeError::BadPart {
+                offset,
+                part,
+                parts,
+            });
+        }
+        let offset = r.offset();
+        let count = usize::from(r.u16("snapshot.entities.count")?);
+        let count = r.check_count(
+            offset,
+            "snapshot.entities",
+            count,
+            usize::MAX,
+            ENTITY_HEADER_BYTES,
+        )?;
+        let mut entities = Vec::with_capacity(count);
+        for _ in 0..count {
+            entities.push(read_entity(r)?);
+        }
+        Ok(Self {
+            tick,
+            server_time,
+            part,
+            parts,
+            entities,
+        })
+    }
+}
+
+fn write_part(
+    w: &mut Writer<'_>,
+    tick: Tick,
+    server_time: f64,
+    part: u8,
+    parts: u8,
+    entities: &[EntityFrame],
+) -> Result<(), EncodeError> {
+    w.u32(tick.0);
+    w.f64(server_time, "snapshot.server_time")?;
+    w.u8(part);
+    w.u8(parts);
+    let count = u16::try_from(entities.len()).map_err(|_| EncodeError::TooMany {
+        field: "snapshot.entities",
+        count: entities.len(),
+        max: usize::from(u16::MAX),
+    })?;
+    w.u16(count);
+    for entity in entities {
+        write_entity(w, entity)?;
+    }
+    Ok(())
+}
+
+fn write_entity(w: &mut Writer<'_>, entity: &EntityFrame) -> Result<(), EncodeError> {
+    if entity.bones.len() > MAX_BONES {
+        return Err(EncodeError::TooMany {
+            field: "snapshot.entities.bones",
+            count: entity.bones.len(),
+            max: MAX_BONES,
+        });
+    }
+    let scaled = is_scaled(&entity.bones);
+    let flags = [
+        (entity.alive, ALIVE),
+        (entity.teleport, TELEPORT),
+        (entity.protected, PROTECTED),
+        (scaled, SCALED),
+    ]
+    .into_iter()
+    .filter(|(on, _)| *on)
+    .fold(0, |bits, (_, bit)| bits | bit);
+    w.u64(entity.id.to_bits());
+    w.u8(flags);
+    w.vec3(entity.velocity, "snapshot.entities.velocity")?;
+    // At most MAX_BONES, checked above.
+    w.u16(entity.bones.len() as u16);
+    for bone in &entity.bones {
+        w.vec3(bone.translation, "snapshot.entities.bones.translation")?;
+        w.quat(bone.rotation, "snapshot.entities.bones.rotation")?;
+        if scaled {
+            w.vec3(bone.scale, "snapshot.entities.bones.scale")?;
+        }
+    }
+    Ok(())
+}
+
+fn read_entity(r: &mut Reader<'_>) -> Result<EntityFrame, DecodeError> {
+    let id = EntityId::from_bits(r.u64("snapshot.entities.id")?);
+    let flags_offset = r.offset();
+    let flags = r.flags(
+        "snapshot.entities.flags",
+        ALIVE | TELEPORT | PROTECTED | SCALED,
+    )?;
+    let velocity = r.vec3("snapshot.entities.velocity")?;
+    let scaled = flags & SCALED != 0;
+    let offset = r.offset();
+    let count = usize::from(r.u16("snapshot.entities.bones.count")?);
+    let count = r.check_count(
+        offset,
+        "snapshot.entities.bones",
+        count,
+        MAX_BONES,
+        if scaled {
+            SCALED_BONE_BYTES
+        } else {
+            BONE_BYTES
+        },
+    )?;
+    let mut bones = Vec::with_capacity(count);
+    for _ in 0..count {
+        let translation = r.vec3("snapshot.entities.bones.translation")?;
+        let rotation = r.quat("snapshot.entities.bones.rotation")?;
+        let scale = if scaled {
+            r.vec3("snapshot.entities.bones.scale")?
+        } else {
+            Vec3::ONE
+        };
+        bones.push(BoneTransform {
+            translation,
+            rotation,
+            scale,
+        });
+    }
+    if scaled && !is_scaled(&bones) {
+        // The encoder leaves scales out when all are one; only one encoding is valid.
+        return Err(DecodeError::NonCanonical {
+            offset: flags_offset,
+            field: "snapshot.entities.flags",
+        });
+    }
+    Ok(EntityFrame {
+        id,
+        alive: flags & ALIVE != 0,
+        teleport: flags & TELEPORT != 0,
+        protected: flags & PROTECTED != 0,
+        velocity,
+        bones,
+    })
+}
+
+/// Splits a whole world's snapshot into parts that each fit a byte budget, encoding them
+/// back to back into a buffer it keeps, so a server that holds one encoder allocates
+/// nothing per tick once the buffer has grown.
+///
+/// Entities are packed greedily in the order given; an entity bigger than the budget on
+/// its own gets a part of its own (up to [`MAX_MESSAGE_BYTES`], which renet then sends in
+/// slices). An empty world is one part with no entities, so clients still learn the tick.
+///
+/// ```
+/// use lagcomp::{BoneTransform, EntityId, Tick, Vec3};
+/// use lagcomp_wire::{EntityFrame, ServerMessage, SnapshotEncoder};
+///
+/// let entities: Vec<EntityFrame> = (0..16)
+///     .map(|i| EntityFrame {
+///         id: EntityId::from_bits(i),
+///         alive: true,
+///         teleport: false,
+///         protected: false,
+///         velocity: Vec3::X,
+///         bones: vec![BoneTransform::IDENTITY; 15],
+///     })
+///     .collect();
+/// let mut encoder = SnapshotEncoder::default();
+/// let mut received = Vec::new();
+/// for bytes in encoder.encode(Tick(7), 0.109375, &entities)? {
+///     assert!(bytes.len() <= SnapshotEncoder::DEFAULT_BUDGET);
+///     let ServerMessage::Snapshot(part) = ServerMessage::decode(bytes)? else { panic!() };
+///     received.extend(part.entities);
+/// }
+/// assert_eq!(received, entities);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct SnapshotEncoder {
+    budget: usize,
+    buffer: Vec<u8>,
+    /// Entities per part, as index ranges into the world.
+    groups: Vec<Range<usize>>,
+    /// Each part's bytes in `buffer`.
+    parts: Vec<Range<usize>>,
+}
+
+impl SnapshotEncoder {
+    /// The default part budget, bytes: renet sends a message over 1200 bytes in slices, and
+    /// an unreliable message is lost with any one of its slices, so a part that fits one
+    /// packet (with renet's and netcode's own headers) survives loss best.
+    pub const DEFAULT_BUDGET: usize = 1100;
+
+    /// The smallest budget: a message header, a part header and one entity with no bones.
+    pub const MIN_BUDGET: usize = HEADER_BYTES + PART_HEADER_BYTES + ENTITY_HEADER_BYTES;
+
+    /// An encoder whose parts are at most `budget` bytes (but see the type's docs for an
+    /// entity bigger than that).
+    ///
+    /// # Errors
+    /// [`EncodeError::Budget`] outside [`Self::MIN_BUDGET`]`..=`[`MAX_MESSAGE_BYTES`].
+    pub fn new(budget: usize) -> Result<Self, EncodeError> {
+        if !(Self::MIN_BUDGET..=MAX_MESSAGE_BYTES).contains(&budget) {
+            return Err(EncodeError::Budget {
+                budget,
+                min: Self::MIN_BUDGET,
+                max: MAX_MESSAGE_BYTES,
+            });
+        }
+        Ok(Self {
+            budget,
+            buffer: Vec::new(),
+            groups: Vec::new(),
+            parts: Vec::new(),
+        })
+    }
+
+    /// The part budget, bytes.
+    #[must_use]
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// Encodes `entities` at `tick` and `server_time` into as few parts as the budget
+    /// allows; each item of the result is one message's bytes.
+    ///
+    /// # Errors
+    /// A non-finite number or an entity with over [`MAX_BONES`] bones; a world that needs
+    /// more than [`MAX_SNAPSHOT_PARTS`] parts. Nothing is encoded then.
+    pub fn encode(
+        &mut self,
+        tick: Tick,
+        server_time: f64,
+        entities: &[EntityFrame],
+    ) -> Result<SnapshotParts<'_>, EncodeError> {
+        self.buffer.clear();
+        self.groups.clear();
+        self.parts.clear();
+        let result = self.encode_parts(tick, server_time, entities);
+        if result.is_err() {
+            self.buffer.clear();
+            self.parts.clear();
+        }
+        result.map(|()| SnapshotParts {
+            buffer: &self.buffer,
+            parts: self.parts.iter(),
+        })
+    }
+
+    fn encode_parts(
+        &mut self,
+        tick: Tick,
+        server_time: f64,
+        entities: &[EntityFrame],
+    ) -> Result<(), EncodeError> {
+        let empty = HEADER_BYTES + PART_HEADER_BYTES;
+        let mut start = 0;
+        let mut size = empty;
+        for (i, entity) in entities.iter().enumerate() {
+            if entity.bones.len() > MAX_BONES {
+                return Err(EncodeError::TooMany {
+                    field: "snapshot.entities.bones",
+                    count: entity.bones.len(),
+                    max: MAX_BONES,
+                });
+            }
+            let bytes = entity.wire_bytes();
+            if i > start && size + bytes > self.budget {
+                self.groups.push(start..i);
+                start = i;
+                size = empty;
+            }
+            size += bytes;
+        }
+        self.groups.push(start..entities.len());
+        let parts = u8::try_from(self.groups.len())
+            .ok()
+            .filter(|&n| usize::from(n) <= MAX_SNAPSHOT_PARTS)
+            .ok_or(EncodeError::TooMany {
+                field: "snapshot parts",
+                count: self.groups.len(),
+                max: MAX_SNAPSHOT_PARTS,
+            })?;
+        for (part, group) in self.groups.iter().enumerate() {
+            let begin = self.buffer.len();
+            let mut w = Writer::append(&mut self.buffer, kind::SNAPSHOT);
+            // `part < parts <= 255`.
+            write_part(
+                &mut w,
+                tick,
+                server_time,
+                part as u8,
+                parts,
+                &entities[group.clone()],
+            )?;
+            w.finish()?;
+            self.parts.push(begin..self.buffer.len());
+        }
+        Ok(())
+    }
+}
+
+impl Default for SnapshotEncoder {
+    /// An encoder with [`SnapshotEncoder::DEFAULT_BUDGET`].
+    fn default() -> Self {
+        Self {
+            budget: Self::DEFAULT_BUDGET,
+            buffer: Vec::new(),
+            groups: Vec::new(),
+            parts: Vec::new(),
+        }
+    }
+}
+
+/// The encoded parts of one snapshot, in order: one message's bytes each.
+#[derive(Debug, Clone)]
+pub struct SnapshotParts<'a> {
+    buffer: &'a [u8],
+    parts: std::slice::Iter<'a, Range<usize>>,
+}
+
+impl<'a> Iterator for SnapshotParts<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let range = self.parts.next()?;
+        self.buffer.get(range.clone())
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.parts.size_hint()
+    }
+}
+
+impl ExactSizeIterator for SnapshotParts<'_> {}

@@ -1,0 +1,264 @@
+//! Strategies for arbitrary valid messages, shared by the test binaries.
+
+#![allow(
+    dead_code,
+    reason = "each test binary uses its own share of the strategies"
+)]
+
+use lagcomp::{BoneTransform, EntityId, HitboxId, Quat, Tick, Vec3};
+use lagcomp_net::{Ping, Pong};
+use lagcomp_validate::{ClaimedHit, RejectReason, RenderTime, ShotClaim, WeaponId};
+use lagcomp_wire::{
+    ClientMessage, EntityFrame, Input, MAX_SHOTS_PER_INPUT, Probe, ProbeReply, ServerMessage,
+    ShotOutcome, ShotResult, SnapshotPart, Welcome,
+};
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::TestRunner;
+
+/// Any finite f32, with the awkward ones (signed zeros, subnormals, extremes) often.
+pub(crate) fn f32_finite() -> impl Strategy<Value = f32> {
+    prop_oneof![
+        3 => -1000.0_f32..1000.0,
+        2 => any::<u32>()
+            .prop_map(f32::from_bits)
+            .prop_filter("finite", |v| v.is_finite()),
+        1 => prop::sample::select(vec![
+            0.0,
+            -0.0,
+            1.0,
+            f32::from_bits(1),
+            -f32::from_bits(1),
+            f32::MIN_POSITIVE,
+            f32::MAX,
+            f32::MIN,
+            f32::EPSILON,
+        ]),
+    ]
+}
+
+/// Any finite f64, the same way.
+pub(crate) fn f64_finite() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        3 => -1e6_f64..1e6,
+        2 => any::<u64>()
+            .prop_map(f64::from_bits)
+            .prop_filter("finite", |v| v.is_finite()),
+        1 => prop::sample::select(vec![
+            0.0,
+            -0.0,
+            f64::from_bits(1),
+            f64::MIN_POSITIVE,
+            f64::MAX,
+            f64::MIN,
+        ]),
+    ]
+}
+
+pub(crate) fn vec3() -> impl Strategy<Value = Vec3> {
+    (f32_finite(), f32_finite(), f32_finite()).prop_map(|(x, y, z)| Vec3::new(x, y, z))
+}
+
+pub(crate) fn quat() -> impl Strategy<Value = Quat> {
+    (f32_finite(), f32_finite(), f32_finite(), f32_finite())
+        .prop_map(|(x, y, z, w)| Quat::from_xyzw(x, y, z, w))
+}
+
+pub(crate) fn entity_id() -> impl Strategy<Value = EntityId> {
+    any::<u64>().prop_map(EntityId::from_bits)
+}
+
+pub(crate) fn render_time() -> impl Strategy<Value = RenderTime> {
+    prop_oneof![
+        f64_finite().prop_map(RenderTime::Time),
+        (any::<u32>(), any::<u32>(), f32_finite()).prop_map(|(from, to, fraction)| {
+            RenderTime::Ticks {
+                from: Tick(from),
+                to: Tick(to),
+                fraction,
+            }
+        }),
+    ]
+}
+
+pub(crate) fn claimed_hit() -> impl Strategy<Value = ClaimedHit> {
+    (
+        entity_id(),
+        proptest::option::of(any::<u16>().prop_map(HitboxId)),
+        proptest::option::of(vec3()),
+    )
+        .prop_map(|(target, hitbox, point)| ClaimedHit {
+            target,
+            hitbox,
+            point,
+        })
+}
+
+pub(crate) fn shot_claim() -> impl Strategy<Value = ShotClaim> {
+    (
+        entity_id(),
+        any::<u16>(),
+        any::<u32>(),
+        render_time(),
+        vec3(),
+        vec3(),
+        proptest::option::of(claimed_hit()),
+    )
+        .prop_map(
+            |(shooter, weapon, seq, render_time, origin, direction, hit)| ShotClaim {
+                shooter,
+                weapon: WeaponId(weapon),
+                seq,
+                render_time,
+                origin,
+                direction,
+                hit,
+            },
+        )
+}
+
+pub(crate) fn input() -> impl Strategy<Value = Input> {
+    (
+        any::<u32>(),
+        proptest::option::of((any::<u32>(), f64_finite())),
+        proptest::option::of((any::<u32>(), f64_finite())),
+        quat(),
+        f64_finite(),
+        proptest::option::of(any::<u32>()),
+        prop::collection::vec((any::<u32>(), shot_claim()), 0..=MAX_SHOTS_PER_INPUT),
+    )
+        .prop_map(
+            |(frame, ping, reply, aim, interp_delay, newest_tick, shots)| Input {
+                frame,
+                ping: ping.map(|(id, client_send)| Ping { id, client_send }),
+                probe_reply: reply.map(|(id, client_time)| ProbeReply { id, client_time }),
+                aim,
+                interp_delay,
+                newest_tick: newest_tick.map(Tick),
+                shots,
+            },
+        )
+}
+
+pub(crate) fn client_message() -> impl Strategy<Value = ClientMessage> {
+    input().prop_map(ClientMessage::Input)
+}
+
+pub(crate) fn bone(scaled: bool) -> BoxedStrategy<BoneTransform> {
+    let scale = if scaled {
+        vec3().boxed()
+    } else {
+        Just(Vec3::ONE).boxed()
+    };
+    (vec3(), quat(), scale)
+        .prop_map(|(translation, rotation, scale)| BoneTransform {
+            translation,
+            rotation,
+            scale,
+        })
+        .boxed()
+}
+
+pub(crate) fn entity_frame() -> impl Strategy<Value = EntityFrame> {
+    (
+        entity_id(),
+        any::<[bool; 3]>(),
+        vec3(),
+        any::<bool>().prop_flat_map(|scaled| prop::collection::vec(bone(scaled), 0..24)),
+    )
+        .prop_map(
+            |(id, [alive, teleport, protected], velocity, bones)| EntityFrame {
+                id,
+                alive,
+                teleport,
+                protected,
+                velocity,
+                bones,
+            },
+        )
+}
+
+pub(crate) fn snapshot_part() -> impl Strategy<Value = SnapshotPart> {
+    (
+        any::<u32>(),
+        f64_finite(),
+        (1..=u8::MAX).prop_flat_map(|parts| (0..parts, Just(parts))),
+        prop::collection::vec(entity_frame(), 0..6),
+    )
+        .prop_map(
+            |(tick, server_time, (part, parts), entities)| SnapshotPart {
+                tick: Tick(tick),
+                server_time,
+                part,
+                parts,
+                entities,
+            },
+        )
+}
+
+pub(crate) fn shot_outcome() -> impl Strategy<Value = ShotOutcome> {
+    prop_oneof![
+        (entity_id(), any::<u16>()).prop_map(|(target, hitbox)| ShotOutcome::Confirmed {
+            target,
+            hitbox: HitboxId(hitbox),
+        }),
+        Just(ShotOutcome::Miss),
+        Just(ShotOutcome::Blocked),
+        prop::sample::select(RejectReason::ALL.to_vec()).prop_map(ShotOutcome::Rejected),
+    ]
+}
+
+pub(crate) fn server_message() -> impl Strategy<Value = ServerMessage> {
+    prop_oneof![
+        (
+            entity_id(),
+            f64_finite(),
+            f64_finite(),
+            f64_finite(),
+            any::<u16>()
+        )
+            .prop_map(|(you, tick_rate, send_rate, max_rewind, bones)| {
+                ServerMessage::Welcome(Welcome {
+                    you,
+                    tick_rate,
+                    send_rate,
+                    max_rewind,
+                    bones,
+                })
+            }),
+        snapshot_part().prop_map(ServerMessage::Snapshot),
+        (any::<u32>(), f64_finite(), f64_finite(), f64_finite()).prop_map(
+            |(id, client_send, server_receive, server_send)| ServerMessage::Pong(Pong {
+                id,
+                client_send,
+                server_receive,
+                server_send,
+            })
+        ),
+        (any::<u32>(), f64_finite())
+            .prop_map(|(id, server_time)| ServerMessage::Probe(Probe { id, server_time })),
+        any::<u32>().prop_map(|up_to| ServerMessage::ShotAck { up_to }),
+        (any::<u32>(), shot_outcome())
+            .prop_map(|(seq, outcome)| ServerMessage::ShotResult(ShotResult { seq, outcome })),
+    ]
+}
+
+/// `count` encoded valid messages of both directions, the same ones on every run.
+pub(crate) fn seed_corpus(count: usize) -> Vec<Vec<u8>> {
+    let mut runner = TestRunner::deterministic();
+    let clients = client_message();
+    let servers = server_message();
+    (0..count)
+        .map(|i| {
+            let mut bytes = Vec::new();
+            if i % 2 == 0 {
+                let message = clients.new_tree(&mut runner).expect("a value").current();
+                message.encode(&mut bytes).expect("valid messages encode");
+            } else {
+                let message = servers.new_tree(&mut runner).expect("a value").current();
+                message.encode(&mut bytes).expect("valid messages encode");
+            }
+            bytes
+        })
+        .collect()
+}
