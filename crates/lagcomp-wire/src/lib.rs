@@ -33,19 +33,19 @@
 //! quantized, never NaN or infinite). Every message starts with a 5-byte header:
 //! [`MAGIC`] `"LW"`, [`PROTOCOL_VERSION`] as `u16`, a kind byte (client kinds below
 //! `0x80`, server kinds from `0x80`). Optional fields are announced by a flags byte
-//! before them; undefined flag bits are errors. No message is longer than
+//! before them (in brackets below); undefined flag bits are errors. No message is longer than
 //! [`MAX_MESSAGE_BYTES`], and none has bytes after its last field. The full layout of
 //! every message is in `docs/WIRE.md`; in short:
 //!
 //! | kind | message | body |
 //! | --- | --- | --- |
-//! | `0x01` | [`Input`] | frame `u32`, flags, [ping], [probe reply], aim `4×f32`, interp delay `f64`, [newest tick], shots `u8` × (seq `u32`, claim) |
+//! | `0x01` | [`Input`] | frame `u32`, flags, \[ping\], \[probe reply\], aim `4×f32`, interp delay `f64`, \[newest tick\], shots `u8` × (seq `u32`, claim) |
 //! | `0x81` | [`Welcome`] | entity `u64`, tick rate, send rate, max rewind `f64`, bones `u16` |
-//! | `0x82` | [`SnapshotPart`] | tick `u32`, server time `f64`, part `u8`, parts `u8`, entities `u16` × (id `u64`, flags, velocity, bones `u16` × (translation, rotation, [scale])) |
+//! | `0x82` | [`SnapshotPart`] | tick `u32`, server time `f64`, part `u8`, parts `u8`, entities `u16` × (id `u64`, flags, velocity, bones `u16` × (translation, rotation, \[scale\])) |
 //! | `0x83` | [`lagcomp_net::Pong`] | id `u32`, three `f64` times |
 //! | `0x84` | [`Probe`] | id `u32`, server time `f64` |
 //! | `0x85` | shot ack | up-to sequence `u32` |
-//! | `0x86` | [`ShotResult`] | seq `u32`, outcome tag, [target `u64` + hitbox `u16` \| rejection code `u16`] |
+//! | `0x86` | [`ShotResult`] | seq `u32`, outcome tag, \[target `u64` + hitbox `u16` \| rejection code `u16`\] |
 //!
 //! # Example
 //!

@@ -1,0 +1,190 @@
+//! The sizes `docs/WIRE.md` gives for each message are the encoder's.
+
+use lagcomp::{BoneTransform, EntityId, HitboxId, Quat, Tick, Vec3};
+use lagcomp_net::{Ping, Pong};
+use lagcomp_validate::{ClaimedHit, RejectReason, RenderTime, ShotClaim, WeaponId};
+use lagcomp_wire::{
+    ClientMessage, EntityFrame, Input, MAX_SHOTS_PER_INPUT, Probe, ProbeReply, ServerMessage,
+    ShotOutcome, ShotResult, SnapshotPart, Welcome,
+};
+
+const WIRE_MD: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/WIRE.md"));
+
+/// `(kind, smallest, largest)` from every "### `0xNN` Name (...)" heading; the largest is
+/// `None` for "N bytes + ...".
+fn documented() -> Vec<(u8, usize, Option<usize>)> {
+    WIRE_MD
+        .lines()
+        .filter_map(|line| line.strip_prefix("### `0x"))
+        .map(|rest| {
+            let kind = u8::from_str_radix(&rest[..2], 16).expect("a hex kind");
+            let sizes = &rest[rest.find('(').expect("a size") + 1..rest.find(')').expect(")")];
+            let numbers: Vec<usize> = sizes
+                .split(' ')
+                .filter_map(|word| word.parse().ok())
+                .collect();
+            let largest = if sizes.contains('+') {
+                None
+            } else {
+                Some(*numbers.last().expect("a size"))
+            };
+            (kind, numbers[0], largest)
+        })
+        .collect()
+}
+
+fn size(message: &ServerMessage) -> usize {
+    let mut bytes = Vec::new();
+    message.encode(&mut bytes).expect("valid");
+    bytes.len()
+}
+
+fn client_size(input: Input) -> usize {
+    let mut bytes = Vec::new();
+    ClientMessage::Input(input)
+        .encode(&mut bytes)
+        .expect("valid");
+    bytes.len()
+}
+
+/// The smallest and largest encoding of each kind (a snapshot part's largest is not
+/// fixed: its smallest and one 15-bone entity's share are checked instead).
+fn measured(kind: u8) -> (usize, usize) {
+    match kind {
+        0x01 => {
+            let bare = Input {
+                frame: 0,
+                ping: None,
+                probe_reply: None,
+                aim: Quat::IDENTITY,
+                interp_delay: 0.0,
+                newest_tick: None,
+                shots: Vec::new(),
+            };
+            let biggest_shot = ShotClaim {
+                shooter: EntityId::from_bits(1),
+                weapon: WeaponId(1),
+                seq: 1,
+                render_time: RenderTime::Ticks {
+                    from: Tick(1),
+                    to: Tick(2),
+                    fraction: 0.5,
+                },
+                origin: Vec3::ZERO,
+                direction: Vec3::X,
+                hit: Some(ClaimedHit {
+                    target: EntityId::from_bits(2),
+                    hitbox: Some(HitboxId(1)),
+                    point: Some(Vec3::ONE),
+                }),
+            };
+            let full = Input {
+                ping: Some(Ping {
+                    id: 1,
+                    client_send: 1.0,
+                }),
+                probe_reply: Some(ProbeReply {
+                    id: 1,
+                    client_time: 1.0,
+                }),
+                newest_tick: Some(Tick(1)),
+                shots: vec![(1, biggest_shot); MAX_SHOTS_PER_INPUT],
+                ..bare.clone()
+            };
+            // The shot sizes the document gives.
+            let mut smallest_shot = biggest_shot;
+            smallest_shot.render_time = RenderTime::Time(1.0);
+            smallest_shot.hit = None;
+            let one = |claim| {
+                client_size(Input {
+                    shots: vec![(1, claim)],
+                    ..bare.clone()
+                }) - client_size(bare.clone())
+            };
+            assert_eq!((one(smallest_shot), one(biggest_shot)), (52, 78));
+            (client_size(bare), client_size(full))
+        }
+        0x81 => {
+            let n = size(&ServerMessage::Welcome(Welcome {
+                you: EntityId::from_bits(1),
+                tick_rate: 64.0,
+                send_rate: 32.0,
+                max_rewind: 1.0,
+                bones: 15,
+            }));
+            (n, n)
+        }
+        0x82 => {
+            let mut part = SnapshotPart {
+                tick: Tick(1),
+                server_time: 0.0,
+                part: 0,
+                parts: 1,
+                entities: Vec::new(),
+            };
+            let empty = size(&ServerMessage::Snapshot(part.clone()));
+            part.entities.push(EntityFrame {
+                id: EntityId::from_bits(1),
+                alive: true,
+                teleport: false,
+                protected: false,
+                velocity: Vec3::ZERO,
+                bones: vec![BoneTransform::IDENTITY; 15],
+            });
+            let humanoid = size(&ServerMessage::Snapshot(part.clone())) - empty;
+            assert_eq!(humanoid, 443);
+            assert!(WIRE_MD.contains("A 15-bone humanoid is 443 bytes"));
+            part.entities[0].bones[0].scale = Vec3::splat(2.0);
+            assert_eq!(size(&ServerMessage::Snapshot(part)) - empty, 23 + 15 * 40);
+            (empty, empty)
+        }
+        0x83 => {
+            let n = size(&ServerMessage::Pong(Pong {
+                id: 1,
+                client_send: 1.0,
+                server_receive: 1.0,
+                server_send: 1.0,
+            }));
+            (n, n)
+        }
+        0x84 => {
+            let n = size(&ServerMessage::Probe(Probe {
+                id: 1,
+                server_time: 1.0,
+            }));
+            (n, n)
+        }
+        0x85 => {
+            let n = size(&ServerMessage::ShotAck { up_to: 1 });
+            (n, n)
+        }
+        0x86 => {
+            let result = |outcome| size(&ServerMessage::ShotResult(ShotResult { seq: 1, outcome }));
+            let sizes = [
+                result(ShotOutcome::Miss),
+                result(ShotOutcome::Blocked),
+                result(ShotOutcome::Rejected(RejectReason::FireRate)),
+                result(ShotOutcome::Confirmed {
+                    target: EntityId::from_bits(1),
+                    hitbox: HitboxId(1),
+                }),
+            ];
+            (sizes[0], *sizes.iter().max().expect("four"))
+        }
+        other => panic!("docs/WIRE.md documents unknown kind {other:#04x}"),
+    }
+}
+
+#[test]
+fn the_document_gives_every_message_its_size() {
+    let documented = documented();
+    let kinds: Vec<u8> = documented.iter().map(|d| d.0).collect();
+    assert_eq!(kinds, [0x01, 0x81, 0x82, 0x83, 0x84, 0x85, 0x86]);
+    for (kind, smallest, largest) in documented {
+        let (min, max) = measured(kind);
+        assert_eq!(smallest, min, "smallest of kind {kind:#04x}");
+        if let Some(largest) = largest {
+            assert_eq!(largest, max, "largest of kind {kind:#04x}");
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! Splitting a world into snapshot parts: within budget, in order, complete, and with a
+//! buffer that stops growing.
+
+use lagcomp::{BoneTransform, EntityId, Quat, Tick, Vec3};
+use lagcomp_wire::{
+    EncodeError, EntityFrame, MAX_BONES, MAX_MESSAGE_BYTES, MAX_SNAPSHOT_PARTS, ServerMessage,
+    SnapshotEncoder, SnapshotPart,
+};
+
+fn humanoid(i: u64, bones: usize) -> EntityFrame {
+    EntityFrame {
+        id: EntityId::from_bits(i << 32 | i),
+        alive: !i.is_multiple_of(3),
+        teleport: i.is_multiple_of(5),
+        protected: i.is_multiple_of(7),
+        velocity: Vec3::new(i as f32, 0.0, -1.5),
+        bones: (0..bones)
+            .map(|b| BoneTransform {
+                translation: Vec3::new(i as f32 * 0.1, b as f32 * 0.13, 1.0 / 3.0),
+                rotation: Quat::from_rotation_y(b as f32 * 0.7 + i as f32).normalize(),
+                scale: Vec3::ONE,
+            })
+            .collect(),
+    }
+}
+
+fn decode_parts(encoder: &mut SnapshotEncoder, world: &[EntityFrame]) -> Vec<SnapshotPart> {
+    encoder
+        .encode(Tick(77), 1.203125, world)
+        .expect("a valid world")
+        .map(|bytes| {
+            assert!(bytes.len() <= MAX_MESSAGE_BYTES);
+            match ServerMessage::decode(bytes).expect("parts decode") {
+                ServerMessage::Snapshot(part) => part,
+                other => panic!("not a snapshot: {other:?}"),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_world_splits_within_budget_and_comes_back_whole() {
+    let world: Vec<EntityFrame> = (0..40).map(|i| humanoid(i, 15)).collect();
+    for budget in [
+        SnapshotEncoder::MIN_BUDGET,
+        600,
+        1100,
+        4000,
+        MAX_MESSAGE_BYTES,
+    ] {
+        let mut encoder = SnapshotEncoder::new(budget).expect("a valid budget");
+        let sizes: Vec<usize> = encoder
+            .encode(Tick(77), 1.203125, &world)
+            .expect("valid")
+            .map(<[u8]>::len)
+            .collect();
+        let one_entity = 5 + 16 + world[0].wire_bytes();
+        for &size in &sizes {
+            // Over budget only when a single entity is.
+            assert!(size <= budget.max(one_entity), "{size} > {budget}");
+        }
+        let parts = decode_parts(&mut encoder, &world);
+        assert_eq!(parts.len(), sizes.len());
+        let mut entities = Vec::new();
+        for (i, part) in parts.into_iter().enumerate() {
+            assert_eq!((part.part as usize, part.parts as usize), (i, sizes.len()));
+            assert_eq!((part.tick, part.server_time), (Tick(77), 1.203125));
+            assert!(!part.entities.is_empty());
+            entities.extend(part.entities);
+        }
+        assert_eq!(entities, world, "budget {budget}");
+        // Greedy packing: no two neighbouring parts would have fit in one.
+        for pair in sizes.windows(2) {
+            assert!(pair[0] + pair[1] - 21 > budget, "{pair:?} under {budget}");
+        }
+    }
+    // 445-byte humanoids, two to a default part.
+    let mut encoder = SnapshotEncoder::default();
+    assert_eq!(world[0].wire_bytes(), 23 + 15 * 28);
+    assert_eq!(
+        encoder.encode(Tick(1), 0.0, &world).expect("valid").len(),
+        20
+    );
+}
+
+#[test]
+fn an_empty_world_is_one_empty_part() {
+    let mut encoder = SnapshotEncoder::default();
+    let parts = decode_parts(&mut encoder, &[]);
+    assert_eq!(parts.len(), 1);
+    assert_eq!((parts[0].part, parts[0].parts), (0, 1));
+    assert!(parts[0].entities.is_empty());
+}
+
+#[test]
+fn an_entity_bigger_than_the_budget_travels_alone() {
+    let world = vec![humanoid(1, 2), humanoid(2, MAX_BONES), humanoid(3, 2)];
+    let mut encoder = SnapshotEncoder::new(200).expect("a valid budget");
+    let parts = decode_parts(&mut encoder, &world);
+    let counts: Vec<usize> = parts.iter().map(|p| p.entities.len()).collect();
+    assert_eq!(counts, [1, 1, 1]);
+    assert_eq!(parts[1].entities[0], world[1]);
+}
+
+#[test]
+fn bad_worlds_and_budgets_are_refused() {
+    assert!(matches!(
+        SnapshotEncoder::new(SnapshotEncoder::MIN_BUDGET - 1),
+        Err(EncodeError::Budget { .. })
+    ));
+    assert!(SnapshotEncoder::new(MAX_MESSAGE_BYTES + 1).is_err());
+    let mut encoder = SnapshotEncoder::new(SnapshotEncoder::MIN_BUDGET).expect("valid");
+    // One boneless entity per part: 256 parts is one too many.
+    let world: Vec<EntityFrame> = (0..=MAX_SNAPSHOT_PARTS as u64)
+        .map(|i| humanoid(i, 0))
+        .collect();
+    assert_eq!(
+        encoder.encode(Tick(0), 0.0, &world).err(),
+        Some(EncodeError::TooMany {
+            field: "snapshot parts",
+            count: MAX_SNAPSHOT_PARTS + 1,
+            max: MAX_SNAPSHOT_PARTS
+        })
+    );
+    assert_eq!(
+        encoder
+            .encode(Tick(0), 0.0, &world[..MAX_SNAPSHOT_PARTS])
+            .expect("255 parts are fine")
+            .len(),
+        MAX_SNAPSHOT_PARTS
+    );
+    let mut nan = humanoid(1, 3);
+    nan.bones[2].rotation.w = f32::NAN;
+    assert_eq!(
+        encoder.encode(Tick(0), 0.0, &[humanoid(0, 1), nan]).err(),
+        Some(EncodeError::NonFinite {
+            field: "snapshot.entities.bones.rotation"
+        })
+    );
+    assert!(
+        encoder
+            .encode(Tick(0), f64::INFINITY, &[humanoid(0, 1)])
+            .is_err()
+    );
+}
+
+#[test]
+fn the_encoder_stops_allocating_once_warm() {
+    let world: Vec<EntityFrame> = (0..24).map(|i| humanoid(i, 15)).collect();
+    let mut encoder = SnapshotEncoder::default();
+    let first: Vec<Vec<u8>> = encoder
+        .encode(Tick(1), 0.0, &world)
+        .expect("valid")
+        .map(<[u8]>::to_vec)
+        .collect();
+    let pointer = |e: &mut SnapshotEncoder| {
+        e.encode(Tick(2), 0.03125, &world)
+            .expect("valid")
+            .next()
+            .map(<[u8]>::as_ptr)
+    };
+    let before = pointer(&mut encoder);
+    for _ in 0..10 {
+        assert_eq!(pointer(&mut encoder), before, "the buffer moved");
+    }
+    // Same world, same tick: the same bytes.
+    let again: Vec<Vec<u8>> = encoder
+        .encode(Tick(1), 0.0, &world)
+        .expect("valid")
+        .map(<[u8]>::to_vec)
+        .collect();
+    assert_eq!(first, again);
+}
+
+#[test]
+fn decoded_frames_feed_the_interpolation_buffer_unchanged() {
+    let world = vec![humanoid(4, 15)];
+    let mut encoder = SnapshotEncoder::default();
+    let part = decode_parts(&mut encoder, &world).remove(0);
+    let (tick, time) = (part.tick, part.server_time);
+    let frame = part.entities.into_iter().next().expect("one entity");
+    let snapshot = frame.into_snapshot(tick, time);
+    assert_eq!(snapshot.bones, world[0].bones);
+    assert_eq!((snapshot.tick, snapshot.time), (Tick(77), 1.203125));
+    assert_eq!(snapshot.teleport, world[0].teleport);
+    assert_eq!(snapshot.velocity, world[0].velocity);
+}
