@@ -2,11 +2,13 @@
 //!
 //! - `lagcomp simulate`: the match simulator and its report, the main job (`simulate.rs`).
 //! - `lagcomp validate RECORDING`: re-validates a match recording offline (`validate.rs`).
+//! - `lagcomp proxy`: a UDP proxy putting real traffic through the link conditioner (`proxy.rs`).
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod proxy;
 mod simulate;
 mod validate;
 
@@ -26,6 +28,9 @@ enum Command {
     /// Re-run shot validation over a match recording (JSON Lines, see docs/FORMAT.md) and
     /// summarise the verdicts by reason and by shooter.
     Validate(validate::Args),
+    /// Forward UDP between clients and a server through the link conditioner (a preset, or
+    /// latency, jitter, loss, duplication and reordering per direction).
+    Proxy(proxy::Args),
 }
 
 fn main() -> ExitCode {
@@ -33,6 +38,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Simulate(args) => simulate::run(&args),
         Command::Validate(args) => validate::run(&args),
+        Command::Proxy(args) => proxy::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

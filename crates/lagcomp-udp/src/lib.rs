@@ -1,1 +1,37 @@
-//! lagcomp over real UDP sockets (work in progress).
+//! lagcomp over real UDP sockets: programs that run as separate processes and talk through
+//! the loopback interface or a real network.
+//!
+//! - [`proxy`]: [`Proxy`], a UDP proxy that puts real datagrams between a client and a
+//!   server through the link conditioner of `lagcomp-net` (latency, jitter, loss,
+//!   duplication, reordering, per direction, seeded), with one upstream socket per client,
+//!   counters and a measured scheduling error. The engine of `lagcomp proxy`.
+//!
+//! # Example
+//!
+//! A server behind a proxy that adds 100/25/2% (ping, jitter, loss) to everything.
+//!
+//! ```
+//! use std::net::UdpSocket;
+//! use lagcomp_udp::proxy::{Proxy, ProxyConfig};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = UdpSocket::bind("127.0.0.1:0")?;
+//! let (up, down) = lagcomp_net::preset("100/25/2%").expect("a built-in preset").links();
+//! let mut config = ProxyConfig::new("127.0.0.1:0".parse()?, server.local_addr()?)
+//!     .with_links(up, down);
+//! config.seed = 42;
+//! let proxy = Proxy::bind(config)?;
+//! println!("clients send to {}", proxy.local_addr());
+//! let (stop, stats) = (proxy.stop_handle(), proxy.stats());
+//! let running = proxy.spawn(None)?;
+//! // ... clients and server talk through the proxy ...
+//! stop.stop();
+//! running.join().expect("the proxy thread")?;
+//! assert_eq!(stats.snapshot().up.packets_in, 0);
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod proxy;
+
+pub use proxy::{Proxy, ProxyConfig, ProxyError, ProxyStats, StopHandle};
