@@ -26,7 +26,10 @@
 //! nanoseconds; epoll's, and so mio's, is in whole milliseconds and would hold a packet up
 //! to a millisecond past its time, which is the error this proxy exists to control. The
 //! price is a scan of every socket per wake-up, nothing for the tens of clients a test
-//! puts behind a proxy. On Linux the loop's thread also runs with a timer slack of 1 ns
+//! puts behind a proxy; the list of sockets is rebuilt only when a session opens or
+//! closes. Each socket asks for a 1 MiB receive buffer, so that datagrams wait in the
+//! kernel rather than being dropped there while a busy machine keeps the thread off a
+//! CPU. On Linux the loop's thread also runs with a timer slack of 1 ns
 //! instead of 50 µs, so that the kernel does not postpone its wake-ups to batch them. How
 //! late packets really leave is measured in [`Lateness`].
 //!
@@ -38,7 +41,8 @@
 //! duplicate shares its original's buffer, and a buffer goes back to the pool once every
 //! copy has been sent or lost. Pooled buffers keep their capacity, so once the pool has
 //! grown to the most packets ever in flight and each buffer to the longest datagram it has
-//! held, forwarding allocates nothing. The pool is bounded by [`ProxyConfig::queue_limit`].
+//! held, forwarding allocates nothing (`tests/allocations.rs` counts the loop thread's
+//! allocations to check it). The pool is bounded by [`ProxyConfig::queue_limit`].
 
 use std::collections::HashMap;
 use std::io;
