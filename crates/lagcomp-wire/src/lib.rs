@@ -41,7 +41,7 @@
 //! | --- | --- | --- |
 //! | `0x01` | [`Input`] | frame `u32`, flags, \[ping\], \[probe reply\], aim `4×f32`, interp delay `f64`, \[newest tick\], shots `u8` × (seq `u32`, claim) |
 //! | `0x81` | [`Welcome`] | entity `u64`, tick rate, send rate, max rewind `f64`, bones `u16` |
-//! | `0x82` | [`SnapshotPart`] | tick `u32`, server time `f64`, part `u8`, parts `u8`, entities `u16` × (id `u64`, flags, velocity, bones `u16` × (translation, rotation, \[scale\])) |
+//! | `0x82` | [`SnapshotPart`] | tick `u32`, server time `f64`, part `u8`, parts `u8`, entities `u16` × (id `u64`, flags, velocity, \[last teleport `u32`\], bones `u16` × (translation, rotation, \[scale\])) |
 //! | `0x83` | [`lagcomp_net::Pong`] | id `u32`, three `f64` times |
 //! | `0x84` | [`Probe`] | id `u32`, server time `f64` |
 //! | `0x85` | shot ack | up-to sequence `u32` |

@@ -22,9 +22,11 @@ pub struct EntityFrame {
     pub id: EntityId,
     /// Alive and hittable.
     pub alive: bool,
-    /// The entity jumped to this pose (respawn, teleporter) since the previous snapshot:
-    /// never blend into it.
-    pub teleport: bool,
+    /// The tick of the entity's latest teleport (respawn, teleporter), if it ever had one.
+    /// A client compares it with the newest snapshot it holds
+    /// ([`EntityFrame::teleported_since`]), so a teleport in a snapshot it never received
+    /// still forbids blending across it, as the server's rebuild does.
+    pub last_teleport: Option<Tick>,
     /// Invulnerable, dodging or otherwise not lag compensated (the server records
     /// `lag_compensated = !protected`); an honest client does not shoot at it.
     pub protected: bool,
@@ -44,19 +46,30 @@ impl EntityFrame {
         } else {
             BONE_BYTES
         };
-        ENTITY_HEADER_BYTES.saturating_add(self.bones.len().saturating_mul(per_bone))
+        let teleport = if self.last_teleport.is_some() { 4 } else { 0 };
+        (ENTITY_HEADER_BYTES + teleport).saturating_add(self.bones.len().saturating_mul(per_bone))
+    }
+
+    /// Whether the entity teleported after `newest_held`, the newest tick of this entity
+    /// the client holds (`None` before any): then the client must not blend from what it
+    /// holds into this frame.
+    #[must_use]
+    pub fn teleported_since(&self, newest_held: Option<Tick>) -> bool {
+        self.last_teleport
+            .is_some_and(|t| newest_held.is_none_or(|n| t > n))
     }
 
     /// The frame as a [`lagcomp_net::SnapshotBuffer`] entry at `tick` and `time` (the
-    /// part's), moving the bones.
+    /// part's), moving the bones; `newest_held` is the newest tick of this entity the
+    /// client held before this frame (see [`EntityFrame::teleported_since`]).
     #[must_use]
-    pub fn into_snapshot(self, tick: Tick, time: f64) -> Snapshot {
+    pub fn into_snapshot(self, tick: Tick, time: f64, newest_held: Option<Tick>) -> Snapshot {
         Snapshot {
             tick,
             time,
+            teleport: self.teleported_since(newest_held),
             bones: self.bones,
             velocity: self.velocity,
-            teleport: self.teleport,
         }
     }
 }
@@ -78,14 +91,15 @@ pub struct SnapshotPart {
 
 /// Entity flags on the wire.
 const ALIVE: u8 = 1 << 0;
-const TELEPORT: u8 = 1 << 1;
+/// The latest teleport's tick follows the velocity.
+const TELEPORTED: u8 = 1 << 1;
 const PROTECTED: u8 = 1 << 2;
 /// Every bone carries its scale (some bone's is not exactly one).
 const SCALED: u8 = 1 << 3;
 
 /// Tick, server time, part, parts, entity count.
 const PART_HEADER_BYTES: usize = 4 + 8 + 1 + 1 + 2;
-/// Id, flags, velocity, bone count.
+/// Id, flags, velocity, bone count (and 4 more with a teleport tick).
 const ENTITY_HEADER_BYTES: usize = 8 + 1 + 12 + 2;
 /// Translation and rotation.
 const BONE_BYTES: usize = 12 + 16;
@@ -205,7 +219,7 @@ fn write_entity(w: &mut Writer<'_>, entity: &EntityFrame) -> Result<(), EncodeEr
     let scaled = is_scaled(&entity.bones);
     let flags = [
         (entity.alive, ALIVE),
-        (entity.teleport, TELEPORT),
+        (entity.last_teleport.is_some(), TELEPORTED),
         (entity.protected, PROTECTED),
         (scaled, SCALED),
     ]
@@ -215,6 +229,9 @@ fn write_entity(w: &mut Writer<'_>, entity: &EntityFrame) -> Result<(), EncodeEr
     w.u64(entity.id.to_bits());
     w.u8(flags);
     w.vec3(entity.velocity, "snapshot.entities.velocity")?;
+    if let Some(tick) = entity.last_teleport {
+        w.u32(tick.0);
+    }
     // At most MAX_BONES, checked above.
     w.u16(entity.bones.len() as u16);
     for bone in &entity.bones {
@@ -232,9 +249,14 @@ fn read_entity(r: &mut Reader<'_>) -> Result<EntityFrame, DecodeError> {
     let flags_offset = r.offset();
     let flags = r.flags(
         "snapshot.entities.flags",
-        ALIVE | TELEPORT | PROTECTED | SCALED,
+        ALIVE | TELEPORTED | PROTECTED | SCALED,
     )?;
     let velocity = r.vec3("snapshot.entities.velocity")?;
+    let last_teleport = if flags & TELEPORTED != 0 {
+        Some(Tick(r.u32("snapshot.entities.last_teleport")?))
+    } else {
+        None
+    };
     let scaled = flags & SCALED != 0;
     let offset = r.offset();
     let count = usize::from(r.u16("snapshot.entities.bones.count")?);
@@ -274,7 +296,7 @@ fn read_entity(r: &mut Reader<'_>) -> Result<EntityFrame, DecodeError> {
     Ok(EntityFrame {
         id,
         alive: flags & ALIVE != 0,
-        teleport: flags & TELEPORT != 0,
+        last_teleport,
         protected: flags & PROTECTED != 0,
         velocity,
         bones,
@@ -297,7 +319,7 @@ fn read_entity(r: &mut Reader<'_>) -> Result<EntityFrame, DecodeError> {
 ///     .map(|i| EntityFrame {
 ///         id: EntityId::from_bits(i),
 ///         alive: true,
-///         teleport: false,
+///         last_teleport: None,
 ///         protected: false,
 ///         velocity: Vec3::X,
 ///         bones: vec![BoneTransform::IDENTITY; 15],

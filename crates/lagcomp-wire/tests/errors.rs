@@ -303,7 +303,7 @@ fn frame(bones: usize, scale: Vec3) -> EntityFrame {
     EntityFrame {
         id: EntityId::from_bits(3),
         alive: true,
-        teleport: false,
+        last_teleport: None,
         protected: true,
         velocity: Vec3::ZERO,
         bones: vec![

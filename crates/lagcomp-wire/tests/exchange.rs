@@ -23,16 +23,19 @@ use lagcomp_wire::{
 
 const RATE: f64 = 64.0;
 const BONES: u16 = 4;
+/// Entity 1 (the one shot at) respawns 10 m away at this tick.
+const RESPAWN: u32 = 150;
 
 /// Entity `e`'s bones at `tick`: every bone moves and turns, with fractional bits.
 fn pose(e: usize, tick: u32) -> Vec<BoneTransform> {
     let t = tick as f32 / RATE as f32;
+    let jump = if e == 1 && tick >= RESPAWN { 10.0 } else { 0.0 };
     (0..BONES)
         .map(|b| {
             let b = f32::from(b);
             BoneTransform::new(
                 Vec3::new(
-                    e as f32 * 3.0 + (t * 1.3).sin(),
+                    e as f32 * 3.0 + (t * 1.3).sin() + jump,
                     0.4 * b + 0.01 * t,
                     t * 0.7,
                 ),
@@ -88,6 +91,8 @@ fn shots_sent_as_bytes_rebuild_the_bones_the_client_drew() {
     let mut clock = ClockSync::new(ClockConfig::default());
     let mut delay = InterpolationDelay::default();
     let mut buffers: HashMap<EntityId, SnapshotBuffer> = HashMap::new();
+    let mut newest_held: HashMap<EntityId, Tick> = HashMap::new();
+    let mut teleports_seen = 0;
     let mut sender = ShotSender::new(3);
     let mut drawn_at_fire: HashMap<u32, Vec<BoneTransform>> = HashMap::new();
     let mut bones = Vec::new();
@@ -114,8 +119,12 @@ fn shots_sent_as_bytes_rebuild_the_bones_the_client_drew() {
         {
             let mut recorder = history.begin_frame(Tick(tick), now).expect("in order");
             for (e, id) in ids.iter().enumerate() {
+                let state = EntityState {
+                    teleported: e == 1 && tick == RESPAWN,
+                    ..EntityState::default()
+                };
                 recorder
-                    .record(*id, &pose(e, tick), EntityState::default())
+                    .record(*id, &pose(e, tick), state)
                     .expect("valid bones");
             }
         }
@@ -123,13 +132,14 @@ fn shots_sent_as_bytes_rebuild_the_bones_the_client_drew() {
             frames.resize_with(ids.len(), || EntityFrame {
                 id: me,
                 alive: true,
-                teleport: false,
+                last_teleport: None,
                 protected: false,
                 velocity: Vec3::ZERO,
                 bones: Vec::new(),
             });
             for (e, frame) in frames.iter_mut().enumerate() {
                 frame.id = ids[e];
+                frame.last_teleport = (e == 1 && tick >= RESPAWN).then_some(Tick(RESPAWN));
                 frame.bones.clear();
                 frame.bones.extend(pose(e, tick));
             }
@@ -171,8 +181,14 @@ fn shots_sent_as_bytes_rebuild_the_bones_the_client_drew() {
                     }
                     newest_tick = newest_tick.max(Some(part.tick));
                     for frame in part.entities {
-                        let buffer = buffers.entry(frame.id).or_default();
-                        buffer.push(frame.into_snapshot(part.tick, part.server_time));
+                        let held = newest_held.get(&frame.id).copied();
+                        if held.is_none_or(|h| part.tick > h) {
+                            newest_held.insert(frame.id, part.tick);
+                        }
+                        let id = frame.id;
+                        let snapshot = frame.into_snapshot(part.tick, part.server_time, held);
+                        teleports_seen += usize::from(snapshot.teleport);
+                        buffers.entry(id).or_default().push(snapshot);
                     }
                 }
                 ServerMessage::Pong(pong) => {
@@ -309,6 +325,9 @@ fn shots_sent_as_bytes_rebuild_the_bones_the_client_drew() {
         guard.total(&me)
     );
     assert!(rebuilt >= 10, "only {rebuilt} shots rebuilt");
+    // The respawn reached the client as one teleport (the snapshot of tick 150 or, if
+    // that was lost, the next one that arrived).
+    assert_eq!(teleports_seen, 1);
     assert!(rtt_samples >= 10, "only {rtt_samples} probe replies");
     assert!(guard.total(&me) >= 3, "corrupted inputs were not counted");
     assert!(

@@ -126,7 +126,7 @@ fn measured(kind: u8) -> (usize, usize) {
             part.entities.push(EntityFrame {
                 id: EntityId::from_bits(1),
                 alive: true,
-                teleport: false,
+                last_teleport: None,
                 protected: false,
                 velocity: Vec3::ZERO,
                 bones: vec![BoneTransform::IDENTITY; 15],
@@ -134,6 +134,12 @@ fn measured(kind: u8) -> (usize, usize) {
             let humanoid = size(&ServerMessage::Snapshot(part.clone())) - empty;
             assert_eq!(humanoid, 443);
             assert!(WIRE_MD.contains("A 15-bone humanoid is 443 bytes"));
+            part.entities[0].last_teleport = Some(Tick(9));
+            assert_eq!(
+                size(&ServerMessage::Snapshot(part.clone())) - empty,
+                443 + 4
+            );
+            part.entities[0].last_teleport = None;
             part.entities[0].bones[0].scale = Vec3::splat(2.0);
             assert_eq!(size(&ServerMessage::Snapshot(part)) - empty, 23 + 15 * 40);
             (empty, empty)

@@ -11,7 +11,7 @@ fn humanoid(i: u64, bones: usize) -> EntityFrame {
     EntityFrame {
         id: EntityId::from_bits(i << 32 | i),
         alive: !i.is_multiple_of(3),
-        teleport: i.is_multiple_of(5),
+        last_teleport: i.is_multiple_of(5).then_some(Tick(i as u32)),
         protected: i.is_multiple_of(7),
         velocity: Vec3::new(i as f32, 0.0, -1.5),
         bones: (0..bones)
@@ -76,7 +76,8 @@ fn a_world_splits_within_budget_and_comes_back_whole() {
     }
     // 445-byte humanoids, two to a default part.
     let mut encoder = SnapshotEncoder::default();
-    assert_eq!(world[0].wire_bytes(), 23 + 15 * 28);
+    assert_eq!(world[1].wire_bytes(), 23 + 15 * 28);
+    assert_eq!(world[0].wire_bytes(), 23 + 4 + 15 * 28);
     assert_eq!(
         encoder.encode(Tick(1), 0.0, &world).expect("valid").len(),
         20
@@ -174,14 +175,25 @@ fn the_encoder_stops_allocating_once_warm() {
 
 #[test]
 fn decoded_frames_feed_the_interpolation_buffer_unchanged() {
-    let world = vec![humanoid(4, 15)];
+    // Entity 10 last teleported at tick 10; the part is tick 77.
+    let world = vec![humanoid(4, 15), humanoid(10, 15)];
     let mut encoder = SnapshotEncoder::default();
     let part = decode_parts(&mut encoder, &world).remove(0);
     let (tick, time) = (part.tick, part.server_time);
-    let frame = part.entities.into_iter().next().expect("one entity");
-    let snapshot = frame.into_snapshot(tick, time);
-    assert_eq!(snapshot.bones, world[0].bones);
+    let mut frames = part.entities.into_iter();
+    let never = frames.next().expect("two entities");
+    let jumped = frames.next().expect("two entities");
+    assert!(!never.teleported_since(None));
+    // Holding nothing, or only frames up to the teleport's tick, the client must not
+    // blend; holding a frame after it, the teleport is behind it.
+    assert!(jumped.teleported_since(None));
+    assert!(jumped.teleported_since(Some(Tick(9))));
+    assert!(!jumped.teleported_since(Some(Tick(10))));
+    assert!(!jumped.teleported_since(Some(Tick(76))));
+    let snapshot = jumped.into_snapshot(tick, time, Some(Tick(8)));
+    assert!(snapshot.teleport);
+    assert_eq!(snapshot.bones, world[1].bones);
     assert_eq!((snapshot.tick, snapshot.time), (Tick(77), 1.203125));
-    assert_eq!(snapshot.teleport, world[0].teleport);
-    assert_eq!(snapshot.velocity, world[0].velocity);
+    assert_eq!(snapshot.velocity, world[1].velocity);
+    assert!(!never.into_snapshot(tick, time, Some(Tick(75))).teleport);
 }

@@ -162,15 +162,16 @@ pub(crate) fn bone(scaled: bool) -> BoxedStrategy<BoneTransform> {
 pub(crate) fn entity_frame() -> impl Strategy<Value = EntityFrame> {
     (
         entity_id(),
-        any::<[bool; 3]>(),
+        any::<[bool; 2]>(),
+        proptest::option::of(any::<u32>().prop_map(Tick)),
         vec3(),
         any::<bool>().prop_flat_map(|scaled| prop::collection::vec(bone(scaled), 0..24)),
     )
         .prop_map(
-            |(id, [alive, teleport, protected], velocity, bones)| EntityFrame {
+            |(id, [alive, protected], last_teleport, velocity, bones)| EntityFrame {
                 id,
                 alive,
-                teleport,
+                last_teleport,
                 protected,
                 velocity,
                 bones,
