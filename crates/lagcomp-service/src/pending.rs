@@ -34,6 +34,9 @@ struct State<T> {
     answer: Option<Result<T, ServiceError>>,
     /// The task to wake when the answer comes, if it was polled first.
     waker: Option<Waker>,
+    /// Whether a thread is blocked in `wait`: only then is the condition variable
+    /// signalled (a system call, paid by every answer otherwise).
+    waiting: bool,
 }
 
 impl<T> Slot<T> {
@@ -50,6 +53,7 @@ pub(crate) fn promise<T>() -> (Promise<T>, Pending<T>) {
         state: Mutex::new(State {
             answer: None,
             waker: None,
+            waiting: false,
         }),
         ready: Condvar::new(),
     });
@@ -77,12 +81,14 @@ impl<T> Promise<T> {
 }
 
 fn deliver<T>(slot: &Slot<T>, answer: Result<T, ServiceError>) {
-    let waker = {
+    let (waker, waiting) = {
         let mut state = slot.lock();
         state.answer = Some(answer);
-        state.waker.take()
+        (state.waker.take(), state.waiting)
     };
-    slot.ready.notify_all();
+    if waiting {
+        slot.ready.notify_all();
+    }
     // Woken outside the lock: the executor may poll right away, on this thread.
     if let Some(waker) = waker {
         waker.wake();
@@ -131,6 +137,7 @@ impl<T> Pending<T> {
             if let Some(answer) = state.answer.take() {
                 return answer;
             }
+            state.waiting = true;
             state = slot
                 .ready
                 .wait(state)
@@ -159,6 +166,7 @@ impl<T> Pending<T> {
                 drop(state);
                 return Err(Self { slot: Some(slot) });
             }
+            state.waiting = true;
             state = slot
                 .ready
                 .wait_timeout(state, deadline - now)

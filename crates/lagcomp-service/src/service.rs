@@ -23,6 +23,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::num::NonZero;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{
     Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };
@@ -129,8 +130,8 @@ pub type ClaimRequest = (ShotClaim, f64);
 /// [`Validator::validate`] with each shooter's claims in submission order).
 ///
 /// Dropping the service (or [`QueryService::shutdown`]) stops taking jobs, answers every
-/// job still waiting with [`ServiceError::ShutDown`], lets the workers finish the jobs in
-/// hand and joins them.
+/// job not started with [`ServiceError::ShutDown`], lets the workers finish the jobs they
+/// started and joins them.
 #[derive(Debug)]
 pub struct QueryService {
     inner: Arc<Inner>,
@@ -161,10 +162,13 @@ impl QueryService {
             queue: Mutex::new(Queue {
                 jobs: VecDeque::with_capacity(config.queue_capacity),
                 open: true,
+                idle: 0,
             }),
             work: Condvar::new(),
             lanes: Mutex::new(HashMap::new()),
             capacity: config.queue_capacity,
+            workers: config.workers,
+            closed: AtomicBool::new(false),
         });
         let mut service = Self {
             inner,
@@ -195,8 +199,7 @@ impl QueryService {
         }
         let (promise, pending) = promise();
         queue.jobs.push_back(Job::Query { query, promise });
-        drop(queue);
-        self.inner.work.notify_one();
+        self.inner.wake_one(queue);
         Ok(pending)
     }
 
@@ -229,8 +232,7 @@ impl QueryService {
             ticket,
             promise,
         }));
-        drop(queue);
-        self.inner.work.notify_one();
+        self.inner.wake_one(queue);
         Ok(pending)
     }
 
@@ -269,13 +271,15 @@ impl QueryService {
     }
 
     /// Stops taking jobs: later submissions are refused with [`SubmitError::ShutDown`]
-    /// and every job still waiting is answered [`ServiceError::ShutDown`] now. Jobs
-    /// already in a worker's hands are finished. The workers stop when they are; dropping
-    /// the service joins them. Returns how many waiting jobs were refused.
+    /// and every job still queued is answered [`ServiceError::ShutDown`] now. A job a
+    /// worker has started is finished; the few it had taken with it but not started are
+    /// answered `ShutDown` as it reaches them. The workers stop then; dropping the service
+    /// joins them. Returns how many queued jobs were refused here.
     pub fn close(&self) -> usize {
         let refused: Vec<Job> = {
             let mut queue = self.inner.lock_queue();
             queue.open = false;
+            self.inner.closed.store(true, Ordering::Release);
             queue.jobs.drain(..).collect()
         };
         self.inner.work.notify_all();
@@ -315,12 +319,21 @@ struct Inner {
     work: Condvar,
     lanes: Mutex<HashMap<EntityId, Lane>>,
     capacity: usize,
+    workers: usize,
+    /// Set by `close`: jobs a worker has taken but not started are refused.
+    closed: AtomicBool,
 }
+
+/// The most jobs a worker takes from the queue at once.
+const MAX_TAKE: usize = 16;
 
 #[derive(Debug)]
 struct Queue {
     jobs: VecDeque<Job>,
     open: bool,
+    /// Workers blocked waiting for a job: a submission signals only when there is one
+    /// (signalling is a system call, paid by every job otherwise).
+    idle: usize,
 }
 
 #[derive(Debug)]
@@ -411,6 +424,16 @@ impl Inner {
         self.lanes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Signals a worker about the job just queued, if one is waiting; the others take it
+    /// when they finish theirs.
+    fn wake_one(&self, queue: MutexGuard<'_, Queue>) {
+        let idle = queue.idle > 0;
+        drop(queue);
+        if idle {
+            self.work.notify_one();
+        }
+    }
+
     fn room(&self, queue: &Queue) -> Result<(), Refusal> {
         if !queue.open {
             Err(Refusal::Closed)
@@ -421,35 +444,69 @@ impl Inner {
         }
     }
 
-    /// A worker's life: take jobs until the queue closes.
+    /// A worker's life: take jobs until the queue closes. Jobs are taken a few at a time
+    /// (a share of the queue, at most [`MAX_TAKE`]), so that a worker and a thread
+    /// submitting a burst meet on the queue's lock once per few jobs rather than per job.
     fn work(&self) {
-        while let Some(job) = self.next_job() {
-            match job {
-                Job::Query { query, promise } => {
-                    // A panicking query drops its promise: the caller gets `Abandoned`.
-                    let _ = catch_unwind(AssertUnwindSafe(|| {
-                        let answer = self.run_query(&query);
-                        promise.answer(Ok(answer));
-                    }));
+        let mut hand = VecDeque::with_capacity(MAX_TAKE);
+        while self.take_jobs(&mut hand) {
+            while let Some(job) = hand.pop_front() {
+                if self.closed.load(Ordering::Acquire) {
+                    // Taken but not started: refused like the jobs still queued.
+                    self.refuse_in_hand(job);
+                    continue;
                 }
-                Job::Claim(claim) => self.run_claim(claim),
+                match job {
+                    Job::Query { query, promise } => {
+                        // A panicking query drops its promise: the caller gets `Abandoned`.
+                        let _ = catch_unwind(AssertUnwindSafe(|| {
+                            let answer = self.run_query(&query);
+                            promise.answer(Ok(answer));
+                        }));
+                    }
+                    Job::Claim(claim) => self.run_claim(claim),
+                }
             }
         }
     }
 
-    fn next_job(&self) -> Option<Job> {
+    /// Moves this worker's share of the queued jobs into `hand`, waiting for one if
+    /// there is none; `false` once the queue is closed and empty.
+    fn take_jobs(&self, hand: &mut VecDeque<Job>) -> bool {
         let mut queue = self.lock_queue();
         loop {
-            if let Some(job) = queue.jobs.pop_front() {
-                return Some(job);
+            if !queue.jobs.is_empty() {
+                let share = queue.jobs.len().div_ceil(self.workers).min(MAX_TAKE);
+                hand.extend(queue.jobs.drain(..share));
+                return true;
             }
             if !queue.open {
-                return None;
+                return false;
             }
+            queue.idle += 1;
             queue = self
                 .work
                 .wait(queue)
                 .unwrap_or_else(PoisonError::into_inner);
+            queue.idle -= 1;
+        }
+    }
+
+    /// Answers a job taken but not started when the service closed: shut down. A claim's
+    /// turn is passed on, so that later claims of its shooter parked by other workers are
+    /// still settled.
+    fn refuse_in_hand(&self, job: Job) {
+        match job {
+            Job::Claim(Claim {
+                claim,
+                ticket,
+                promise,
+                ..
+            }) => {
+                promise.answer(Err(ServiceError::ShutDown));
+                self.settle_in_turn(claim.shooter, ticket, None);
+            }
+            query => query.refuse(),
         }
     }
 

@@ -9,7 +9,7 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{Gunner, World, assert_same_verdict, block_on, claim, rng, synchronous, text, timing};
@@ -169,6 +169,45 @@ fn closing_answers_the_waiting_jobs_and_finishes_the_one_in_hand() {
 }
 
 #[test]
+fn jobs_a_worker_took_but_had_not_started_are_refused_at_close() {
+    let (world, shared, service) = start(1, 100);
+    // The worker takes the first query and waits for the history...
+    let writer = shared.write();
+    let first = service.submit(a_query(&world, 0)).expect("room");
+    until_taken(&service);
+    // ...while five claims of one shooter queue up behind it.
+    let mut gunner = Gunner { entity: 2, seq: 0 };
+    let mut rng = rng(19);
+    let claims: Vec<_> = (0..5)
+        .map(|_| {
+            let (c, at) = claim(&mut rng, &world, &mut gunner, TICKS);
+            ((c, at), service.submit_claim(c, at).expect("room"))
+        })
+        .collect();
+    let refused = service.with_validator(|_| {
+        // With the validator held, the worker finishes the query, takes all five
+        // claims at once and waits for the validator to examine the first.
+        drop(writer);
+        until_taken(&service);
+        service.close()
+    });
+    assert_eq!(refused, 0, "nothing was left in the queue");
+    assert!(first.wait().is_ok());
+    let mut answers = claims.into_iter().map(|((c, at), p)| ((c, at), p.wait()));
+    // The claim it had started is judged as synchronously; the four it had not started
+    // are refused, and nothing hangs.
+    let ((c, at), answer) = answers.next().expect("five claims");
+    let verdict = answer.expect("the started claim is judged").value;
+    assert_same_verdict(
+        &verdict,
+        &world.validator().validate(&shared.read(), &c, at),
+    );
+    for (_, answer) in answers {
+        assert_eq!(answer.map(|_| ()), Err(ServiceError::ShutDown));
+    }
+}
+
+#[test]
 fn dropping_the_service_with_work_pending_leaves_no_future_hanging() {
     let (world, shared, service) = start(2, 10_000);
     let writer = shared.write();
@@ -269,24 +308,32 @@ fn claims_keep_their_order_while_the_configuration_changes() {
     let (world, shared, service) = start(2, 10_000);
     let service = Arc::new(service);
     let stop = Arc::new(AtomicBool::new(false));
+    let changes = Arc::new(AtomicU32::new(0));
     let churn = {
-        let (service, stop) = (Arc::clone(&service), Arc::clone(&stop));
+        let (service, stop, changes) = (
+            Arc::clone(&service),
+            Arc::clone(&stop),
+            Arc::clone(&changes),
+        );
         let ids = world.ids.clone();
         std::thread::spawn(move || {
-            let mut changes = 0_u32;
             while !stop.load(Ordering::Relaxed) {
-                let id = ids[changes as usize % ids.len()];
+                let n = changes.fetch_add(1, Ordering::Relaxed);
+                let id = ids[n as usize % ids.len()];
                 service.with_validator(|v| v.set_timing(id, timing()));
-                changes += 1;
                 std::thread::yield_now();
             }
-            changes
         })
     };
     let mut rng = rng(17);
     let mut gunners: Vec<Gunner> = (0..3).map(|i| Gunner { entity: i, seq: 0 }).collect();
     let mut submitted = Vec::new();
-    for _ in 0..30 {
+    // Rounds go on until the configuration has changed often enough (however the
+    // threads are scheduled), for at most half a minute.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut rounds = 0;
+    while rounds < 30 || (changes.load(Ordering::Relaxed) < 300 && Instant::now() < deadline) {
+        rounds += 1;
         let pending: Vec<_> = (0..40)
             .map(|_| {
                 let g = rng.random_range(0..gunners.len());
@@ -299,7 +346,8 @@ fn claims_keep_their_order_while_the_configuration_changes() {
         }
     }
     stop.store(true, Ordering::Relaxed);
-    let changes = churn.join().expect("the churn finishes");
+    churn.join().expect("the churn finishes");
+    let changes = changes.load(Ordering::Relaxed);
     let history = shared.read().clone();
     let mut reference = world.validator();
     let mut confirmed = 0;
