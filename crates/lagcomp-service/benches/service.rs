@@ -5,7 +5,8 @@
 //! - `queries/*`: the scene's 512 rewound rays (`Time` targets inside the window) per
 //!   iteration: one by one on this thread (`sync_loop`), through a [`QueryService`] with
 //!   one and two workers (submit all 512, then wait for each), and `batch::rays` on
-//!   rayon's pool.
+//!   rayon's pool; `service_1_worker_overhead` submits 512 queries the core refuses at
+//!   once (zero direction): what the service adds per job.
 //! - `claims/*`: 512 shot claims by 64 shooters (8 each, in order) per iteration, judged
 //!   from a fresh copy of the validator: `Validator::validate` one by one
 //!   (`validate_loop`), `batch::validate_batch`, and through the service with two workers.
@@ -184,6 +185,27 @@ fn benches(c: &mut Criterion) {
             });
         });
     }
+    // What the service adds per job: queries refused at once (a zero direction), so the
+    // time is the submission, the hand-over and the answer.
+    let refused: Vec<RewoundQuery> = shots
+        .iter()
+        .map(|&(target, ray)| {
+            RewoundQuery::new(target, Probe::Ray(Line::new(ray.origin(), Vec3::ZERO, 1.0)))
+        })
+        .collect();
+    let one = service(&shared, fresh.clone(), 1);
+    group.bench_function("service_1_worker_overhead", |b| {
+        b.iter(|| {
+            let pending: Vec<_> = refused
+                .iter()
+                .map(|q| one.submit(q.clone()).expect("room"))
+                .collect();
+            for p in pending {
+                black_box(p.wait().expect("answered"));
+            }
+        });
+    });
+    drop(one);
     group.bench_function("batch_rays", |b| {
         b.iter(|| black_box(batch::rays(history, black_box(&shots))));
     });
