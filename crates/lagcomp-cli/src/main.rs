@@ -3,12 +3,16 @@
 //! - `lagcomp simulate`: the match simulator and its report, the main job (`simulate.rs`).
 //! - `lagcomp validate RECORDING`: re-validates a match recording offline (`validate.rs`).
 //! - `lagcomp proxy`: a UDP proxy putting real traffic through the link conditioner (`proxy.rs`).
+//! - `lagcomp serve`: the game server over real UDP (`serve.rs`).
+//! - `lagcomp bots`: bot clients against it, with the agreement table (`bots.rs`).
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bots;
 mod proxy;
+mod serve;
 mod simulate;
 mod validate;
 
@@ -31,6 +35,13 @@ enum Command {
     /// Forward UDP between clients and a server through the link conditioner (a preset, or
     /// latency, jitter, loss, duplication and reordering per direction).
     Proxy(proxy::Args),
+    /// Run the game server over UDP: bodies, history, snapshots, clock sync and shot
+    /// validation on a fixed tick, with a status line a second and an optional audit log
+    /// and match recording.
+    Serve(serve::Args),
+    /// Run bot clients against a server (or a proxy in front of it) and print how often
+    /// the server agreed with what they saw, and what became of their cheats.
+    Bots(bots::Args),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +50,8 @@ fn main() -> ExitCode {
         Command::Simulate(args) => simulate::run(&args),
         Command::Validate(args) => validate::run(&args),
         Command::Proxy(args) => proxy::run(&args),
+        Command::Serve(args) => serve::run(&args),
+        Command::Bots(args) => bots::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -228,7 +228,19 @@ pub struct Arena {
     pub walls: Vec<(Shape, Pose)>,
 }
 
+/// The seed of [`Arena::standard`]'s walls.
+const STANDARD_SEED: u64 = 0x00a7_e4a0;
+
 impl Arena {
+    /// The arena `lagcomp serve` and `lagcomp bots` play in: 46 m square with 5 walls
+    /// (the simulator's size for 8 bots), the same on every run. The protocol has no
+    /// message for the map, so both programs build it from this.
+    #[must_use]
+    pub fn standard() -> Self {
+        use rand::SeedableRng;
+        Self::new(23.0, 5, &mut Pcg64Mcg::seed_from_u64(STANDARD_SEED))
+    }
+
     /// A square arena of `half_size` with `walls` walls 2.5 m tall, 4-8 m long, seeded.
     #[must_use]
     pub fn new(half_size: f32, walls: usize, rng: &mut Pcg64Mcg) -> Self {

@@ -1,13 +1,22 @@
-//! A deterministic match simulator for lagcomp.
+//! A deterministic match simulator for lagcomp, and the game logic that `lagcomp serve`
+//! and `lagcomp bots` run over real sockets.
 //!
+//! - [`body`]: the humanoid rig, how bodies move, the arena.
+//! - [`cheat`]: the cheat classes.
+//! - [`client`]: [`client::BotBrain`], a bot's client logic, clock- and transport-agnostic.
+//! - [`server`]: [`server::ServerCore`], the server's game state and per-tick logic.
+//! - [`skirmish`]: one simulated match: both of the above over emulated links.
+//! - [`scenario`]: what a `lagcomp simulate` run plays.
 //! - [`result`]: what a run measured (table, JSON, report).
 //! - [`report`]: the HTML report with SVG charts.
 
 pub mod body;
 pub mod cheat;
+pub mod client;
 pub mod report;
 pub mod result;
 pub mod scenario;
+pub mod server;
 pub mod skirmish;
 
 pub use result::{

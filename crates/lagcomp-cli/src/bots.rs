@@ -1,0 +1,165 @@
+//! `lagcomp bots`: bot clients against a `lagcomp serve` (directly or through `lagcomp
+//! proxy`), and the simulator's agreement table built from the verdicts the server sends
+//! back.
+//!
+//! This file parses the command line, runs `lagcomp_udp::bots` and prints the table (or,
+//! with `--json`, the whole report as JSON on stdout and the table on stderr). It fails
+//! when no bot got connected.
+
+use std::io::{self, Write};
+
+use anyhow::Context;
+use lagcomp_sim::cheat::Cheat;
+use lagcomp_udp::bots::{self, BotsConfig, BotsReport};
+
+use crate::serve::{positive, resolve};
+
+/// Arguments of `lagcomp bots`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The server (or the proxy in front of it), HOST:PORT.
+    #[arg(long, value_name = "ADDR")]
+    server: String,
+    /// How many bots (each its own connection and socket).
+    #[arg(long, default_value_t = 8)]
+    count: usize,
+    /// Cheat classes, comma separated, or "all": the first bot plays the first class, the
+    /// second bot the second, and so on; the other bots play fair. Classes: too_old,
+    /// backtrack, rapid_fire, snap, far_muzzle, through_walls, tampered_point, replay,
+    /// invulnerable.
+    #[arg(long, value_name = "CLASSES", value_parser = cheats)]
+    cheat: Option<Cheats>,
+    /// Seconds each bot plays after it is welcomed (the first 2 are its warm-up).
+    #[arg(long, value_name = "SECS", default_value_t = 30.0, value_parser = positive)]
+    duration: f64,
+    /// Seed of the bots' aim and pacing.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Frames per second of each bot.
+    #[arg(long, value_name = "HZ", default_value_t = 60.0, value_parser = positive)]
+    fps: f64,
+    /// Threads to spread the bots over (default: up to 2).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print the whole report as JSON on stdout (the table goes to stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    let mut config = BotsConfig::new(resolve(&args.server)?, args.count, args.duration);
+    config.cheats = args.cheat.clone().map(|c| c.0).unwrap_or_default();
+    config.seed = args.seed;
+    config.fps = args.fps;
+    if let Some(threads) = args.threads {
+        config.threads = threads.max(1);
+    }
+    let report = bots::run(&config)?;
+    if args.json {
+        let mut out = io::stdout().lock();
+        serde_json::to_writer_pretty(&mut out, &report).context("writing the report")?;
+        writeln!(out)?;
+        out.flush()?;
+        print_table(&mut io::stderr().lock(), &report)?;
+    } else {
+        print_table(&mut io::stdout().lock(), &report)?;
+    }
+    if report.connected == 0 {
+        anyhow::bail!("no bot got connected to {}", config.server);
+    }
+    Ok(())
+}
+
+/// Cheat classes, in the order the bots play them.
+#[derive(Debug, Clone, PartialEq)]
+struct Cheats(Vec<Cheat>);
+
+/// `all`, or cheat class names separated by commas.
+fn cheats(text: &str) -> Result<Cheats, String> {
+    if text.trim() == "all" {
+        return Ok(Cheats(Cheat::ALL.to_vec()));
+    }
+    text.split(',')
+        .map(|name| {
+            let name = name.trim();
+            Cheat::ALL
+                .into_iter()
+                .find(|c| c.name() == name)
+                .ok_or_else(|| format!("unknown cheat class {name:?}"))
+        })
+        .collect::<Result<_, _>>()
+        .map(Cheats)
+}
+
+fn percent(x: f64) -> String {
+    if x.is_finite() {
+        format!("{:.2} %", 100.0 * x)
+    } else {
+        "n/a".to_owned()
+    }
+}
+
+/// The simulator's table for the full mode, then the cheats.
+fn print_table(out: &mut impl Write, r: &BotsReport) -> io::Result<()> {
+    writeln!(
+        out,
+        "{} bots ({} connected) · {} s each",
+        r.bots, r.connected, r.duration
+    )?;
+    for why in &r.dropped {
+        writeln!(out, "  dropped: {why}")?;
+    }
+    let h = &r.honest;
+    let rejected: u64 = h.rejections.values().sum();
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<24} {:>6} {:>7} {:>10} {:>10} {:>6} {:>9}",
+        "mode", "shots", "hits", "confirmed", "agreement", "false", "rejected"
+    )?;
+    writeln!(
+        out,
+        "{:<24} {:>6} {:>7} {:>10} {:>10} {:>6} {:>9}",
+        "full (client-stamped)",
+        h.shots_arrived,
+        h.client_hits,
+        h.confirmed,
+        percent(h.agreement),
+        h.false_confirmations,
+        rejected
+    )?;
+    if !h.rejections.is_empty() {
+        let reasons: Vec<String> = h
+            .rejections
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        writeln!(out, "  rejected: {}", reasons.join(", "))?;
+    }
+    writeln!(
+        out,
+        "  fired {}, verdicts missing {}, unexpected {}, malformed messages {}",
+        h.shots_sent, r.unanswered, r.unexpected, r.malformed
+    )?;
+    if !r.cheats.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{:<16} {:>8} {:>9}  outcomes",
+            "cheat", "attempts", "accepted"
+        )?;
+        for c in &r.cheats {
+            let outcomes: Vec<String> =
+                c.outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            writeln!(
+                out,
+                "{:<16} {:>8} {:>9}  {}",
+                c.class,
+                c.attempts,
+                c.accepted,
+                outcomes.join(", ")
+            )?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,186 @@
+//! `lagcomp serve`: the authoritative game server over real UDP.
+//!
+//! This file turns the command line into a [`ServeConfig`] and the output files, prints
+//! the bound address first (`lagcomp serve: listening on ADDR`, so a script or test can
+//! pass port 0 and read the port), a status line every second, and the run's totals when
+//! it stops: on Ctrl-C, SIGTERM or SIGHUP, or after `--duration`. The recording (if
+//! `--record`) is complete then, and `lagcomp validate` re-runs it to the same verdicts.
+//! The server itself is `lagcomp_udp::server`.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use lagcomp_udp::server::{GameServer, MAX_TICK_RATE, Outputs, ServeConfig, Status};
+use lagcomp_validate::AuditLog;
+
+/// Arguments of `lagcomp serve`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Address to listen on, e.g. 127.0.0.1:7777 (port 0 picks a free one; the first line
+    /// printed names it).
+    #[arg(long, value_name = "ADDR")]
+    listen: String,
+    /// Server ticks per second (1 to 128).
+    #[arg(long, value_name = "HZ", default_value_t = 64.0, value_parser = tick_rate)]
+    tick_rate: f64,
+    /// Snapshots per second (default: the tick rate).
+    #[arg(long, value_name = "HZ", value_parser = positive)]
+    send_rate: Option<f64>,
+    /// The rewind window, seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 0.5, value_parser = positive)]
+    max_rewind: f64,
+    /// Write every verdict as a line of JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    audit: Option<PathBuf>,
+    /// Write the match recording (docs/FORMAT.md) to this file, for `lagcomp validate`.
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+    /// Stop after this many seconds (default: run until Ctrl-C or SIGTERM).
+    #[arg(long, value_name = "SECS", value_parser = positive)]
+    duration: Option<f64>,
+    /// Seed of the players' movement.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The most players at once (up to 1024).
+    #[arg(long, default_value_t = 256)]
+    max_clients: usize,
+}
+
+pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    let mut config = ServeConfig::new(resolve(&args.listen)?);
+    config.tick_rate = args.tick_rate;
+    config.send_rate = args.send_rate.unwrap_or(args.tick_rate);
+    config.max_rewind = args.max_rewind;
+    config.seed = args.seed;
+    config.max_clients = args.max_clients;
+    let mut outputs = Outputs::default();
+    if let Some(path) = &args.audit {
+        let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        outputs.audit = Some(AuditLog::new(Box::new(BufWriter::new(file))));
+    }
+    if let Some(path) = &args.record {
+        let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        outputs.recording = Some(Box::new(BufWriter::new(file)));
+    }
+    let server = GameServer::bind(config, outputs)?;
+    let mut out = io::stdout().lock();
+    writeln!(out, "lagcomp serve: listening on {}", server.local_addr())?;
+    let c = server.config();
+    writeln!(
+        out,
+        "  tick {} Hz, snapshots every {} tick(s), rewind window {} s, up to {} players, seed {}; \
+         netcode unsecure mode (anyone who reaches the port may join)",
+        c.tick_rate,
+        c.send_every(),
+        c.max_rewind,
+        c.max_clients,
+        c.seed
+    )?;
+    out.flush()?;
+    drop(out);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    ctrlc::set_handler(move || flag.store(true, Ordering::Release))
+        .context("cannot catch Ctrl-C")?;
+    let mut write_error = None;
+    let summary = server.run(
+        &stop,
+        args.duration.map(Duration::from_secs_f64),
+        |status| {
+            let mut out = io::stdout().lock();
+            let line =
+                writeln!(out, "[{:>5.0} s] {status}", status.elapsed).and_then(|()| out.flush());
+            if let Err(error) = line {
+                // Nobody reads the status any more (a closed pipe): stop cleanly.
+                write_error.get_or_insert(error);
+                stop.store(true, Ordering::Release);
+            }
+        },
+    )?;
+    let mut out = io::stdout().lock();
+    print_summary(&mut out, &summary.status)?;
+    if let (Some(lines), Some(path)) = (summary.recording_lines, &args.record) {
+        writeln!(out, "  recording: {lines} lines in {}", path.display())?;
+    }
+    if let (Some(verdicts), Some(path)) = (summary.audited, &args.audit) {
+        writeln!(
+            out,
+            "  audit log: {verdicts} verdicts in {}",
+            path.display()
+        )?;
+    }
+    out.flush()?;
+    if let Some(error) = write_error {
+        return Err(error).context("writing the status");
+    }
+    Ok(())
+}
+
+/// The whole run's figures.
+fn print_summary(out: &mut impl Write, s: &Status) -> io::Result<()> {
+    writeln!(out, "lagcomp serve: stopped after {:.1} s", s.elapsed)?;
+    let ms = |t: Option<f64>| t.map_or_else(|| "-".to_owned(), |t| format!("{:.3} ms", t * 1e3));
+    writeln!(
+        out,
+        "  ticks: {} ({} late), work p50 {}, p99 {}, max {} of a {:.3} ms budget",
+        s.ticks,
+        s.late_ticks,
+        ms(s.tick_p50),
+        ms(s.tick_p99),
+        ms(s.tick_max),
+        s.budget * 1e3
+    )?;
+    writeln!(
+        out,
+        "  players: {} joined, {} left; malformed messages: {} ({} clients disconnected)",
+        s.joined, s.left, s.malformed, s.kicked
+    )?;
+    let verdicts: Vec<String> = s.verdicts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    writeln!(
+        out,
+        "  shots validated: {}{}",
+        s.shots,
+        if verdicts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", verdicts.join(", "))
+        }
+    )
+}
+
+/// The first address `text` (HOST:PORT) resolves to.
+pub(crate) fn resolve(text: &str) -> anyhow::Result<SocketAddr> {
+    text.to_socket_addrs()
+        .with_context(|| format!("{text:?} is not an address (HOST:PORT)"))?
+        .next()
+        .with_context(|| format!("{text:?} has no address"))
+}
+
+/// A finite number above 0.
+pub(crate) fn positive(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    if value.is_finite() && value > 0.0 && value <= 1.0e7 {
+        Ok(value)
+    } else {
+        Err("must be more than 0 (and at most 1e7)".to_owned())
+    }
+}
+
+fn tick_rate(text: &str) -> Result<f64, String> {
+    let value = positive(text)?;
+    if (1.0..=MAX_TICK_RATE).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("must be 1 to {MAX_TICK_RATE} Hz"))
+    }
+}

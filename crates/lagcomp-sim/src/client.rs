@@ -1,0 +1,726 @@
+//! A bot's client: what it does with what the server sends and what it sends back, with
+//! no clock and no transport of its own.
+//!
+//! [`BotBrain`] syncs its clock to the server's, interpolates the snapshots it is given,
+//! picks a target, aims at it as drawn with a human-sized error, decides hit or miss with
+//! the same geometry the server uses, and builds claims stamped with the ticks it drew
+//! between; a cheating brain bends that its way ([`Cheat`]). Every method takes the time:
+//! `now`, seconds since the match (or the bot) started, paces targeting and the warm-up;
+//! `local`, the client's own clock, drives clock sync, the interpolation delay and the
+//! fire rate. The simulator passes a skewed virtual clock for both; `lagcomp bots` passes
+//! the machine's monotonic clock.
+//!
+//! Entities are known by [`EntityId`] in the order they were first seen. An entity that
+//! has not been in a snapshot for [`GONE_AFTER`] seconds of server time is no longer drawn
+//! (it left the server); in the simulator every entity is in every snapshot.
+
+use std::collections::{HashMap, VecDeque};
+
+use glam::{Quat, Vec3};
+use lagcomp::{BoneTransform, EntityId, HitboxId, PlacedShape, Rig, Tick};
+use lagcomp_net::clock::{ClockConfig, ClockSync, Ping, Pong};
+use lagcomp_net::interp::{
+    InterpolationConfig, InterpolationDelay, Snapshot, SnapshotBuffer, View,
+};
+use lagcomp_net::shot::{Fingerprint, ShotSender, Stamp, stamp};
+use lagcomp_validate::{ClaimedHit, RenderTime, ShotClaim};
+use rand::Rng;
+use rand_pcg::Pcg64Mcg;
+
+use crate::body::{self, Arena, BONES, EYE, look_along};
+use crate::cheat::Cheat;
+use crate::server::RIFLE;
+
+/// Seconds before any shot is fired: clocks sync and snapshot buffers fill.
+pub const WARM_UP: f64 = 2.0;
+
+/// An entity missing from every snapshot for this many seconds of server time has left.
+pub const GONE_AFTER: f64 = 1.0;
+
+/// How a brain is set up.
+#[derive(Debug, Clone, Copy)]
+pub struct BrainConfig {
+    /// The server's tick rate, Hz.
+    pub tick_rate: f64,
+    /// How this bot cheats, if it does.
+    pub cheat: Option<Cheat>,
+}
+
+/// One entity's state in a snapshot, as the server sent it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntityUpdate {
+    /// The entity.
+    pub id: EntityId,
+    /// World transforms of its bones.
+    pub bones: Vec<BoneTransform>,
+    /// Its velocity, for extrapolation.
+    pub velocity: Vec3,
+    /// The tick of its latest teleport. The brain compares it with the newest snapshot it
+    /// holds: a teleport in frames it never received (a lost snapshot) still forbids the
+    /// blend, as the core's rebuild does.
+    pub last_teleport: Option<Tick>,
+    /// Whether its lag compensation is off (just respawned, invulnerable).
+    pub protected: bool,
+}
+
+/// What a brain sends in one frame: one input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientInput {
+    /// The frame counter, one more each frame (wrapping).
+    pub frame: u32,
+    /// The view.
+    pub aim: Quat,
+    /// A clock-sync ping, when one is due.
+    pub ping: Option<Ping>,
+    /// The id of the server's latest round-trip probe, answered once.
+    pub probe_reply: Option<u32>,
+    /// Shots not yet acknowledged (and a replaying cheat's extra one): the sender's
+    /// sequence number and the claim.
+    pub shots: Vec<(u32, ShotClaim)>,
+    /// How far behind the server's present it draws others, seconds (half its round trip
+    /// plus its interpolation delay).
+    pub interp_delay: f64,
+    /// The newest snapshot tick received.
+    pub newest_tick: Option<Tick>,
+}
+
+/// What a brain remembers about a shot it fired, to judge the server's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FiredShot {
+    /// The claim's content hash ([`fingerprint`]).
+    pub fingerprint: u64,
+    /// The claim's sequence number.
+    pub seq: u32,
+    /// The entity and hitbox the client saw hit.
+    pub client_hit: Option<(EntityId, HitboxId)>,
+    /// The target's bones as the client drew them (for the reconstruction error).
+    pub drawn: Vec<BoneTransform>,
+    /// Whether the view was a plain blend or exact frame (not teleport, not extrapolated).
+    pub clean_view: bool,
+    /// Whether this shot is a cheat's.
+    pub cheat: bool,
+}
+
+/// One frame's output: the input to send and the shot fired, if any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    /// The input.
+    pub input: ClientInput,
+    /// The shot fired this frame.
+    pub fired: Option<FiredShot>,
+}
+
+/// One entity as the brain draws it.
+#[derive(Debug, Clone)]
+struct Remote {
+    id: EntityId,
+    buffer: SnapshotBuffer,
+    /// The newest snapshot tick received.
+    newest_tick: Option<Tick>,
+    /// Server time of that snapshot.
+    newest_time: f64,
+    /// (tick, protected) of recent snapshots.
+    flags: VecDeque<(Tick, bool)>,
+    /// The bones drawn this frame.
+    scratch: Vec<BoneTransform>,
+    /// How they were drawn, `None` when not drawn.
+    view: Option<View>,
+}
+
+impl Remote {
+    fn new(id: EntityId) -> Self {
+        Self {
+            id,
+            buffer: SnapshotBuffer::new(192),
+            newest_tick: None,
+            newest_time: f64::NEG_INFINITY,
+            flags: VecDeque::new(),
+            scratch: Vec::new(),
+            view: None,
+        }
+    }
+}
+
+/// A bot's client logic (see the [module documentation](self)).
+#[derive(Debug, Clone)]
+pub struct BotBrain {
+    me: EntityId,
+    remotes: Vec<Remote>,
+    index: HashMap<EntityId, usize>,
+    clock: ClockSync,
+    delay: InterpolationDelay,
+    sender: ShotSender<ShotClaim>,
+    frame: u32,
+    newest_tick: Option<Tick>,
+    newest_time: f64,
+    next_seq: u32,
+    next_fire: f64,
+    target: usize,
+    target_since: f64,
+    aim: Quat,
+    probe: Option<u32>,
+    rng: Pcg64Mcg,
+    cheat: Option<Cheat>,
+    /// When a rapid-fire cheat fired the first shot of a pair (local time).
+    tapped: Option<f64>,
+    /// Local time until which the view stays on the last shot's direction.
+    hold_aim_until: f64,
+    /// Whether it may fire (until [`BotBrain::cease_fire`]).
+    firing: bool,
+}
+
+impl BotBrain {
+    /// The brain of the bot playing `me`, knowing `entities` already (in snapshot order;
+    /// more are added as snapshots name them). It targets the entity after itself first.
+    /// `rng` drives its aim error and fire pacing.
+    #[must_use]
+    pub fn new(config: BrainConfig, me: EntityId, entities: &[EntityId], rng: Pcg64Mcg) -> Self {
+        let mut brain = Self {
+            me,
+            remotes: Vec::new(),
+            index: HashMap::new(),
+            clock: ClockSync::new(ClockConfig::default()),
+            delay: InterpolationDelay::new(InterpolationConfig {
+                tick_interval: 1.0 / config.tick_rate,
+                // A floor that rides out a few lost snapshots (the one-way latency is taken
+                // off separately, in `frame`).
+                min_delay: 0.06,
+                jitter_factor: 2.0,
+                ..InterpolationConfig::default()
+            }),
+            sender: ShotSender::new(3),
+            frame: 0,
+            newest_tick: None,
+            newest_time: f64::NEG_INFINITY,
+            next_seq: 1,
+            next_fire: f64::NEG_INFINITY,
+            target: 0,
+            target_since: 0.0,
+            aim: Quat::IDENTITY,
+            probe: None,
+            rng,
+            cheat: config.cheat,
+            tapped: None,
+            hold_aim_until: f64::NEG_INFINITY,
+            firing: true,
+        };
+        for &id in entities {
+            brain.remote(id);
+        }
+        if let Some(me) = brain.index.get(&me) {
+            brain.target = (me + 1) % brain.remotes.len();
+        }
+        brain
+    }
+
+    /// The entity this brain plays.
+    #[must_use]
+    pub fn me(&self) -> EntityId {
+        self.me
+    }
+
+    /// How this brain cheats, if it does.
+    #[must_use]
+    pub fn cheat(&self) -> Option<Cheat> {
+        self.cheat
+    }
+
+    /// The clock synchronisation (round trip, offset).
+    #[must_use]
+    pub fn clock(&self) -> &ClockSync {
+        &self.clock
+    }
+
+    /// The newest snapshot tick received.
+    #[must_use]
+    pub fn newest_tick(&self) -> Option<Tick> {
+        self.newest_tick
+    }
+
+    /// Shots fired and not yet acknowledged.
+    #[must_use]
+    pub fn unacknowledged(&self) -> usize {
+        self.sender.pending().len()
+    }
+
+    /// Fires no more shots (it still resends unacknowledged ones and keeps aiming), so a
+    /// bot can wait for every verdict before it leaves.
+    pub fn cease_fire(&mut self) {
+        self.firing = false;
+    }
+
+    /// The slot of entity `id`, added when new.
+    fn remote(&mut self, id: EntityId) -> usize {
+        if let Some(&i) = self.index.get(&id) {
+            return i;
+        }
+        let i = self.remotes.len();
+        self.remotes.push(Remote::new(id));
+        self.index.insert(id, i);
+        i
+    }
+
+    /// The answer to a clock-sync ping, received at `local`.
+    pub fn on_pong(&mut self, pong: Pong, local: f64) {
+        self.clock.on_pong(pong, local);
+    }
+
+    /// The server's round-trip probe `id`: answered in the next input.
+    pub fn on_probe(&mut self, id: u32) {
+        self.probe = Some(id);
+    }
+
+    /// Every shot up to `up_to` reached the server.
+    pub fn on_shot_ack(&mut self, up_to: u32) {
+        self.sender.ack(up_to);
+    }
+
+    /// A snapshot of tick `tick` taken at server time `time`, received at `local`: all
+    /// of it or one part of it (each part is used on its own). Entities without one bone
+    /// per bone of the humanoid rig are ignored.
+    pub fn on_snapshot(
+        &mut self,
+        local: f64,
+        tick: Tick,
+        time: f64,
+        entities: impl IntoIterator<Item = EntityUpdate>,
+    ) {
+        // Later parts of the same tick are not newer: the delay measures each tick once.
+        self.delay.on_snapshot(local, time);
+        if self.newest_tick.is_none_or(|n| tick > n) {
+            self.newest_tick = Some(tick);
+            self.newest_time = time;
+        }
+        for e in entities {
+            if e.bones.len() != BONES {
+                // Not the humanoid this brain aims at (a server it does not understand):
+                // every pose it draws has one transform per bone of the rig.
+                continue;
+            }
+            let i = self.remote(e.id);
+            let remote = &mut self.remotes[i];
+            // Teleported since the newest snapshot this client holds, received or not.
+            let newest = remote.newest_tick;
+            let teleport = e
+                .last_teleport
+                .is_some_and(|t| newest.is_none_or(|n| t > n));
+            if newest.is_none_or(|n| tick > n) {
+                remote.newest_tick = Some(tick);
+                remote.newest_time = time;
+            }
+            remote.buffer.push(Snapshot {
+                tick,
+                time,
+                bones: e.bones,
+                velocity: e.velocity,
+                teleport,
+            });
+            let flags = &mut remote.flags;
+            flags.push_back((tick, e.protected));
+            if flags.len() > 64 {
+                flags.pop_front();
+            }
+        }
+    }
+
+    /// One client frame at `now` (seconds since the start, for pacing) and `local` (the
+    /// client's clock): draws the world, maybe fires, and says what to send.
+    pub fn frame(&mut self, now: f64, local: f64, arena: &Arena, rig: &Rig) -> Frame {
+        let ping = self.clock.ping_due(local).then(|| self.clock.ping(local));
+        self.frame = self.frame.wrapping_add(1);
+        let mut input = ClientInput {
+            frame: self.frame,
+            aim: self.reported_aim(),
+            ping,
+            probe_reply: self.probe.take(),
+            shots: Vec::new(),
+            interp_delay: self.delay.delay(),
+            newest_tick: self.newest_tick,
+        };
+        let mut fired = None;
+        let mut replayed = None;
+        self.decide(
+            now,
+            local,
+            arena,
+            rig,
+            &mut input,
+            &mut fired,
+            &mut replayed,
+        );
+        input.shots = self.sender.packet();
+        if let Some(replayed) = replayed {
+            input.shots.push(replayed);
+        }
+        Frame { input, fired }
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "one step of the frame")]
+    fn decide(
+        &mut self,
+        now: f64,
+        local: f64,
+        arena: &Arena,
+        rig: &Rig,
+        input: &mut ClientInput,
+        fired: &mut Option<FiredShot>,
+        replayed: &mut Option<(u32, ShotClaim)>,
+    ) {
+        let Some(estimate) = self.clock.server_time(local) else {
+            return;
+        };
+        // Snapshots are half a round trip old when they arrive; draw a buffer's worth
+        // (the adaptive delay) behind the newest one expected. What the client reports as
+        // its interpolation delay is the whole lag behind the server's present.
+        let one_way = self.clock.rtt().srtt().unwrap_or(0.0) / 2.0;
+        let lag = one_way + self.delay.delay();
+        input.interp_delay = lag;
+        let render = estimate - lag;
+        let newest_time = self.newest_time;
+        for remote in &mut self.remotes {
+            remote.view = remote.buffer.sample(render, 0.25, &mut remote.scratch);
+            if remote.newest_time < newest_time - GONE_AFTER {
+                remote.view = None;
+            }
+        }
+        let Some(me) = self.index.get(&self.me).copied() else {
+            return;
+        };
+        if self.remotes[me].view.is_none() {
+            return;
+        }
+        let eye = self.remotes[me].scratch[EYE as usize].translation;
+        self.choose_target(me, now, eye, arena);
+        if self.remotes[self.target].view.is_none() {
+            return;
+        }
+        let chest = self.remotes[self.target].scratch[body::CHEST as usize].translation;
+        // Right after a shot the view stays where the shot went (as a player's does), so
+        // the input that carries a resent shot still reports the view it was aimed with.
+        if local >= self.hold_aim_until {
+            self.aim = look_along(chest - eye);
+        }
+        input.aim = self.reported_aim();
+
+        let settled = now - self.target_since > 0.4;
+        let protected = self.shown_protected(self.target);
+        let allowed = match self.cheat {
+            Some(Cheat::ThroughWalls) => behind_wall(eye, chest, arena),
+            Some(Cheat::Invulnerable) => protected == Some(true),
+            // An honest player does not waste shots on a target shown as protected, nor
+            // shoot past a protected player near the line: the server tests a protected
+            // player where it is now (its lag compensation is off), which no client has
+            // drawn yet, so such a shot could be stopped by a body the shooter never saw.
+            _ => protected == Some(false) && !self.protected_near_line(me, eye, chest),
+        };
+        if self.firing && now >= WARM_UP && settled && allowed && local >= self.next_fire {
+            // The fast shot of a pair is the cheat only while it is faster than the weapon
+            // allows; one held back longer (no target in view) starts a new pair.
+            let fast = self.tapped.is_some_and(|first| local - first < 0.05);
+            let double_tap = self.cheat == Some(Cheat::RapidFire) && !fast;
+            self.next_fire = if double_tap {
+                local + 0.025
+            } else {
+                local + 0.1 + self.rng.random_range(0.02..0.5)
+            };
+            let cheating = match self.cheat {
+                None => false,
+                // The first shot of each pair is within the weapon's rate.
+                Some(Cheat::RapidFire) => fast,
+                Some(Cheat::Replay) => self.next_seq > 1,
+                Some(_) => true,
+            };
+            // A pair starts only with a shot that was really fired: otherwise the next
+            // shot would be counted as the fast one while it is the first.
+            self.tapped = None;
+            if let Some((claim, shot)) = self.fire(me, eye, render, arena, rig, cheating) {
+                self.tapped = double_tap.then_some(local);
+                // The view this input reports is the one the shot was aimed with (a
+                // snapping cheat's stays a quarter turn off it until the shot has arrived).
+                self.aim = look_along(claim.direction);
+                let hold = if self.cheat == Some(Cheat::Snap) {
+                    0.5
+                } else {
+                    0.15
+                };
+                self.hold_aim_until = local + hold;
+                input.aim = self.reported_aim();
+                let seq = shot.seq;
+                if cheating && self.cheat == Some(Cheat::Replay) {
+                    *replayed = Some((seq, claim));
+                } else {
+                    self.sender.fire(seq, claim);
+                }
+                *fired = Some(shot);
+            }
+        }
+    }
+
+    /// The view this client reports in its inputs.
+    fn reported_aim(&self) -> Quat {
+        if self.cheat == Some(Cheat::Snap) {
+            // In every input, the view looks a quarter turn away from where it shoots.
+            self.aim * Quat::from_rotation_y(std::f32::consts::FRAC_PI_2)
+        } else {
+            self.aim
+        }
+    }
+
+    /// Picks a new target now and then (never itself); a cheat picks the ones it cheats on.
+    fn choose_target(&mut self, me: usize, now: f64, eye: Vec3, arena: &Arena) {
+        let bots = self.remotes.len();
+        let wanted = |c: &Self, i: usize| -> bool {
+            let remote = &c.remotes[i];
+            if i == me || remote.view.is_none() {
+                return false;
+            }
+            match c.cheat {
+                Some(Cheat::ThroughWalls) => {
+                    behind_wall(eye, remote.scratch[body::CHEST as usize].translation, arena)
+                }
+                Some(Cheat::Invulnerable) => remote.flags.back().is_some_and(|f| f.1),
+                _ => true,
+            }
+        };
+        let stale = now - self.target_since > 3.0 || self.target == me;
+        let cheat_needs_new = matches!(self.cheat, Some(Cheat::ThroughWalls | Cheat::Invulnerable))
+            && !wanted(self, self.target);
+        if stale || cheat_needs_new {
+            let start = self.rng.random_range(0..bots);
+            if let Some(next) = (0..bots)
+                .map(|k| (start + k) % bots)
+                .find(|&i| wanted(self, i))
+            {
+                if next != self.target {
+                    self.target = next;
+                    self.target_since = now;
+                }
+            } else if self.target == me {
+                self.target = (me + 1) % bots;
+                self.target_since = now;
+            }
+        }
+    }
+
+    /// Whether entity `i` is protected (lag compensation off) in the picture drawn, by
+    /// the core's rule: the state of the frame shown, or of the older frame of a blend.
+    /// `None` without a view or without that snapshot's flags.
+    fn shown_protected(&self, i: usize) -> Option<bool> {
+        let remote = &self.remotes[i];
+        let tick = match remote.view? {
+            View::Interpolated { from, .. } => from,
+            view => view.shown_tick()?,
+        };
+        remote
+            .flags
+            .iter()
+            .rev()
+            .find(|(t, _)| *t == tick)
+            .map(|&(_, protected)| protected)
+    }
+
+    /// Whether any other entity shown protected (or not known to be unprotected) is drawn
+    /// within reach of the line from `eye` through `point`: the server tests a protected
+    /// entity where it is now, which may be a window's worth of running from where it is
+    /// drawn.
+    fn protected_near_line(&self, me: usize, eye: Vec3, point: Vec3) -> bool {
+        /// A window (0.5 s) of running at full speed, plus a body's width.
+        const REACH: f32 = 4.0;
+        let along = (point - eye).normalize_or_zero();
+        (0..self.remotes.len()).any(|i| {
+            if i == me || self.remotes[i].view.is_none() || self.shown_protected(i) == Some(false) {
+                return false;
+            }
+            let body = self.remotes[i].scratch[body::CHEST as usize].translation - eye;
+            let ahead = body.dot(along).max(0.0);
+            (body - along * ahead).length() < REACH
+        })
+    }
+
+    /// Aims (with a human-sized error) at the target as drawn, decides hit or miss with
+    /// the same geometry the server uses, and builds the claim; a cheat bends it its way.
+    fn fire(
+        &mut self,
+        me: usize,
+        eye: Vec3,
+        render: f64,
+        arena: &Arena,
+        rig: &Rig,
+        cheating: bool,
+    ) -> Option<(ShotClaim, FiredShot)> {
+        let aimed = self.target;
+        let cheat = self.cheat.filter(|_| cheating);
+        // A backtracking cheat draws the target as it was further back.
+        let past = match cheat {
+            Some(Cheat::TooOld) => Some(render - 0.7),
+            Some(Cheat::Backtrack) => Some(render - 0.25),
+            _ => None,
+        };
+        if let Some(past) = past {
+            let remote = &mut self.remotes[aimed];
+            let view = remote.buffer.sample(past, 0.0, &mut remote.scratch);
+            remote.view = view;
+            view?;
+        }
+        let bones = &self.remotes[aimed].scratch;
+        let head = self.rng.random_bool(0.3) || cheat == Some(Cheat::TamperedPoint);
+        let point = if head {
+            bones[body::HEAD as usize].translation
+        } else {
+            bones[body::CHEST as usize].translation
+        };
+        let noise = Vec3::new(
+            gaussian(&mut self.rng),
+            gaussian(&mut self.rng),
+            gaussian(&mut self.rng),
+        ) * 0.18;
+        let mut aim_at = point + noise;
+        if cheat == Some(Cheat::TamperedPoint) {
+            let side = (point - eye).cross(Vec3::Y).normalize_or_zero();
+            aim_at = point + side;
+        }
+        let direction = (aim_at - eye).normalize_or_zero();
+        if direction == Vec3::ZERO {
+            return None;
+        }
+        let origin = if cheat == Some(Cheat::FarMuzzle) {
+            eye + direction * 4.0
+        } else {
+            eye
+        };
+        let walls = cheat != Some(Cheat::ThroughWalls);
+        let only = past.map(|_| aimed);
+        let mut hit = self.client_trace(me, origin, direction, arena, rig, walls, only);
+        if cheat == Some(Cheat::TamperedPoint) {
+            hit = Some((aimed, body::HEAD_BOX, point));
+        }
+        if cheat == Some(Cheat::ThroughWalls)
+            && !hit.is_some_and(|(_, _, at)| {
+                wall_distance(arena, origin, direction) < (at - origin).length()
+            })
+        {
+            // Only shots whose line really crosses a wall before the hit are this cheat.
+            return None;
+        }
+        if cheat == Some(Cheat::Invulnerable) && hit.is_some_and(|(i, _, _)| i != aimed) {
+            // Someone unprotected stands in the line: hitting them is no exploit, so this
+            // cheat holds fire (it would otherwise count a fair hit as a cheat let through).
+            return None;
+        }
+        let shown = hit.map_or(aimed, |(i, _, _)| i);
+        let view = self.remotes[shown].view?;
+        let render_time = match (past, stamp(&view)) {
+            (Some(past), _) => RenderTime::Time(past),
+            (None, Stamp::Ticks { from, to, fraction }) => RenderTime::Ticks { from, to, fraction },
+            (None, Stamp::Extrapolated { .. }) => RenderTime::Time(render),
+        };
+        let clean_view = matches!(view, View::Exact { .. } | View::Interpolated { .. });
+        let seq = if cheat == Some(Cheat::Replay) {
+            1
+        } else {
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            seq
+        };
+        let claim = ShotClaim {
+            shooter: self.me,
+            weapon: RIFLE,
+            seq,
+            render_time,
+            origin,
+            direction,
+            hit: hit.map(|(i, hitbox, at)| ClaimedHit {
+                target: self.remotes[i].id,
+                hitbox: Some(hitbox),
+                point: Some(at),
+            }),
+        };
+        let shot = FiredShot {
+            fingerprint: fingerprint(&claim),
+            seq,
+            client_hit: hit.map(|(i, h, _)| (self.remotes[i].id, h)),
+            drawn: self.remotes[shown].scratch.clone(),
+            clean_view,
+            cheat: cheating,
+        };
+        Some((claim, shot))
+    }
+
+    /// The nearest hitbox of any drawn entity (or only of `only`) along the shot, unless a
+    /// wall comes first (when `walls`).
+    #[expect(clippy::too_many_arguments, reason = "the cheats bend each of these")]
+    fn client_trace(
+        &self,
+        me: usize,
+        origin: Vec3,
+        direction: Vec3,
+        arena: &Arena,
+        rig: &Rig,
+        walls: bool,
+        only: Option<usize>,
+    ) -> Option<(usize, HitboxId, Vec3)> {
+        let mut best: Option<(f32, usize, HitboxId)> = None;
+        for (i, remote) in self.remotes.iter().enumerate() {
+            let bones = &remote.scratch;
+            if i == me || remote.view.is_none() || bones.len() != BONES {
+                continue;
+            }
+            if only.is_some_and(|o| o != i) {
+                continue;
+            }
+            for hitbox in rig.hitboxes() {
+                let placed = hitbox.placed(&bones[usize::from(hitbox.bone)]);
+                if let Some(c) = placed
+                    .cast_line(origin, direction)
+                    .and_then(|c| c.clip(200.0))
+                    && best.is_none_or(|b| c.enter < b.0)
+                {
+                    best = Some((c.enter, i, hitbox.id));
+                }
+            }
+        }
+        let (distance, i, hitbox) = best?;
+        let wall = if walls {
+            wall_distance(arena, origin, direction)
+        } else {
+            f32::INFINITY
+        };
+        (distance < wall).then(|| (i, hitbox, origin + direction * distance))
+    }
+}
+
+/// Whether a wall stands between `eye` and `point`.
+fn behind_wall(eye: Vec3, point: Vec3, arena: &Arena) -> bool {
+    let to = point - eye;
+    let (distance, direction) = (to.length(), to.normalize_or_zero());
+    wall_distance(arena, eye, direction) < distance
+}
+
+/// How far along the line the first wall is (infinity when none).
+fn wall_distance(arena: &Arena, origin: Vec3, direction: Vec3) -> f32 {
+    arena
+        .walls
+        .iter()
+        .filter_map(|(shape, pose)| {
+            PlacedShape::new(*pose, *shape)
+                .cast_line(origin, direction)
+                .and_then(|c| c.clip(200.0))
+                .map(|c| c.enter)
+        })
+        .fold(f32::INFINITY, f32::min)
+}
+
+/// A content hash of a claim, so redundant copies are told from replays.
+#[must_use]
+pub fn fingerprint(claim: &ShotClaim) -> u64 {
+    Fingerprint::new()
+        .bytes(format!("{claim:?}").as_bytes())
+        .finish()
+}
+
+/// A standard normal sample (Box-Muller).
+fn gaussian(rng: &mut Pcg64Mcg) -> f32 {
+    let u1: f32 = rng.random_range(f32::EPSILON..1.0);
+    let u2: f32 = rng.random_range(0.0..1.0);
+    (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos()
+}

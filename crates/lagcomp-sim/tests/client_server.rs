@@ -1,0 +1,215 @@
+//! `BotBrain` and `ServerCore` through their public API, without the simulator's links:
+//! brains fed straight from a core agree with its verdicts; the core applies only newer
+//! views, names the shooter itself, and forgets a player who leaves.
+
+use std::collections::HashMap;
+
+use glam::Quat;
+use lagcomp::{EntityId, Tick};
+use lagcomp_sim::body::{Arena, EYE};
+use lagcomp_sim::client::{BotBrain, BrainConfig, ClientInput, EntityUpdate, FiredShot, WARM_UP};
+use lagcomp_sim::server::{CoreConfig, ServerCore};
+use lagcomp_validate::{Outcome, RenderTime, ShotClaim};
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+
+fn core() -> ServerCore {
+    ServerCore::new(
+        CoreConfig {
+            tick_rate: 64.0,
+            max_rewind: 0.5,
+            respawn_rate: 0.0,
+        },
+        Arena::standard(),
+    )
+    .expect("a valid configuration")
+}
+
+fn input(frame: u32, aim: Quat, shots: Vec<(u32, ShotClaim)>) -> ClientInput {
+    ClientInput {
+        frame,
+        aim,
+        ping: None,
+        probe_reply: None,
+        shots,
+        interp_delay: 0.1,
+        newest_tick: None,
+    }
+}
+
+#[test]
+fn brains_fed_straight_from_a_core_agree_with_its_verdicts() {
+    let mut core = core();
+    let mut rng = Pcg64Mcg::seed_from_u64(3);
+    let ids: Vec<EntityId> = (0..4).map(|_| core.join(&mut rng)).collect();
+    let arena = core.arena().clone();
+    let rig = std::sync::Arc::clone(core.rig());
+    let mut brains: Vec<BotBrain> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| {
+            BotBrain::new(
+                BrainConfig {
+                    tick_rate: 64.0,
+                    cheat: None,
+                },
+                id,
+                // The first brain learns of the others from snapshots only.
+                if i == 0 { &[] } else { &ids },
+                Pcg64Mcg::seed_from_u64(10 + i as u64),
+            )
+        })
+        .collect();
+    let mut fired: HashMap<(EntityId, u32), FiredShot> = HashMap::new();
+    let (mut confirmed, mut agreed, mut hits, mut verdicts) = (0, 0, 0, 0);
+    let mut fired_after_cease = 0;
+    let dt = 1.0 / 64.0;
+    let end = WARM_UP + 6.0;
+    let cease_at = WARM_UP + 5.0;
+    for tick in 0..(end / dt) as u32 {
+        let time = f64::from(tick) * dt;
+        let mut tick_rng = Pcg64Mcg::seed_from_u64(u64::from(tick));
+        for queued in core
+            .tick(Tick(tick), time, dt, &mut tick_rng)
+            .expect("ticks increase")
+        {
+            let verdict = core.validate(&queued.claim, queued.received);
+            let shot = &fired[&(queued.shooter, queued.claim.seq)];
+            verdicts += 1;
+            let client = shot.client_hit.map(|(id, _)| id);
+            if client.is_some() {
+                hits += 1;
+            }
+            if let Outcome::Confirmed(hit) = verdict.outcome {
+                confirmed += 1;
+                assert_eq!(
+                    client,
+                    Some(hit.target),
+                    "a confirmed shot the client missed"
+                );
+                agreed += 1;
+            }
+        }
+        let snapshot = core.snapshot(time);
+        let probe = tick.is_multiple_of(16).then(|| core.probe(time));
+        // One frame per tick, the snapshot and everything else arriving at once.
+        for (brain, &id) in brains.iter_mut().zip(&ids) {
+            if let Some(probe) = probe {
+                brain.on_probe(probe);
+            }
+            if let Some(ack) = core.shot_ack(id) {
+                brain.on_shot_ack(ack);
+            }
+            brain.on_snapshot(
+                time,
+                Tick(tick),
+                time,
+                snapshot.iter().map(|e| EntityUpdate {
+                    id: e.id,
+                    bones: e.bones.clone(),
+                    velocity: e.velocity,
+                    last_teleport: e.last_teleport,
+                    protected: e.protected,
+                }),
+            );
+            if time >= cease_at {
+                brain.cease_fire();
+            }
+            let frame = brain.frame(time, time, &arena, &rig);
+            if let Some(shot) = frame.fired {
+                if time >= cease_at {
+                    fired_after_cease += 1;
+                }
+                fired.insert((id, shot.seq), shot);
+            }
+            if let Some(pong) = core.receive(id, frame.input, time) {
+                brain.on_pong(pong, time);
+            }
+        }
+    }
+    assert_eq!(fired_after_cease, 0);
+    assert!(verdicts >= 20, "{verdicts} verdicts");
+    assert!(hits >= 5, "{hits} hits");
+    assert!(
+        f64::from(agreed) >= 0.95 * f64::from(hits),
+        "{agreed} of {hits} hits confirmed ({confirmed} confirmed)"
+    );
+    assert!(brains.iter().all(|b| b.unacknowledged() == 0));
+}
+
+#[test]
+fn the_core_applies_only_newer_views_and_names_the_shooter_itself() {
+    let mut core = core();
+    let mut rng = Pcg64Mcg::seed_from_u64(1);
+    let me = core.join(&mut rng);
+    let other = core.join(&mut rng);
+    let turned = Quat::from_rotation_y(1.0);
+    let claim = ShotClaim {
+        // Claims to be the other player.
+        shooter: other,
+        weapon: lagcomp_sim::server::RIFLE,
+        seq: 1,
+        render_time: RenderTime::Time(0.0),
+        origin: glam::Vec3::ZERO,
+        direction: glam::Vec3::NEG_Z,
+        hit: None,
+    };
+    let pong = core.receive(me, input(5, turned, vec![(1, claim)]), 0.01);
+    assert_eq!(pong, None, "no ping, no pong");
+    // An older input arriving late: its view is not applied; its shot copy is not new.
+    core.receive(me, input(4, Quat::IDENTITY, vec![(1, claim)]), 0.012);
+    let queued = core
+        .tick(Tick(0), 0.0, 1.0 / 64.0, &mut rng)
+        .expect("the first tick");
+    assert_eq!(queued.len(), 1, "the copy is dropped");
+    assert_eq!(queued[0].shooter, me);
+    assert_eq!(
+        queued[0].claim.shooter, me,
+        "the connection's entity, not the claim's"
+    );
+    assert_eq!(queued[0].received, 0.01);
+    let eye = core.snapshot(0.0)[0].bones[usize::from(EYE)].rotation;
+    assert!(
+        eye.angle_between(turned) < 1e-5,
+        "the frame-5 view is recorded"
+    );
+    assert_eq!(core.shot_ack(me), Some(1));
+    // Unknown players get nothing and change nothing.
+    let stranger = EntityId::from_bits(999);
+    assert_eq!(
+        core.receive(stranger, input(1, turned, Vec::new()), 0.02),
+        None
+    );
+    assert_eq!(core.shot_ack(stranger), None);
+}
+
+#[test]
+fn a_player_who_leaves_is_despawned_and_its_queued_shots_dropped() {
+    let mut core = core();
+    let mut rng = Pcg64Mcg::seed_from_u64(2);
+    let a = core.join(&mut rng);
+    let b = core.join(&mut rng);
+    core.tick(Tick(0), 0.0, 1.0 / 64.0, &mut rng)
+        .expect("the first tick");
+    let claim = ShotClaim {
+        shooter: a,
+        weapon: lagcomp_sim::server::RIFLE,
+        seq: 1,
+        render_time: RenderTime::Time(0.0),
+        origin: glam::Vec3::ZERO,
+        direction: glam::Vec3::NEG_Z,
+        hit: None,
+    };
+    core.receive(a, input(1, Quat::IDENTITY, vec![(1, claim)]), 0.01);
+    assert!(core.leave(a));
+    assert!(!core.leave(a), "already gone");
+    assert_eq!(core.players().collect::<Vec<_>>(), vec![b]);
+    let queued = core
+        .tick(Tick(1), 1.0 / 64.0, 1.0 / 64.0, &mut rng)
+        .expect("the next tick");
+    assert!(queued.is_empty());
+    assert_eq!(core.snapshot(1.0 / 64.0).len(), 1);
+    assert_eq!(core.recorded().count(), 1);
+    assert_eq!(core.participant(a), None);
+    assert_eq!(core.timing(a), None);
+}

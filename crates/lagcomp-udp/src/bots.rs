@@ -1,0 +1,653 @@
+//! The bot clients of `lagcomp bots`: many clients in one process, each with its own
+//! socket and renet connection, each running the simulator's client logic
+//! ([`BotBrain`]) against the machine's clock, and an agreement tally built from the
+//! verdicts the server sends back.
+//!
+//! Bots are spread over a few threads; each thread waits on all its bots' sockets with
+//! `ppoll(2)` until a datagram arrives or a bot's next frame is due, so arrivals are
+//! timestamped as they happen (clock sync depends on it). A bot connects, waits for its
+//! [`lagcomp_wire::Welcome`], plays for the configured time after it, then stops firing
+//! and waits (a few seconds at most) for the verdicts of the shots still in flight before
+//! it disconnects.
+//!
+//! The tally is the simulator's for its full mode: every shot whose verdict came back
+//! counts as arrived; an honest one is a client hit when the bot drew a hit, agreed when
+//! the server confirmed it on the same entity, a false confirmation when the server
+//! confirmed a shot the bot saw miss. Cheating shots (per [`Cheat`], the first bots of
+//! the process) are counted apart, with how many were accepted.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use lagcomp::Rig;
+use lagcomp_sim::body::{self, Arena, BONES};
+use lagcomp_sim::cheat::Cheat;
+use lagcomp_sim::client::{BotBrain, BrainConfig, EntityUpdate, FiredShot};
+use lagcomp_sim::result::{CheatResult, ModeResult};
+use lagcomp_wire::{
+    ClientMessage, Input, MAX_SHOTS_PER_INPUT, ProbeReply, ServerMessage, ShotOutcome, ShotResult,
+};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use renet::RenetClient;
+use renet_netcode::{ClientAuthentication, NetcodeClientTransport};
+use serde::Serialize;
+
+use crate::channel::{
+    PROTOCOL_ID, RESULTS, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
+    widen_receive_buffer,
+};
+
+/// How the bots are set up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BotsConfig {
+    /// The server (or a proxy in front of it).
+    pub server: SocketAddr,
+    /// How many bots.
+    pub count: usize,
+    /// Bot `i` cheats with `cheats[i]`; bots past the list play fair.
+    pub cheats: Vec<Cheat>,
+    /// Seconds each bot plays after its welcome (the first 2 s are its warm-up, without
+    /// shots).
+    pub duration: f64,
+    /// The longest a bot waits, after it stops firing, for its last verdicts, seconds.
+    pub linger: f64,
+    /// The longest a bot waits for its welcome, seconds.
+    pub connect_timeout: f64,
+    /// Frames per second of each bot.
+    pub fps: f64,
+    /// Threads the bots are spread over.
+    pub threads: usize,
+    /// Seed of the bots' aim and pacing.
+    pub seed: u64,
+}
+
+impl BotsConfig {
+    /// `count` honest bots against `server` for `duration` seconds at 60 frames per second,
+    /// on up to two threads.
+    #[must_use]
+    pub fn new(server: SocketAddr, count: usize, duration: f64) -> Self {
+        Self {
+            server,
+            count,
+            cheats: Vec::new(),
+            duration,
+            linger: 3.0,
+            connect_timeout: 10.0,
+            fps: 60.0,
+            threads: count.clamp(1, 2),
+            seed: 1,
+        }
+    }
+}
+
+/// Why the bots could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum BotsError {
+    /// No bots, or more cheats than bots.
+    #[error(
+        "{count} bots cannot play {cheats} cheat classes (need at least one bot and one per class)"
+    )]
+    Count {
+        /// Bots asked for.
+        count: usize,
+        /// Cheat classes asked for.
+        cheats: usize,
+    },
+    /// A duration, frame rate or timeout that is not a positive number.
+    #[error("{what} must be a positive number of seconds or frames, not {value}")]
+    NotPositive {
+        /// Which setting.
+        what: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// A socket could not be opened or waited on.
+    #[error("socket: {0}")]
+    Socket(#[from] io::Error),
+    /// Netcode refused to start a client.
+    #[error("netcode: {0}")]
+    Netcode(String),
+    /// A bots thread panicked.
+    #[error("a bots thread panicked")]
+    Panicked,
+}
+
+/// What the bots measured, together.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct BotsReport {
+    /// Bots started.
+    pub bots: usize,
+    /// Bots that got their welcome.
+    pub connected: usize,
+    /// Bots whose connection ended before they were done, with why.
+    pub dropped: Vec<String>,
+    /// Seconds each bot played.
+    pub duration: f64,
+    /// Honest bots' shots, tallied as the simulator's full mode (`agreement` is
+    /// `agreed / client_hits`, NaN, written `null`, without hits).
+    pub honest: ModeResult,
+    /// Per cheat class played, its cheating shots' verdicts (`honest_rejected` counts the
+    /// honest shots of the same process, as in the simulator).
+    pub cheats: Vec<CheatResult>,
+    /// Shots fired whose verdict never came back.
+    pub unanswered: u64,
+    /// Verdicts for shots the bot had no record of.
+    pub unexpected: u64,
+    /// Server messages that did not decode.
+    pub malformed: u64,
+}
+
+/// Runs the bots to the end and tallies what they saw (see the [module
+/// documentation](self)).
+///
+/// # Errors
+/// [`BotsError`]: a configuration out of range, sockets that cannot be opened. A bot that
+/// cannot connect or loses its connection is reported in [`BotsReport::dropped`], not as
+/// an error.
+pub fn run(config: &BotsConfig) -> Result<BotsReport, BotsError> {
+    if config.count == 0 || config.cheats.len() > config.count {
+        return Err(BotsError::Count {
+            count: config.count,
+            cheats: config.cheats.len(),
+        });
+    }
+    for (what, value) in [
+        ("duration", config.duration),
+        ("linger", config.linger),
+        ("connect timeout", config.connect_timeout),
+        ("fps", config.fps),
+    ] {
+        if !(value.is_finite() && value > 0.0) {
+            return Err(BotsError::NotPositive { what, value });
+        }
+    }
+    let start = Instant::now();
+    let epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    // Netcode tells clients apart by the id each makes up: mix in the process and the
+    // time so two bots processes with the same seed do not collide.
+    let salt = u64::from(std::process::id()) << 32 ^ u64::from(epoch.subsec_nanos());
+    let mut groups: Vec<Vec<Bot>> = (0..config.threads.clamp(1, config.count))
+        .map(|_| Vec::new())
+        .collect();
+    let threads = groups.len();
+    for index in 0..config.count {
+        let bot = Bot::new(config, index, salt, epoch)?;
+        groups[index % threads].push(bot);
+    }
+    let handles: Vec<_> = groups
+        .into_iter()
+        .enumerate()
+        .map(|(i, bots)| {
+            let config = config.clone();
+            std::thread::Builder::new()
+                .name(format!("lagcomp-bots-{i}"))
+                .spawn(move || play(&config, bots, start))
+        })
+        .collect::<Result<_, _>>()?;
+    let mut outcomes = Vec::new();
+    for handle in handles {
+        outcomes.extend(handle.join().map_err(|_| BotsError::Panicked)??);
+    }
+    outcomes.sort_by_key(|o| o.index);
+    Ok(report(config, &outcomes))
+}
+
+/// Where a bot is in its run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    /// Waiting for the welcome since this local time.
+    Connecting { since: f64 },
+    /// Playing until this local time.
+    Playing { until: f64 },
+    /// Not firing; waiting for verdicts until this local time.
+    Draining { until: f64 },
+    /// Disconnected.
+    Done,
+}
+
+/// What one bot saw.
+#[derive(Debug, Clone, Default)]
+struct Outcome {
+    index: usize,
+    cheat: Option<Cheat>,
+    connected: bool,
+    dropped: Option<String>,
+    honest: ModeResult,
+    cheat_attempts: u64,
+    cheat_accepted: u64,
+    cheat_outcomes: BTreeMap<String, u64>,
+    unanswered: u64,
+    unexpected: u64,
+    malformed: u64,
+}
+
+/// One bot: its connection, its brain once welcomed, and its shots awaiting verdicts.
+struct Bot {
+    cheat: Option<Cheat>,
+    client: RenetClient,
+    transport: NetcodeClientTransport,
+    /// The transport's socket, shared, to wait on.
+    socket: UdpSocket,
+    /// Until the welcome: the generator the brain will get.
+    rng: Option<Pcg64Mcg>,
+    brain: Option<BotBrain>,
+    /// Local time of the welcome (the brain's time zero).
+    welcomed_at: f64,
+    phase: Phase,
+    next_frame: f64,
+    last_update: f64,
+    /// Shots by claim sequence number, oldest first (a replaying cheat reuses one).
+    shots: HashMap<u32, VecDeque<FiredShot>>,
+    outcome: Outcome,
+    scratch: Vec<u8>,
+}
+
+impl Bot {
+    fn new(
+        config: &BotsConfig,
+        index: usize,
+        salt: u64,
+        epoch: Duration,
+    ) -> Result<Self, BotsError> {
+        let any: SocketAddr = if config.server.is_ipv4() {
+            (Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let socket = UdpSocket::bind(any)?;
+        widen_receive_buffer(&socket);
+        let waiter = socket.try_clone()?;
+        let client_id = splitmix(config.seed ^ salt).wrapping_add(index as u64);
+        let transport = NetcodeClientTransport::new(
+            epoch,
+            ClientAuthentication::Unsecure {
+                protocol_id: PROTOCOL_ID,
+                client_id,
+                server_addr: config.server,
+                user_data: None,
+            },
+            socket,
+        )
+        .map_err(|e| BotsError::Netcode(e.to_string()))?;
+        let mut rng =
+            Pcg64Mcg::seed_from_u64(config.seed.wrapping_mul(31).wrapping_add(index as u64));
+        let next_frame = rng.random_range(0.0..1.0 / config.fps);
+        let cheat = config.cheats.get(index).copied();
+        Ok(Self {
+            cheat,
+            client: RenetClient::new(connection_config()),
+            transport,
+            socket: waiter,
+            rng: Some(rng),
+            brain: None,
+            welcomed_at: 0.0,
+            phase: Phase::Connecting { since: 0.0 },
+            next_frame,
+            last_update: 0.0,
+            shots: HashMap::new(),
+            outcome: Outcome {
+                index,
+                cheat,
+                ..Outcome::default()
+            },
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Reads the socket and everything the server sent.
+    fn pump(&mut self, local: f64) {
+        if self.phase == Phase::Done {
+            return;
+        }
+        let delta = Duration::from_secs_f64((local - self.last_update).max(0.0));
+        self.last_update = local;
+        self.client.update(delta);
+        if let Err(error) = self.transport.update(delta, &mut self.client) {
+            self.drop_out(format!("transport: {error}"));
+            return;
+        }
+        while let Some(bytes) = self.client.receive_message(WELCOME) {
+            self.on_message(&bytes, local);
+        }
+        while let Some(bytes) = self.client.receive_message(UNRELIABLE) {
+            self.on_message(&bytes, local);
+        }
+        while let Some(bytes) = self.client.receive_message(RESULTS) {
+            self.on_message(&bytes, local);
+        }
+        if self.client.is_disconnected() {
+            let reason = self
+                .client
+                .disconnect_reason()
+                .map_or_else(|| "disconnected".to_owned(), |r| r.to_string());
+            self.drop_out(reason);
+        }
+    }
+
+    fn on_message(&mut self, bytes: &[u8], local: f64) {
+        let message = match ServerMessage::decode(bytes) {
+            Ok(message) => message,
+            Err(_) => {
+                self.outcome.malformed += 1;
+                return;
+            }
+        };
+        if let ServerMessage::Welcome(welcome) = message {
+            if self.brain.is_none() {
+                if usize::from(welcome.bones) != BONES
+                    || !(welcome.tick_rate.is_finite() && welcome.tick_rate > 0.0)
+                {
+                    self.drop_out(format!(
+                        "the server's world is not the humanoid arena ({} bones at {} Hz)",
+                        welcome.bones, welcome.tick_rate
+                    ));
+                    return;
+                }
+                let rng = self
+                    .rng
+                    .take()
+                    .unwrap_or_else(|| Pcg64Mcg::seed_from_u64(0));
+                self.brain = Some(BotBrain::new(
+                    BrainConfig {
+                        tick_rate: welcome.tick_rate,
+                        cheat: self.cheat,
+                    },
+                    welcome.you,
+                    &[],
+                    rng,
+                ));
+                self.welcomed_at = local;
+                self.outcome.connected = true;
+            }
+            return;
+        }
+        if let ServerMessage::ShotResult(result) = message {
+            self.on_result(result);
+            return;
+        }
+        let Some(brain) = &mut self.brain else {
+            // Before the welcome nothing else can be placed.
+            return;
+        };
+        match message {
+            ServerMessage::Snapshot(part) => {
+                let entities = part.entities.into_iter().map(|e| EntityUpdate {
+                    id: e.id,
+                    bones: e.bones,
+                    velocity: e.velocity,
+                    last_teleport: e.last_teleport,
+                    protected: e.protected,
+                });
+                brain.on_snapshot(local, part.tick, part.server_time, entities);
+            }
+            ServerMessage::Pong(pong) => brain.on_pong(pong, local),
+            ServerMessage::Probe(probe) => brain.on_probe(probe.id),
+            ServerMessage::ShotAck { up_to } => brain.on_shot_ack(up_to),
+            ServerMessage::Welcome(_) | ServerMessage::ShotResult(_) => {}
+        }
+    }
+
+    /// A verdict: matched to the oldest shot fired under its number, and tallied.
+    fn on_result(&mut self, result: ShotResult) {
+        let Some(shot) = self
+            .shots
+            .get_mut(&result.seq)
+            .and_then(VecDeque::pop_front)
+        else {
+            self.outcome.unexpected += 1;
+            return;
+        };
+        if self.shots.get(&result.seq).is_some_and(VecDeque::is_empty) {
+            self.shots.remove(&result.seq);
+        }
+        tally(&mut self.outcome, &shot, &result.outcome);
+    }
+
+    /// One frame: the brain decides, the input goes out.
+    fn frame(&mut self, local: f64, config: &BotsConfig, arena: &Arena, rig: &Rig) {
+        match self.phase {
+            Phase::Done => return,
+            Phase::Connecting { since } => {
+                if self.brain.is_some() {
+                    self.phase = Phase::Playing {
+                        until: self.welcomed_at + config.duration,
+                    };
+                } else if local - since > config.connect_timeout {
+                    self.drop_out(format!(
+                        "no welcome from {} within {} s",
+                        config.server, config.connect_timeout
+                    ));
+                    return;
+                }
+            }
+            Phase::Playing { until } if local >= until => {
+                if let Some(brain) = &mut self.brain {
+                    brain.cease_fire();
+                }
+                self.phase = Phase::Draining {
+                    until: local + config.linger,
+                };
+            }
+            Phase::Draining { until } if local >= until || self.shots.is_empty() => {
+                self.leave();
+                return;
+            }
+            Phase::Playing { .. } | Phase::Draining { .. } => {}
+        }
+        if let Some(brain) = &mut self.brain {
+            let frame = brain.frame(local - self.welcomed_at, local, arena, rig);
+            if let Some(shot) = frame.fired {
+                if !shot.cheat {
+                    self.outcome.honest.shots_sent += 1;
+                }
+                self.shots.entry(shot.seq).or_default().push_back(shot);
+            }
+            let mut shots = frame.input.shots;
+            shots.truncate(MAX_SHOTS_PER_INPUT);
+            let input = ClientMessage::Input(Input {
+                frame: frame.input.frame,
+                ping: frame.input.ping,
+                probe_reply: frame.input.probe_reply.map(|id| ProbeReply {
+                    id,
+                    client_time: local,
+                }),
+                aim: frame.input.aim,
+                interp_delay: frame.input.interp_delay,
+                newest_tick: frame.input.newest_tick,
+                shots,
+            });
+            // The brain's numbers are finite; a message that will not encode is not sent.
+            if input.encode(&mut self.scratch).is_ok() {
+                self.client.send_message(UNRELIABLE, self.scratch.clone());
+            }
+        }
+        if let Err(error) = self.transport.send_packets(&mut self.client) {
+            self.drop_out(format!("sending: {error}"));
+        }
+    }
+
+    /// Leaves at the end of the run.
+    fn leave(&mut self) {
+        self.transport.disconnect();
+        self.finish();
+    }
+
+    /// Leaves because the connection failed.
+    fn drop_out(&mut self, why: String) {
+        if self.phase == Phase::Done {
+            return;
+        }
+        self.outcome.dropped = Some(why);
+        self.transport.disconnect();
+        self.finish();
+    }
+
+    fn finish(&mut self) {
+        self.phase = Phase::Done;
+        self.outcome.unanswered = self.shots.values().map(|q| q.len() as u64).sum();
+        self.shots.clear();
+    }
+}
+
+/// One verdict into a bot's tally.
+fn tally(outcome: &mut Outcome, shot: &FiredShot, verdict: &ShotOutcome) {
+    let server_hit = match *verdict {
+        ShotOutcome::Confirmed { target, .. } => Some(target),
+        _ => None,
+    };
+    if shot.cheat {
+        outcome.cheat_attempts += 1;
+        if server_hit.is_some() {
+            outcome.cheat_accepted += 1;
+        }
+        *outcome
+            .cheat_outcomes
+            .entry(verdict.label().to_owned())
+            .or_default() += 1;
+        return;
+    }
+    let m = &mut outcome.honest;
+    let client_hit = shot.client_hit.map(|(id, _)| id);
+    m.shots_arrived += 1;
+    if client_hit.is_some() {
+        m.client_hits += 1;
+    }
+    if server_hit.is_some() {
+        m.confirmed += 1;
+    }
+    if client_hit.is_some() && server_hit == client_hit {
+        m.agreed += 1;
+    }
+    if client_hit.is_none() && server_hit.is_some() {
+        m.false_confirmations += 1;
+    }
+    if let ShotOutcome::Rejected(reason) = verdict {
+        *m.rejections.entry(reason.name().to_owned()).or_default() += 1;
+    }
+}
+
+/// One thread's bots, from connecting to leaving.
+fn play(
+    config: &BotsConfig,
+    mut bots: Vec<Bot>,
+    start: Instant,
+) -> Result<Vec<Outcome>, BotsError> {
+    let _timers = TightTimers::new();
+    let arena = Arena::standard();
+    let rig: Arc<Rig> = body::humanoid();
+    let interval = 1.0 / config.fps;
+    let local = start.elapsed().as_secs_f64();
+    for bot in &mut bots {
+        bot.phase = Phase::Connecting { since: local };
+        bot.next_frame += local;
+        bot.last_update = local;
+    }
+    let sockets: Vec<UdpSocket> = bots
+        .iter()
+        .map(|b| b.socket.try_clone())
+        .collect::<Result<_, _>>()?;
+    let mut ready = Vec::with_capacity(bots.len());
+    while bots.iter().any(|b| b.phase != Phase::Done) {
+        let local = start.elapsed().as_secs_f64();
+        for (bot, &readable) in bots.iter_mut().zip(&ready) {
+            if readable {
+                bot.pump(local);
+            }
+        }
+        let local = start.elapsed().as_secs_f64();
+        for bot in &mut bots {
+            if bot.phase == Phase::Done || local < bot.next_frame {
+                continue;
+            }
+            bot.pump(local);
+            bot.frame(local, config, &arena, &rig);
+            bot.next_frame += interval;
+            if bot.next_frame < local {
+                // Fell behind (a stall): skip the frames missed rather than burst them.
+                bot.next_frame = local + interval;
+            }
+        }
+        let next = bots
+            .iter()
+            .filter(|b| b.phase != Phase::Done)
+            .map(|b| b.next_frame)
+            .fold(f64::INFINITY, f64::min);
+        if !next.is_finite() {
+            break;
+        }
+        let now = start.elapsed().as_secs_f64();
+        let timeout = Duration::from_secs_f64((next - now).clamp(0.0, 1.0));
+        wait_readable(&sockets, timeout, &mut ready)?;
+    }
+    Ok(bots.into_iter().map(|b| b.outcome).collect())
+}
+
+/// The bots' outcomes together.
+fn report(config: &BotsConfig, outcomes: &[Outcome]) -> BotsReport {
+    let mut report = BotsReport {
+        bots: outcomes.len(),
+        duration: config.duration,
+        ..BotsReport::default()
+    };
+    let mut cheats: BTreeMap<Cheat, CheatResult> = BTreeMap::new();
+    for o in outcomes {
+        report.connected += usize::from(o.connected);
+        if let Some(why) = &o.dropped {
+            report.dropped.push(format!("bot {}: {why}", o.index));
+        }
+        report.unanswered += o.unanswered;
+        report.unexpected += o.unexpected;
+        report.malformed += o.malformed;
+        let h = &mut report.honest;
+        h.shots_sent += o.honest.shots_sent;
+        h.shots_arrived += o.honest.shots_arrived;
+        h.client_hits += o.honest.client_hits;
+        h.confirmed += o.honest.confirmed;
+        h.agreed += o.honest.agreed;
+        h.false_confirmations += o.honest.false_confirmations;
+        for (reason, n) in &o.honest.rejections {
+            *h.rejections.entry(reason.clone()).or_default() += n;
+        }
+        if let Some(cheat) = o.cheat {
+            let c = cheats.entry(cheat).or_insert_with(|| CheatResult {
+                class: cheat.name().to_owned(),
+                description: cheat.description().to_owned(),
+                ..CheatResult::default()
+            });
+            c.attempts += o.cheat_attempts;
+            c.accepted += o.cheat_accepted;
+            for (label, n) in &o.cheat_outcomes {
+                *c.outcomes.entry(label.clone()).or_default() += n;
+            }
+        }
+    }
+    let h = &mut report.honest;
+    h.agreement = if h.client_hits == 0 {
+        f64::NAN
+    } else {
+        h.agreed as f64 / h.client_hits as f64
+    };
+    let honest_rejected = h.rejections.values().sum();
+    report.cheats = cheats
+        .into_values()
+        .map(|c| CheatResult {
+            honest_rejected,
+            ..c
+        })
+        .collect();
+    report
+}
+
+/// SplitMix64: spreads a seed over all 64 bits.
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

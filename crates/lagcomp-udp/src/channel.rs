@@ -1,0 +1,134 @@
+//! What `lagcomp serve` and `lagcomp bots` agree on below the wire protocol: the netcode
+//! protocol id, renet's channels and their limits, and waiting on sockets.
+//!
+//! Connections use netcode's *unsecure* mode: a client makes up its own connect token
+//! with the fixed [`PROTOCOL_ID`], so anyone who can reach the port can join, and packets
+//! are not encrypted with a key the server handed out. That is fine for a test server
+//! and bots on one machine or a lab network, not for a game on the internet, which would
+//! hand out secure tokens from a matchmaker.
+
+use std::net::UdpSocket;
+use std::time::Duration;
+
+use renet::{ChannelConfig, ConnectionConfig, SendType};
+use rustix::event::{PollFd, PollFlags, Timespec};
+
+/// Netcode's protocol id: `"lagcomp"` and the wire protocol's version in the low byte, so
+/// a client of another version is refused during the handshake.
+pub const PROTOCOL_ID: u64 = 0x6c61_6763_6f6d_7000 | lagcomp_wire::PROTOCOL_VERSION as u64;
+
+/// Unreliable, both ways: inputs up; snapshot parts, pongs, probes and shot
+/// acknowledgements down (each superseded by the next).
+pub const UNRELIABLE: u8 = 0;
+
+/// Reliable and ordered, server to client: the welcome, needed before anything else.
+pub const WELCOME: u8 = 1;
+
+/// Reliable, unordered, server to client: each shot's result (bots tally every verdict).
+pub const RESULTS: u8 = 2;
+
+/// How much a channel may hold before renet drops (unreliable) or disconnects (reliable).
+const CHANNEL_MEMORY: usize = 8 * 1024 * 1024;
+
+/// The connection settings of both ends (renet requires them to match).
+#[must_use]
+pub fn connection_config() -> ConnectionConfig {
+    let reliable = |ordered: bool| {
+        // About two round trips of a bad connection: resending sooner only duplicates
+        // what is still in flight.
+        let resend_time = Duration::from_millis(200);
+        if ordered {
+            SendType::ReliableOrdered { resend_time }
+        } else {
+            SendType::ReliableUnordered { resend_time }
+        }
+    };
+    ConnectionConfig {
+        // Per call of renet's packet generation, which both ends make at least once a
+        // tick: room for a few hundred players' snapshot parts.
+        available_bytes_per_tick: 4 * 1024 * 1024,
+        server_channels_config: vec![
+            ChannelConfig {
+                channel_id: UNRELIABLE,
+                max_memory_usage_bytes: CHANNEL_MEMORY,
+                send_type: SendType::Unreliable,
+            },
+            ChannelConfig {
+                channel_id: WELCOME,
+                max_memory_usage_bytes: CHANNEL_MEMORY,
+                send_type: reliable(true),
+            },
+            ChannelConfig {
+                channel_id: RESULTS,
+                max_memory_usage_bytes: CHANNEL_MEMORY,
+                send_type: reliable(false),
+            },
+        ],
+        client_channels_config: vec![ChannelConfig {
+            channel_id: UNRELIABLE,
+            max_memory_usage_bytes: CHANNEL_MEMORY,
+            send_type: SendType::Unreliable,
+        }],
+    }
+}
+
+/// Waits until one of `sockets` has a datagram or `timeout` has passed, and says which
+/// have one (`ready` is cleared first, then one flag per socket). An interrupted wait
+/// returns with none ready.
+///
+/// # Errors
+/// The system's error if waiting fails.
+pub fn wait_readable(
+    sockets: &[UdpSocket],
+    timeout: Duration,
+    ready: &mut Vec<bool>,
+) -> std::io::Result<()> {
+    let mut set: Vec<PollFd<'_>> = sockets
+        .iter()
+        .map(|s| PollFd::new(s, PollFlags::IN))
+        .collect();
+    let timeout = Timespec {
+        tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(timeout.subsec_nanos()),
+    };
+    ready.clear();
+    match rustix::event::poll(&mut set, Some(&timeout)) {
+        Ok(_) => ready.extend(set.iter().map(|fd| !fd.revents().is_empty())),
+        Err(rustix::io::Errno::INTR) => ready.resize(sockets.len(), false),
+        Err(error) => return Err(error.into()),
+    }
+    Ok(())
+}
+
+/// Lets the calling thread's sleeps end on time (Linux's default timer slack wakes a
+/// thread up to 50 µs late); the old slack is put back when this is dropped.
+#[derive(Debug)]
+pub(crate) struct TightTimers(#[cfg(target_os = "linux")] Option<u64>);
+
+impl TightTimers {
+    pub(crate) fn new() -> Self {
+        #[cfg(target_os = "linux")]
+        {
+            let old = rustix::thread::current_timer_slack().ok();
+            let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
+            Self(old)
+        }
+        #[cfg(not(target_os = "linux"))]
+        Self()
+    }
+}
+
+impl Drop for TightTimers {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        if let Some(old) = self.0 {
+            let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(old));
+        }
+    }
+}
+
+/// A socket's receive buffer widened to 1 MiB where the system allows, so a burst of
+/// snapshot parts is not dropped while the thread is busy.
+pub(crate) fn widen_receive_buffer(socket: &UdpSocket) {
+    let _ = rustix::net::sockopt::set_socket_recv_buffer_size(socket, 1 << 20);
+}

@@ -1,0 +1,788 @@
+//! The game server of `lagcomp serve`: the simulator's server ([`ServerCore`]) on a fixed
+//! tick over real UDP, with renet and netcode carrying the wire protocol.
+//!
+//! One thread. It waits on the socket with `ppoll(2)` until a datagram arrives or the next
+//! tick is due, so every input is timestamped when it arrives (not at the next tick) and a
+//! clock-sync ping is answered at once. Each tick at its deadline: every body moves, the
+//! frame is recorded in the history (and the recording), the shots that arrived since the
+//! last tick are validated together ([`lagcomp_service::batch::validate_batch`], the same
+//! verdicts as one by one), each verdict goes to the audit log and back to its shooter as
+//! a [`ShotResult`], and on send ticks a snapshot goes out in parts with a round-trip probe
+//! now and then. How long each tick's work took is measured, from the deadline's wake-up
+//! to the last packet handed to the socket.
+//!
+//! A client that connects gets a body and a [`Welcome`] naming it; one that leaves is
+//! despawned. Undecodable messages are dropped and counted per client by a
+//! [`MalformedGuard`]; a client past its threshold (or speaking another protocol version)
+//! is disconnected.
+//!
+//! What is not here: the world's rules (that is `lagcomp_sim`), argument parsing and
+//! printing (`lagcomp-cli`'s `serve.rs`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Write};
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use lagcomp::{BoneTransform, EntityId, EntityState, HistoryConfig, Tick};
+use lagcomp_service::batch::validate_batch;
+use lagcomp_sim::body::{Arena, BONES};
+use lagcomp_sim::client::ClientInput;
+use lagcomp_sim::server::{CoreConfig, CoreError, ServerCore, rules};
+use lagcomp_validate::recording::RecordingWriter;
+use lagcomp_validate::{AuditLog, ClientTiming, ShotClaim, Verdict};
+use lagcomp_wire::{
+    ClientMessage, EncodeError, EntityFrame, GuardConfig, MalformedGuard, Penalty, Probe,
+    ServerMessage, ShotOutcome, ShotResult, SnapshotEncoder, Welcome,
+};
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+use renet::{ClientId, RenetServer, ServerEvent};
+use renet_netcode::{NetcodeServerTransport, ServerAuthentication, ServerConfig};
+
+use crate::channel::{
+    PROTOCOL_ID, RESULTS, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
+    widen_receive_buffer,
+};
+use crate::stats::TickTimes;
+
+/// The highest tick rate accepted, Hz.
+pub const MAX_TICK_RATE: f64 = 128.0;
+
+/// Netcode's own limit on connected clients.
+pub const MAX_CLIENTS: usize = 1024;
+
+/// How a server is set up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServeConfig {
+    /// Where to listen (port 0 picks a free one).
+    pub listen: SocketAddr,
+    /// Ticks per second, 1 to [`MAX_TICK_RATE`].
+    pub tick_rate: f64,
+    /// Snapshots per second, up to the tick rate (rounded to a whole number of ticks).
+    pub send_rate: f64,
+    /// The history's window, seconds.
+    pub max_rewind: f64,
+    /// Respawns per player per second.
+    pub respawn_rate: f64,
+    /// Seed of the bodies' movement.
+    pub seed: u64,
+    /// The most players at once, up to [`MAX_CLIENTS`].
+    pub max_clients: usize,
+    /// The largest snapshot part, bytes.
+    pub snapshot_budget: usize,
+    /// When a client is disconnected for malformed messages.
+    pub guard: GuardConfig,
+}
+
+impl ServeConfig {
+    /// The defaults (64 Hz ticks and snapshots, a 0.5 s window, the simulator's respawn
+    /// rate, 256 players) on `listen`.
+    #[must_use]
+    pub fn new(listen: SocketAddr) -> Self {
+        Self {
+            listen,
+            tick_rate: 64.0,
+            send_rate: 64.0,
+            max_rewind: 0.5,
+            respawn_rate: 0.05,
+            seed: 1,
+            max_clients: 256,
+            snapshot_budget: SnapshotEncoder::DEFAULT_BUDGET,
+            guard: GuardConfig::default(),
+        }
+    }
+
+    /// Ticks between snapshots.
+    #[must_use]
+    pub fn send_every(&self) -> u32 {
+        (self.tick_rate / self.send_rate)
+            .round()
+            .clamp(1.0, f64::from(u32::MAX)) as u32
+    }
+}
+
+/// Why a server could not start or had to stop.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The tick rate is not in 1 to [`MAX_TICK_RATE`] Hz.
+    #[error("tick rate {0} Hz is not between 1 and {MAX_TICK_RATE}")]
+    TickRate(f64),
+    /// The send rate is not positive or above the tick rate.
+    #[error("send rate {send} Hz must be positive and at most the tick rate {tick} Hz")]
+    SendRate {
+        /// The send rate asked for.
+        send: f64,
+        /// The tick rate.
+        tick: f64,
+    },
+    /// The respawn rate is not a rate.
+    #[error("respawn rate {0} per second must be finite and at least 0")]
+    RespawnRate(f64),
+    /// Too many or no clients.
+    #[error("max clients {0} is not between 1 and {MAX_CLIENTS}")]
+    MaxClients(usize),
+    /// The snapshot budget is outside what the encoder allows.
+    #[error("snapshot budget: {0}")]
+    Budget(EncodeError),
+    /// The history refused the configuration.
+    #[error(transparent)]
+    Core(#[from] CoreError),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: io::Error,
+    },
+    /// The socket failed.
+    #[error("socket: {0}")]
+    Socket(io::Error),
+    /// Writing the recording failed (the file so far is valid up to its last line).
+    #[error("writing the recording: {0}")]
+    Recording(io::Error),
+    /// Writing the audit log failed.
+    #[error("writing the audit log: {0}")]
+    Audit(io::Error),
+    /// A server message could not be encoded (a non-finite number in the world).
+    #[error("encoding: {0}")]
+    Encode(#[from] EncodeError),
+    /// The history refused a frame (ticks not increasing: a bug, not bad input).
+    #[error("recording a tick: {0}")]
+    Tick(#[from] lagcomp::RecordError),
+}
+
+/// Where the verdicts and the match go, besides the shooters.
+#[derive(Default)]
+pub struct Outputs {
+    /// Every verdict as a JSON line.
+    pub audit: Option<AuditLog<Box<dyn Write + Send>>>,
+    /// The match recording, for `lagcomp validate`.
+    pub recording: Option<Box<dyn Write + Send>>,
+}
+
+impl std::fmt::Debug for Outputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outputs")
+            .field("audit", &self.audit.is_some())
+            .field("recording", &self.recording.is_some())
+            .finish()
+    }
+}
+
+/// One second (or the whole run) of the server's work.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Status {
+    /// Seconds since the start.
+    pub elapsed: f64,
+    /// Players connected now.
+    pub players: usize,
+    /// Ticks run.
+    pub ticks: u64,
+    /// Ticks that started more than a tick late.
+    pub late_ticks: u64,
+    /// Tick work time, median, seconds (`None` without ticks).
+    pub tick_p50: Option<f64>,
+    /// Tick work time, 99th percentile, seconds.
+    pub tick_p99: Option<f64>,
+    /// Tick work time, the longest, seconds.
+    pub tick_max: Option<f64>,
+    /// The tick budget (one tick interval), seconds.
+    pub budget: f64,
+    /// Shots validated.
+    pub shots: u64,
+    /// Verdicts by outcome label (`confirmed`, `miss`, `blocked`, or the rejection reason).
+    pub verdicts: BTreeMap<&'static str, u64>,
+    /// Malformed messages dropped.
+    pub malformed: u64,
+    /// Clients disconnected for them.
+    pub kicked: u64,
+    /// Players that joined.
+    pub joined: u64,
+    /// Players that left.
+    pub left: u64,
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |t: Option<f64>| t.map_or_else(|| "-".to_owned(), |t| format!("{:.3}", t * 1e3));
+        write!(
+            f,
+            "players {} | tick p50 {} ms, p99 {} ms, max {} ms of {:.3} ms ({} ticks, {} late) \
+             | shots {}",
+            self.players,
+            ms(self.tick_p50),
+            ms(self.tick_p99),
+            ms(self.tick_max),
+            self.budget * 1e3,
+            self.ticks,
+            self.late_ticks,
+            self.shots,
+        )?;
+        if !self.verdicts.is_empty() {
+            let verdicts: Vec<String> = self
+                .verdicts
+                .iter()
+                .map(|(label, n)| format!("{label} {n}"))
+                .collect();
+            write!(f, " ({})", verdicts.join(", "))?;
+        }
+        write!(f, " | malformed {}", self.malformed)?;
+        if self.kicked > 0 {
+            write!(f, " ({} disconnected)", self.kicked)?;
+        }
+        Ok(())
+    }
+}
+
+/// Counters over some stretch of time.
+#[derive(Debug, Clone, Default)]
+struct Counters {
+    ticks: u64,
+    late_ticks: u64,
+    times: TickTimes,
+    shots: u64,
+    verdicts: BTreeMap<&'static str, u64>,
+    malformed: u64,
+    kicked: u64,
+    joined: u64,
+    left: u64,
+}
+
+impl Counters {
+    fn status(&self, elapsed: f64, players: usize, budget: f64) -> Status {
+        Status {
+            elapsed,
+            players,
+            ticks: self.ticks,
+            late_ticks: self.late_ticks,
+            tick_p50: self.times.quantile(0.5),
+            tick_p99: self.times.quantile(0.99),
+            tick_max: self.times.max(),
+            budget,
+            shots: self.shots,
+            verdicts: self.verdicts.clone(),
+            malformed: self.malformed,
+            kicked: self.kicked,
+            joined: self.joined,
+            left: self.left,
+        }
+    }
+}
+
+/// A connected client.
+#[derive(Debug, Clone, Copy)]
+struct Connection {
+    client: ClientId,
+    entity: EntityId,
+}
+
+/// The game server (see the [module documentation](self)).
+pub struct GameServer {
+    config: ServeConfig,
+    core: ServerCore,
+    renet: RenetServer,
+    transport: NetcodeServerTransport,
+    /// The transport's socket, shared, to wait on.
+    socket: [UdpSocket; 1],
+    local_addr: SocketAddr,
+    connections: Vec<Connection>,
+    by_client: HashMap<ClientId, EntityId>,
+    guard: MalformedGuard<ClientId>,
+    encoder: SnapshotEncoder,
+    frames: Vec<EntityFrame>,
+    claims: Vec<(ShotClaim, f64)>,
+    scratch: Vec<u8>,
+    join_rng: Pcg64Mcg,
+    audit: Option<AuditLog<Box<dyn Write + Send>>>,
+    recording: Option<RecordingWriter<Box<dyn Write + Send>>>,
+    timings: HashMap<EntityId, ClientTiming>,
+    second: Counters,
+    total: Counters,
+    last_update: f64,
+    next_tick: u32,
+}
+
+impl std::fmt::Debug for GameServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GameServer")
+            .field("config", &self.config)
+            .field("local_addr", &self.local_addr)
+            .field("players", &self.connections.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a run did, when it ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// Over the whole run.
+    pub status: Status,
+    /// Lines in the recording, if one was written.
+    pub recording_lines: Option<usize>,
+    /// Verdicts in the audit log, if one was written.
+    pub audited: Option<u64>,
+}
+
+impl GameServer {
+    /// Binds the socket and sets up the world (the standard arena), the history and the
+    /// outputs (the recording's header, rules and walls are written now).
+    ///
+    /// # Errors
+    /// A configuration out of range, an address that cannot be bound, a recording that
+    /// cannot be written.
+    pub fn bind(config: ServeConfig, outputs: Outputs) -> Result<Self, ServeError> {
+        if !(1.0..=MAX_TICK_RATE).contains(&config.tick_rate) {
+            return Err(ServeError::TickRate(config.tick_rate));
+        }
+        if !(config.send_rate > 0.0 && config.send_rate <= config.tick_rate) {
+            return Err(ServeError::SendRate {
+                send: config.send_rate,
+                tick: config.tick_rate,
+            });
+        }
+        if !(config.respawn_rate.is_finite() && config.respawn_rate >= 0.0) {
+            return Err(ServeError::RespawnRate(config.respawn_rate));
+        }
+        if !(1..=MAX_CLIENTS).contains(&config.max_clients) {
+            return Err(ServeError::MaxClients(config.max_clients));
+        }
+        let encoder = SnapshotEncoder::new(config.snapshot_budget).map_err(ServeError::Budget)?;
+        let guard = MalformedGuard::new(config.guard).map_err(|e| {
+            ServeError::Socket(io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))
+        })?;
+        let core = ServerCore::new(
+            CoreConfig {
+                tick_rate: config.tick_rate,
+                max_rewind: config.max_rewind,
+                respawn_rate: config.respawn_rate,
+            },
+            Arena::standard(),
+        )?;
+        let bind_error = |source| ServeError::Bind {
+            addr: config.listen,
+            source,
+        };
+        let socket = UdpSocket::bind(config.listen).map_err(bind_error)?;
+        widen_receive_buffer(&socket);
+        let local_addr = socket.local_addr().map_err(bind_error)?;
+        let waiter = socket.try_clone().map_err(bind_error)?;
+        let transport = NetcodeServerTransport::new(
+            ServerConfig {
+                current_time: SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap_or_default(),
+                max_clients: config.max_clients,
+                protocol_id: PROTOCOL_ID,
+                public_addresses: vec![local_addr],
+                authentication: ServerAuthentication::Unsecure,
+            },
+            socket,
+        )
+        .map_err(bind_error)?;
+        let recording = match outputs.recording {
+            Some(out) => {
+                let mut writer = RecordingWriter::new(
+                    out,
+                    &HistoryConfig {
+                        tick_rate: config.tick_rate,
+                        max_rewind: config.max_rewind,
+                    },
+                )
+                .map_err(ServeError::Recording)?;
+                writer
+                    .rules(&rules(config.max_rewind))
+                    .map_err(ServeError::Recording)?;
+                for (shape, pose) in &core.arena().walls {
+                    writer
+                        .static_collider(*shape, *pose, u32::MAX)
+                        .map_err(ServeError::Recording)?;
+                }
+                Some(writer)
+            }
+            None => None,
+        };
+        Ok(Self {
+            join_rng: Pcg64Mcg::seed_from_u64(config.seed),
+            config,
+            core,
+            renet: RenetServer::new(connection_config()),
+            transport,
+            socket: [waiter],
+            local_addr,
+            connections: Vec::new(),
+            by_client: HashMap::new(),
+            guard,
+            encoder,
+            frames: Vec::new(),
+            claims: Vec::new(),
+            scratch: Vec::new(),
+            audit: outputs.audit,
+            recording,
+            timings: HashMap::new(),
+            second: Counters::default(),
+            total: Counters::default(),
+            last_update: 0.0,
+            next_tick: 0,
+        })
+    }
+
+    /// The address the server listens on.
+    #[must_use]
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The settings.
+    #[must_use]
+    pub fn config(&self) -> &ServeConfig {
+        &self.config
+    }
+
+    /// Runs until `stop` is set or, if given, `duration` has passed; calls `status` once a
+    /// second with that second's figures. Then disconnects everyone, finishes the outputs
+    /// and returns the whole run's figures.
+    ///
+    /// # Errors
+    /// [`ServeError`]: the socket or an output failed (the outputs are flushed as far as
+    /// they got).
+    pub fn run(
+        mut self,
+        stop: &AtomicBool,
+        duration: Option<Duration>,
+        mut status: impl FnMut(&Status),
+    ) -> Result<Summary, ServeError> {
+        let _timers = TightTimers::new();
+        let start = Instant::now();
+        let dt = 1.0 / self.config.tick_rate;
+        let end = duration.map(|d| d.as_secs_f64());
+        let mut next_status = 1.0;
+        let mut ready = Vec::with_capacity(1);
+        let result = loop {
+            let now = start.elapsed().as_secs_f64();
+            if stop.load(Ordering::Acquire) || end.is_some_and(|end| now >= end) {
+                break Ok(());
+            }
+            if let Err(error) = self.pump(now) {
+                break Err(error);
+            }
+            if let Err(error) = self.catch_up(&start, dt) {
+                break Err(error);
+            }
+            let now = start.elapsed().as_secs_f64();
+            if now >= next_status {
+                let budget = dt;
+                status(&self.second.status(now, self.connections.len(), budget));
+                self.second = Counters::default();
+                next_status += 1.0;
+            }
+            let wake = [f64::from(self.next_tick) * dt, next_status]
+                .into_iter()
+                .chain(end)
+                .fold(f64::INFINITY, f64::min);
+            let timeout = Duration::from_secs_f64((wake - now).clamp(0.0, 1.0));
+            if let Err(error) = wait_readable(&self.socket, timeout, &mut ready) {
+                break Err(ServeError::Socket(error));
+            }
+        };
+        let elapsed = start.elapsed().as_secs_f64();
+        self.transport.disconnect_all(&mut self.renet);
+        let finished = self.finish();
+        result?;
+        let (recording_lines, audited) = finished?;
+        Ok(Summary {
+            status: self
+                .total
+                .status(elapsed, self.connections.len(), 1.0 / self.config.tick_rate),
+            recording_lines,
+            audited,
+        })
+    }
+
+    /// Flushes the outputs: (recording lines, verdicts audited).
+    fn finish(&mut self) -> Result<(Option<usize>, Option<u64>), ServeError> {
+        let recording_lines = match self.recording.take() {
+            Some(writer) => {
+                let lines = writer.lines();
+                writer.finish().map_err(ServeError::Recording)?;
+                Some(lines)
+            }
+            None => None,
+        };
+        let audited = match self.audit.take() {
+            Some(log) => {
+                let written = log.written();
+                log.finish().map_err(ServeError::Audit)?;
+                Some(written)
+            }
+            None => None,
+        };
+        Ok((recording_lines, audited))
+    }
+
+    /// Runs every tick whose deadline has passed (more than one only after a stall).
+    fn catch_up(&mut self, start: &Instant, dt: f64) -> Result<(), ServeError> {
+        loop {
+            let deadline = f64::from(self.next_tick) * dt;
+            let began = start.elapsed().as_secs_f64();
+            if began < deadline {
+                return Ok(());
+            }
+            let tick = Tick(self.next_tick);
+            self.next_tick += 1;
+            // Inputs that arrived up to now are in before the tick.
+            self.pump(began)?;
+            self.tick(tick, deadline, began)?;
+            let took = start.elapsed().as_secs_f64() - began;
+            for counters in [&mut self.second, &mut self.total] {
+                counters.ticks += 1;
+                counters.times.record(took);
+                if began - deadline > dt {
+                    counters.late_ticks += 1;
+                }
+            }
+        }
+    }
+
+    /// Reads the socket: connections, disconnections and inputs (answering pings at
+    /// once), then sends what is queued.
+    fn pump(&mut self, now: f64) -> Result<(), ServeError> {
+        let delta = Duration::from_secs_f64((now - self.last_update).max(0.0));
+        self.last_update = now;
+        self.renet.update(delta);
+        if let Err(error) = self.transport.update(delta, &mut self.renet) {
+            return Err(ServeError::Socket(match error {
+                renet_netcode::NetcodeTransportError::IO(e) => e,
+                other => io::Error::other(other.to_string()),
+            }));
+        }
+        while let Some(event) = self.renet.get_event() {
+            match event {
+                ServerEvent::ClientConnected { client_id } => self.connect(client_id)?,
+                ServerEvent::ClientDisconnected { client_id, .. } => {
+                    self.disconnect(client_id)?;
+                }
+            }
+        }
+        for i in 0..self.connections.len() {
+            let Connection { client, entity } = self.connections[i];
+            while let Some(bytes) = self.renet.receive_message(client, UNRELIABLE) {
+                match ClientMessage::decode(&bytes) {
+                    Ok(ClientMessage::Input(input)) => {
+                        let input = ClientInput {
+                            frame: input.frame,
+                            aim: input.aim,
+                            ping: input.ping,
+                            probe_reply: input.probe_reply.map(|r| r.id),
+                            shots: input.shots,
+                            interp_delay: input.interp_delay,
+                            newest_tick: input.newest_tick,
+                        };
+                        if let Some(pong) = self.core.receive(entity, input, now) {
+                            self.send(client, UNRELIABLE, &ServerMessage::Pong(pong))?;
+                        }
+                    }
+                    Err(error) => {
+                        self.second.malformed += 1;
+                        self.total.malformed += 1;
+                        let penalty = self.guard.record(client, now);
+                        if error.is_incompatible() || penalty == Penalty::Disconnect {
+                            self.second.kicked += 1;
+                            self.total.kicked += 1;
+                            self.renet.disconnect(client);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        self.transport.send_packets(&mut self.renet);
+        Ok(())
+    }
+
+    /// A client connected: its body, its registration, its welcome.
+    fn connect(&mut self, client: ClientId) -> Result<(), ServeError> {
+        let entity = self.core.join(&mut self.join_rng);
+        if let Some(writer) = &mut self.recording {
+            let participant = self
+                .core
+                .participant(entity)
+                .expect("the player just joined");
+            writer
+                .spawn(entity, self.core.rig(), &participant)
+                .map_err(ServeError::Recording)?;
+        }
+        self.connections.push(Connection { client, entity });
+        self.by_client.insert(client, entity);
+        self.second.joined += 1;
+        self.total.joined += 1;
+        let welcome = ServerMessage::Welcome(Welcome {
+            you: entity,
+            tick_rate: self.config.tick_rate,
+            send_rate: self.config.tick_rate / f64::from(self.config.send_every()),
+            max_rewind: self.config.max_rewind,
+            bones: BONES as u16,
+        });
+        self.send(client, WELCOME, &welcome)
+    }
+
+    /// A client left: its body goes.
+    fn disconnect(&mut self, client: ClientId) -> Result<(), ServeError> {
+        self.guard.forget(&client);
+        let Some(entity) = self.by_client.remove(&client) else {
+            return Ok(());
+        };
+        self.connections.retain(|c| c.client != client);
+        self.timings.remove(&entity);
+        if self.core.leave(entity) {
+            self.second.left += 1;
+            self.total.left += 1;
+            if let Some(writer) = &mut self.recording {
+                writer.forget(entity).map_err(ServeError::Recording)?;
+                writer.despawn(entity).map_err(ServeError::Recording)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Encodes `message` and queues it for `client` on `channel`.
+    fn send(
+        &mut self,
+        client: ClientId,
+        channel: u8,
+        message: &ServerMessage,
+    ) -> Result<(), ServeError> {
+        message.encode(&mut self.scratch)?;
+        self.renet
+            .send_message(client, channel, self.scratch.clone());
+        Ok(())
+    }
+
+    /// One tick: move and record, validate, answer shooters, send the snapshot.
+    fn tick(&mut self, tick: Tick, time: f64, now: f64) -> Result<(), ServeError> {
+        let dt = 1.0 / self.config.tick_rate;
+        let mut rng = Pcg64Mcg::seed_from_u64(self.config.seed ^ (u64::from(tick.0) << 20));
+        let queue = self.core.tick(tick, time, dt, &mut rng)?;
+        self.record_frame(tick, time)?;
+        self.claims.clear();
+        self.claims
+            .extend(queue.into_iter().map(|q| (q.claim, q.received)));
+        if !self.claims.is_empty() {
+            let (history, validator) = self.core.history_and_validator();
+            let verdicts = validate_batch(history, validator, &self.claims);
+            let claims = std::mem::take(&mut self.claims);
+            for ((claim, received), verdict) in claims.iter().zip(&verdicts) {
+                self.settle(claim, *received, verdict)?;
+            }
+            self.claims = claims;
+        }
+        if tick.0.is_multiple_of(self.config.send_every()) {
+            self.send_snapshot(tick, time, now)?;
+        }
+        self.transport.send_packets(&mut self.renet);
+        Ok(())
+    }
+
+    /// The frame and any changed timings into the recording.
+    fn record_frame(&mut self, tick: Tick, time: f64) -> Result<(), ServeError> {
+        let Some(writer) = &mut self.recording else {
+            return Ok(());
+        };
+        let entities: Vec<(EntityId, EntityState, &[BoneTransform])> =
+            self.core.recorded().collect();
+        writer
+            .frame(tick, time, &entities)
+            .map_err(ServeError::Recording)?;
+        // The core gives the validator every measured player's timing each tick; only
+        // changes need a line, since setting the same timing again changes nothing.
+        for entity in self.core.players() {
+            if let Some(timing) = self.core.timing(entity)
+                && self.timings.get(&entity) != Some(&timing)
+            {
+                writer
+                    .timing(entity, &timing)
+                    .map_err(ServeError::Recording)?;
+                self.timings.insert(entity, timing);
+            }
+        }
+        Ok(())
+    }
+
+    /// One verdict: recorded, audited, counted and sent to the shooter.
+    fn settle(
+        &mut self,
+        claim: &ShotClaim,
+        received: f64,
+        verdict: &Verdict,
+    ) -> Result<(), ServeError> {
+        if let Some(writer) = &mut self.recording {
+            writer
+                .claim(received, claim)
+                .map_err(ServeError::Recording)?;
+            writer.verdict(verdict).map_err(ServeError::Recording)?;
+        }
+        if let Some(audit) = &mut self.audit {
+            audit.write(verdict).map_err(ServeError::Audit)?;
+        }
+        let label = verdict.outcome.label();
+        for counters in [&mut self.second, &mut self.total] {
+            counters.shots += 1;
+            *counters.verdicts.entry(label).or_default() += 1;
+        }
+        if let Some(connection) = self
+            .connections
+            .iter()
+            .find(|c| c.entity == verdict.shooter)
+        {
+            let client = connection.client;
+            let result = ServerMessage::ShotResult(ShotResult {
+                seq: verdict.seq,
+                outcome: ShotOutcome::from(&verdict.outcome),
+            });
+            self.send(client, RESULTS, &result)?;
+        }
+        Ok(())
+    }
+
+    /// The world at `tick` in parts to everyone, a probe when one is due, and each
+    /// client's shot acknowledgement.
+    fn send_snapshot(&mut self, tick: Tick, time: f64, now: f64) -> Result<(), ServeError> {
+        if self.connections.is_empty() {
+            return Ok(());
+        }
+        self.frames.clear();
+        self.frames
+            .extend(self.core.snapshot(time).into_iter().map(|e| EntityFrame {
+                id: e.id,
+                alive: true,
+                last_teleport: e.last_teleport,
+                protected: e.protected,
+                velocity: e.velocity,
+                bones: e.bones,
+            }));
+        for part in self.encoder.encode(tick, time, &self.frames)? {
+            self.renet.broadcast_message(UNRELIABLE, part.to_vec());
+        }
+        // Four probes a second, as the simulator's server sends them.
+        let probe_every = ((self.config.tick_rate / 4.0) as u32).max(1);
+        if tick.0.is_multiple_of(probe_every) {
+            let id = self.core.probe(now);
+            ServerMessage::Probe(Probe {
+                id,
+                server_time: now,
+            })
+            .encode(&mut self.scratch)?;
+            self.renet
+                .broadcast_message(UNRELIABLE, self.scratch.clone());
+        }
+        for i in 0..self.connections.len() {
+            let Connection { client, entity } = self.connections[i];
+            if let Some(up_to) = self.core.shot_ack(entity) {
+                self.send(client, UNRELIABLE, &ServerMessage::ShotAck { up_to })?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,308 @@
+//! The game server and the bots over loopback sockets, in one process: bots play and get
+//! every verdict back, the recording re-validates to the same verdicts, malformed and
+//! foreign messages get a client disconnected, bad settings are typed errors.
+
+use std::io::{self, Write};
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use lagcomp_sim::cheat::Cheat;
+use lagcomp_udp::bots::{self, BotsConfig, BotsError};
+use lagcomp_udp::channel::{PROTOCOL_ID, UNRELIABLE, connection_config};
+use lagcomp_udp::server::{GameServer, Outputs, ServeConfig, ServeError, Summary};
+use lagcomp_validate::AuditLog;
+use lagcomp_validate::recording::{Recording, revalidate};
+use renet::RenetClient;
+use renet_netcode::{ClientAuthentication, NetcodeClientTransport};
+
+/// A writer whose bytes the test reads afterwards.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.lock().expect("not poisoned").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A server on 127.0.0.1 running on a thread until the flag is set.
+struct Running {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    /// Players connected, as of the latest status line.
+    players: Arc<Mutex<Option<usize>>>,
+    thread: Option<JoinHandle<Result<Summary, ServeError>>>,
+}
+
+impl Running {
+    fn start(config: ServeConfig, outputs: Outputs) -> Self {
+        let server = GameServer::bind(config, outputs).expect("the server binds");
+        let addr = server.local_addr();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let players = Arc::new(Mutex::new(None));
+        let seen = Arc::clone(&players);
+        let thread = thread::spawn(move || {
+            server.run(&flag, None, |status| {
+                *seen.lock().expect("not poisoned") = Some(status.players);
+            })
+        });
+        Self {
+            addr,
+            stop,
+            players,
+            thread: Some(thread),
+        }
+    }
+
+    /// Waits (at most 10 s) for a status line saying nobody is connected.
+    fn wait_until_empty(&self) {
+        let start = Instant::now();
+        while *self.players.lock().expect("not poisoned") != Some(0) {
+            assert!(start.elapsed() < Duration::from_secs(10), "players stay");
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn stop(mut self) -> Summary {
+        self.stop.store(true, Ordering::Release);
+        self.thread
+            .take()
+            .expect("running")
+            .join()
+            .expect("the server thread")
+            .expect("the server ran")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn loopback() -> ServeConfig {
+    ServeConfig::new("127.0.0.1:0".parse().expect("an address"))
+}
+
+#[test]
+fn bots_play_get_every_verdict_and_the_recording_replays_to_the_same_verdicts() {
+    let recording = Shared::default();
+    let audit = Shared::default();
+    let server = Running::start(
+        loopback(),
+        Outputs {
+            audit: Some(AuditLog::new(Box::new(audit.clone()))),
+            recording: Some(Box::new(recording.clone())),
+        },
+    );
+    let mut config = BotsConfig::new(server.addr, 4, 6.0);
+    config.cheats = vec![Cheat::Backtrack];
+    let report = bots::run(&config).expect("the bots run");
+    // The bots' goodbyes take a moment to be read.
+    server.wait_until_empty();
+    let summary = server.stop();
+
+    assert_eq!(report.bots, 4);
+    assert_eq!(report.connected, 4, "{report:?}");
+    assert!(report.dropped.is_empty(), "{report:?}");
+    assert_eq!(report.malformed, 0);
+    let honest = &report.honest;
+    // Three honest bots for four seconds after their warm-up: a few shots a second each.
+    assert!(honest.shots_arrived >= 10, "{report:?}");
+    assert!(honest.client_hits >= 3, "{report:?}");
+    // Loopback, no loss: the server sees what the bots drew.
+    assert!(honest.agreement >= 0.99, "{report:?}");
+    assert_eq!(honest.false_confirmations, 0, "{report:?}");
+    let [backtrack] = report.cheats.as_slice() else {
+        panic!("one cheat class: {report:?}");
+    };
+    assert_eq!(backtrack.class, "backtrack");
+    assert!(backtrack.attempts > 0, "{report:?}");
+    assert_eq!(backtrack.accepted, 0, "{report:?}");
+
+    let status = &summary.status;
+    assert_eq!((status.joined, status.left), (4, 4), "{status:?}");
+    assert_eq!(status.malformed, 0);
+    assert!(status.ticks >= 6 * 64, "{status:?}");
+    // Every verdict the bots tallied was given by the server, and audited.
+    let tallied = honest.shots_arrived + backtrack.attempts;
+    assert_eq!(status.shots, tallied + report.unexpected, "{status:?}");
+    assert_eq!(summary.audited, Some(status.shots));
+    let audit = audit.0.lock().expect("not poisoned").clone();
+    assert_eq!(
+        String::from_utf8(audit).expect("UTF-8").lines().count() as u64,
+        status.shots
+    );
+
+    let bytes = recording.0.lock().expect("not poisoned").clone();
+    assert_eq!(
+        summary.recording_lines,
+        Some(bytes.iter().filter(|&&b| b == b'\n').count())
+    );
+    let recording = Recording::read(bytes.as_slice()).expect("a valid recording");
+    assert_eq!(recording.claims() as u64, status.shots);
+    let replayed = revalidate(&recording, None, |_, _| {}).expect("it replays");
+    assert_eq!(replayed.len() as u64, status.shots);
+    assert!(
+        replayed.iter().all(|r| !r.changed()),
+        "a verdict changed on replay"
+    );
+}
+
+/// A renet client that connects and then sends `message` every few milliseconds until it
+/// is disconnected (or `limit` passes); returns how many it sent while connected.
+fn send_until_disconnected(server: SocketAddr, message: &[u8], limit: Duration) -> (u32, bool) {
+    let socket = UdpSocket::bind("127.0.0.1:0").expect("a socket");
+    let epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970");
+    let mut transport = NetcodeClientTransport::new(
+        epoch,
+        ClientAuthentication::Unsecure {
+            protocol_id: PROTOCOL_ID,
+            client_id: u64::from(std::process::id()) << 16
+                | u64::from(epoch.subsec_micros() & 0xffff),
+            server_addr: server,
+            user_data: None,
+        },
+        socket,
+    )
+    .expect("a client transport");
+    let mut client = RenetClient::new(connection_config());
+    let start = Instant::now();
+    let mut last = start;
+    let mut sent = 0;
+    let mut was_connected = false;
+    while start.elapsed() < limit {
+        let now = Instant::now();
+        let delta = now - last;
+        last = now;
+        client.update(delta);
+        // An error here is the server's disconnection (or a dead socket).
+        if transport.update(delta, &mut client).is_err() {
+            break;
+        }
+        if client.is_connected() {
+            was_connected = true;
+            client.send_message(UNRELIABLE, message.to_vec());
+            sent += 1;
+        }
+        if transport.send_packets(&mut client).is_err() {
+            break;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    let disconnected = client.is_disconnected() || transport.disconnect_reason().is_some();
+    (sent, was_connected && disconnected)
+}
+
+#[test]
+fn a_client_sending_garbage_is_disconnected_past_the_guard_threshold() {
+    let server = Running::start(loopback(), Outputs::default());
+    // A lagcomp input header (version 1) with nothing after it: malformed, not foreign.
+    let truncated = [b'L', b'W', 1, 0, 0x01];
+    let (sent, disconnected) =
+        send_until_disconnected(server.addr, &truncated, Duration::from_secs(20));
+    let summary = server.stop();
+    assert!(disconnected, "still connected after {sent} messages");
+    let status = summary.status;
+    assert_eq!(status.kicked, 1, "{status:?}");
+    // The default guard allows 20 in its window and disconnects at the 21st.
+    assert_eq!(status.malformed, 21, "{status:?}");
+    assert!(u64::from(sent) >= status.malformed);
+    assert_eq!((status.joined, status.left), (1, 1));
+}
+
+#[test]
+fn a_client_of_another_protocol_version_is_disconnected_at_its_first_message() {
+    let server = Running::start(loopback(), Outputs::default());
+    // A well-formed header of version 2: the magic, the version, the input kind.
+    let foreign = [b'L', b'W', 2, 0, 0x01];
+    let (_, disconnected) = send_until_disconnected(server.addr, &foreign, Duration::from_secs(20));
+    let status = server.stop().status;
+    assert!(disconnected);
+    assert_eq!((status.malformed, status.kicked), (1, 1), "{status:?}");
+}
+
+#[test]
+fn bots_without_a_server_report_no_welcome_instead_of_hanging() {
+    // A bound socket that never answers.
+    let silent = UdpSocket::bind("127.0.0.1:0").expect("a socket");
+    let mut config = BotsConfig::new(silent.local_addr().expect("bound"), 2, 5.0);
+    config.connect_timeout = 1.0;
+    let started = Instant::now();
+    let report = bots::run(&config).expect("the bots run");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(report.connected, 0);
+    assert_eq!(report.dropped.len(), 2, "{report:?}");
+    assert!(report.dropped[0].contains("no welcome"), "{report:?}");
+    assert_eq!(report.honest.shots_sent, 0);
+    assert!(report.honest.agreement.is_nan());
+}
+
+#[test]
+fn bad_settings_are_typed_errors() {
+    let at = |tick_rate: f64, send_rate: f64| {
+        let mut config = loopback();
+        config.tick_rate = tick_rate;
+        config.send_rate = send_rate;
+        GameServer::bind(config, Outputs::default())
+    };
+    assert!(matches!(at(0.5, 0.5), Err(ServeError::TickRate(_))));
+    assert!(matches!(at(129.0, 64.0), Err(ServeError::TickRate(_))));
+    assert!(matches!(at(f64::NAN, 64.0), Err(ServeError::TickRate(_))));
+    assert!(matches!(at(64.0, 65.0), Err(ServeError::SendRate { .. })));
+    assert!(matches!(at(64.0, 0.0), Err(ServeError::SendRate { .. })));
+    assert!(at(128.0, 32.0).is_ok());
+    let mut config = loopback();
+    config.max_clients = 2000;
+    assert!(matches!(
+        GameServer::bind(config, Outputs::default()),
+        Err(ServeError::MaxClients(2000))
+    ));
+    let mut config = loopback();
+    config.max_rewind = -1.0;
+    assert!(matches!(
+        GameServer::bind(config, Outputs::default()),
+        Err(ServeError::Core(_))
+    ));
+    let mut config = loopback();
+    config.snapshot_budget = 10;
+    assert!(matches!(
+        GameServer::bind(config, Outputs::default()),
+        Err(ServeError::Budget(_))
+    ));
+
+    let addr: SocketAddr = "127.0.0.1:9".parse().expect("an address");
+    let mut config = BotsConfig::new(addr, 0, 5.0);
+    assert!(matches!(bots::run(&config), Err(BotsError::Count { .. })));
+    config.count = 1;
+    config.cheats = vec![Cheat::Snap, Cheat::Replay];
+    assert!(matches!(bots::run(&config), Err(BotsError::Count { .. })));
+    config.cheats.clear();
+    config.fps = 0.0;
+    assert!(matches!(
+        bots::run(&config),
+        Err(BotsError::NotPositive { what: "fps", .. })
+    ));
+    config.fps = 60.0;
+    config.duration = f64::INFINITY;
+    assert!(matches!(
+        bots::run(&config),
+        Err(BotsError::NotPositive {
+            what: "duration",
+            ..
+        })
+    ));
+}
