@@ -10,9 +10,10 @@
 //! fire rate. The simulator passes a skewed virtual clock for both; `lagcomp bots` passes
 //! the machine's monotonic clock.
 //!
-//! Entities are known by [`EntityId`] in the order they were first seen. An entity that
-//! has not been in a snapshot for [`GONE_AFTER`] seconds of server time is no longer drawn
-//! (it left the server); in the simulator every entity is in every snapshot.
+//! Entities are known by [`EntityId`] in the order they were first seen. An entity whose
+//! snapshots stop while newer ones of the world arrive (it left the server) is no longer
+//! drawn once its last snapshot is older than the moment drawn; in the simulator every
+//! entity is in every snapshot.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -33,9 +34,6 @@ use crate::server::RIFLE;
 
 /// Seconds before any shot is fired: clocks sync and snapshot buffers fill.
 pub const WARM_UP: f64 = 2.0;
-
-/// An entity missing from every snapshot for this many seconds of server time has left.
-pub const GONE_AFTER: f64 = 1.0;
 
 /// How a brain is set up.
 #[derive(Debug, Clone, Copy)]
@@ -379,7 +377,11 @@ impl BotBrain {
         let newest_time = self.newest_time;
         for remote in &mut self.remotes {
             remote.view = remote.buffer.sample(render, 0.25, &mut remote.scratch);
-            if remote.newest_time < newest_time - GONE_AFTER {
+            if remote.newest_time < render && newest_time >= render {
+                // Its snapshots stopped while the world's go on: it left the server (or
+                // lost a lag's worth of parts in a row). It is not drawn rather than drawn
+                // where it no longer is. Never so in the simulator, whose every snapshot
+                // holds every entity.
                 remote.view = None;
             }
         }

@@ -420,8 +420,14 @@ impl Bot {
                     };
                 } else if local - since > config.connect_timeout {
                     self.drop_out(format!(
-                        "no welcome from {} within {} s",
-                        config.server, config.connect_timeout
+                        "no welcome from {} within {} s (connection {})",
+                        config.server,
+                        config.connect_timeout,
+                        if self.client.is_connected() {
+                            "made"
+                        } else {
+                            "not made"
+                        }
                     ));
                     return;
                 }

@@ -33,16 +33,6 @@ const CHANNEL_MEMORY: usize = 8 * 1024 * 1024;
 /// The connection settings of both ends (renet requires them to match).
 #[must_use]
 pub fn connection_config() -> ConnectionConfig {
-    let reliable = |ordered: bool| {
-        // About two round trips of a bad connection: resending sooner only duplicates
-        // what is still in flight.
-        let resend_time = Duration::from_millis(200);
-        if ordered {
-            SendType::ReliableOrdered { resend_time }
-        } else {
-            SendType::ReliableUnordered { resend_time }
-        }
-    };
     ConnectionConfig {
         // Per call of renet's packet generation, which both ends make at least once a
         // tick: room for a few hundred players' snapshot parts.
@@ -56,12 +46,21 @@ pub fn connection_config() -> ConnectionConfig {
             ChannelConfig {
                 channel_id: WELCOME,
                 max_memory_usage_bytes: CHANNEL_MEMORY,
-                send_type: reliable(true),
+                // Resent more than 250 ms apart: the welcome is all a new client is sent
+                // until it answers, and netcode finishes a handshake whose keep-alive was
+                // lost only by sending another, after 250 ms without other packets.
+                send_type: SendType::ReliableOrdered {
+                    resend_time: Duration::from_millis(400),
+                },
             },
             ChannelConfig {
                 channel_id: RESULTS,
                 max_memory_usage_bytes: CHANNEL_MEMORY,
-                send_type: reliable(false),
+                // About two round trips of a bad connection: resending sooner only
+                // duplicates what is still in flight.
+                send_type: SendType::ReliableUnordered {
+                    resend_time: Duration::from_millis(200),
+                },
             },
         ],
         client_channels_config: vec![ChannelConfig {

@@ -25,6 +25,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use lagcomp::{BoneTransform, EntityId, EntityState, HistoryConfig, Tick};
 use lagcomp_service::batch::validate_batch;
 use lagcomp_sim::body::{Arena, BONES};
@@ -277,6 +278,15 @@ impl Counters {
 struct Connection {
     client: ClientId,
     entity: EntityId,
+    /// Whether a message from it has arrived: only then is it sent snapshots.
+    ///
+    /// Netcode's handshake ends when the client receives a keep-alive, which the server
+    /// sends once on connecting and then only after 250 ms without other packets to that
+    /// client. Snapshots at the tick rate would leave no such gap, so a client whose one
+    /// keep-alive was lost would wait forever; its first message proves it got one. (The
+    /// welcome, all it gets until then, is resent 400 ms apart: see
+    /// [`crate::channel::connection_config`].)
+    ready: bool,
 }
 
 /// The game server (see the [module documentation](self)).
@@ -567,8 +577,9 @@ impl GameServer {
             }
         }
         for i in 0..self.connections.len() {
-            let Connection { client, entity } = self.connections[i];
+            let Connection { client, entity, .. } = self.connections[i];
             while let Some(bytes) = self.renet.receive_message(client, UNRELIABLE) {
+                self.connections[i].ready = true;
                 match ClientMessage::decode(&bytes) {
                     Ok(ClientMessage::Input(input)) => {
                         let input = ClientInput {
@@ -614,7 +625,11 @@ impl GameServer {
                 .spawn(entity, self.core.rig(), &participant)
                 .map_err(ServeError::Recording)?;
         }
-        self.connections.push(Connection { client, entity });
+        self.connections.push(Connection {
+            client,
+            entity,
+            ready: false,
+        });
         self.by_client.insert(client, entity);
         self.second.joined += 1;
         self.total.joined += 1;
@@ -746,10 +761,10 @@ impl GameServer {
         Ok(())
     }
 
-    /// The world at `tick` in parts to everyone, a probe when one is due, and each
-    /// client's shot acknowledgement.
+    /// The world at `tick` in parts to every ready client, a probe when one is due, and
+    /// each one's shot acknowledgement.
     fn send_snapshot(&mut self, tick: Tick, time: f64, now: f64) -> Result<(), ServeError> {
-        if self.connections.is_empty() {
+        if !self.connections.iter().any(|c| c.ready) {
             return Ok(());
         }
         self.frames.clear();
@@ -762,9 +777,11 @@ impl GameServer {
                 velocity: e.velocity,
                 bones: e.bones,
             }));
-        for part in self.encoder.encode(tick, time, &self.frames)? {
-            self.renet.broadcast_message(UNRELIABLE, part.to_vec());
-        }
+        let mut messages: Vec<Bytes> = self
+            .encoder
+            .encode(tick, time, &self.frames)?
+            .map(Bytes::copy_from_slice)
+            .collect();
         // Four probes a second, as the simulator's server sends them.
         let probe_every = ((self.config.tick_rate / 4.0) as u32).max(1);
         if tick.0.is_multiple_of(probe_every) {
@@ -774,11 +791,20 @@ impl GameServer {
                 server_time: now,
             })
             .encode(&mut self.scratch)?;
-            self.renet
-                .broadcast_message(UNRELIABLE, self.scratch.clone());
+            messages.push(Bytes::copy_from_slice(&self.scratch));
         }
         for i in 0..self.connections.len() {
-            let Connection { client, entity } = self.connections[i];
+            let Connection {
+                client,
+                entity,
+                ready,
+            } = self.connections[i];
+            if !ready {
+                continue;
+            }
+            for message in &messages {
+                self.renet.send_message(client, UNRELIABLE, message.clone());
+            }
             if let Some(up_to) = self.core.shot_ack(entity) {
                 self.send(client, UNRELIABLE, &ServerMessage::ShotAck { up_to })?;
             }

@@ -1,0 +1,292 @@
+//! The network programs end to end, as separate processes on 127.0.0.1: `lagcomp serve`,
+//! `lagcomp proxy --preset 100/25/2%` in front of it, eight honest bots and nine cheating
+//! ones (one per class) in two `lagcomp bots` processes, 20 seconds of play. The honest
+//! bots must agree with the server on at least 99.5 % of their hits, no cheat may be
+//! accepted, the server must stop cleanly on SIGTERM, and `lagcomp validate` must re-run
+//! its recording to the very same verdicts.
+//!
+//! Every child is killed if the test fails (a guard's `Drop`); waits are generous, for a
+//! loaded two-core machine.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+/// A child process that is killed when this is dropped, with its output collected on
+/// threads (so it never blocks on a full pipe).
+struct Process {
+    name: &'static str,
+    child: Child,
+    /// Lines of stdout, as they come.
+    lines: mpsc::Receiver<String>,
+    stdout: Vec<String>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+impl Process {
+    fn start(name: &'static str, args: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lagcomp"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        let stdout = child.stdout.take().expect("piped");
+        let (send, lines) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut stderr = child.stderr.take().expect("piped");
+        let stderr = thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr.read_to_string(&mut text);
+            text
+        });
+        Self {
+            name,
+            child,
+            lines,
+            stdout: Vec::new(),
+            stderr: Some(stderr),
+        }
+    }
+
+    /// The next line of stdout, waiting at most `timeout`.
+    fn line(&mut self, timeout: Duration) -> String {
+        match self.lines.recv_timeout(timeout) {
+            Ok(line) => {
+                self.stdout.push(line.clone());
+                line
+            }
+            Err(e) => panic!("{}: no line within {timeout:?} ({e})", self.name),
+        }
+    }
+
+    /// The address in the first line, after `prefix` and up to a comma.
+    fn address(&mut self, prefix: &str) -> String {
+        let first = self.line(Duration::from_secs(60));
+        first
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.split(',').next())
+            .unwrap_or_else(|| panic!("{}: no address in {first:?}", self.name))
+            .to_owned()
+    }
+
+    /// Waits for the process to exit (at most `timeout`); returns its status, stdout and
+    /// stderr.
+    fn wait(mut self, timeout: Duration) -> (ExitStatus, String, String) {
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                break status;
+            }
+            assert!(
+                started.elapsed() < timeout,
+                "{} still running after {timeout:?}",
+                self.name
+            );
+            thread::sleep(Duration::from_millis(50));
+        };
+        // The pipe closes with the process: collect what is left.
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(10)) {
+            self.stdout.push(line);
+        }
+        let stderr = self
+            .stderr
+            .take()
+            .map(|h| h.join().unwrap_or_default())
+            .unwrap_or_default();
+        (status, self.stdout.join("\n"), stderr)
+    }
+
+    /// Asks the process to stop as Ctrl-C would (SIGTERM).
+    fn terminate(&self) {
+        let status = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -TERM {}", self.child.id());
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// A fresh directory for this test's files.
+fn scratch_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "lagcomp-e2e-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
+}
+
+fn number(json: &serde_json::Value, path: &[&str]) -> f64 {
+    let mut v = json;
+    for key in path {
+        v = &v[*key];
+    }
+    v.as_f64()
+        .unwrap_or_else(|| panic!("{path:?} is not a number in {json}"))
+}
+
+#[test]
+fn bots_through_a_bad_network_agree_with_the_server_and_no_cheat_gets_through() {
+    let dir = scratch_dir();
+    let recording = dir.join("match.jsonl");
+    let audit = dir.join("audit.jsonl");
+    let recording_arg = recording.to_str().expect("a UTF-8 path");
+    let audit_arg = audit.to_str().expect("a UTF-8 path");
+
+    let mut server = Process::start(
+        "lagcomp serve",
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--record",
+            recording_arg,
+            "--audit",
+            audit_arg,
+            "--duration",
+            "600",
+        ],
+    );
+    let server_addr = server.address("lagcomp serve: listening on ");
+    let mut proxy = Process::start(
+        "lagcomp proxy",
+        &[
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            &server_addr,
+            "--preset",
+            "100/25/2%",
+            "--seed",
+            "5",
+            "--duration",
+            "600",
+        ],
+    );
+    let proxy_addr = proxy.address("lagcomp proxy: listening on ");
+
+    let honest = Process::start(
+        "honest bots",
+        &[
+            "bots",
+            "--server",
+            &proxy_addr,
+            "--count",
+            "8",
+            "--duration",
+            "20",
+            "--json",
+        ],
+    );
+    let cheaters = Process::start(
+        "cheating bots",
+        &[
+            "bots",
+            "--server",
+            &proxy_addr,
+            "--count",
+            "9",
+            "--cheat",
+            "all",
+            "--seed",
+            "9",
+            "--duration",
+            "20",
+            "--json",
+        ],
+    );
+    let limit = Duration::from_secs(240);
+    let (honest_status, honest_out, honest_err) = honest.wait(limit);
+    let (cheat_status, cheat_out, cheat_err) = cheaters.wait(limit);
+    // SIGTERM: a clean stop that completes the recording.
+    server.terminate();
+    let (status, server_out, server_err) = server.wait(Duration::from_secs(60));
+    drop(proxy);
+    eprintln!("{honest_err}\n{cheat_err}\n{server_out}\n{server_err}");
+    assert!(honest_status.success(), "honest bots: {honest_status}");
+    assert!(cheat_status.success(), "cheating bots: {cheat_status}");
+    assert!(status.success(), "server: {status}");
+    assert!(
+        server_out.contains("lagcomp serve: stopped after"),
+        "{server_out}"
+    );
+    // Every bot joined; a goodbye lost on the way (2 %) leaves its player until the
+    // server times it out, so not every one need have left yet.
+    assert!(server_out.contains("players: 17 joined"), "{server_out}");
+
+    let honest: serde_json::Value = serde_json::from_str(&honest_out).expect("--json output");
+    assert_eq!(honest["connected"], 8, "{honest}");
+    assert_eq!(honest["dropped"], serde_json::json!([]), "{honest}");
+    let hits = number(&honest, &["honest", "client_hits"]);
+    let agreed = number(&honest, &["honest", "agreed"]);
+    // About 20 hits a second come back from eight bots; a few dozen is the least a
+    // working run gives even on a starved machine.
+    assert!(hits >= 50.0, "only {hits} hits: {honest}");
+    assert!(
+        agreed / hits >= 0.995,
+        "agreement {agreed}/{hits} is under 99.5 %: {honest}"
+    );
+    assert_eq!(number(&honest, &["honest", "false_confirmations"]), 0.0);
+
+    let cheats: serde_json::Value = serde_json::from_str(&cheat_out).expect("--json output");
+    assert_eq!(cheats["connected"], 9, "{cheats}");
+    let classes = cheats["cheats"].as_array().expect("a list of classes");
+    assert_eq!(classes.len(), 9, "{cheats}");
+    let mut attempts = 0.0;
+    for class in classes {
+        assert_eq!(class["accepted"], 0, "a cheat got through: {class}");
+        attempts += number(class, &["attempts"]);
+    }
+    assert!(attempts >= 90.0, "only {attempts} cheating shots: {cheats}");
+
+    let audited = std::fs::read_to_string(&audit).expect("the audit log");
+    let validated = audited.lines().count();
+    let arrived = number(&honest, &["honest", "shots_arrived"])
+        + classes
+            .iter()
+            .map(|c| number(c, &["attempts"]))
+            .sum::<f64>()
+        + number(&cheats, &["honest", "shots_arrived"]);
+    assert_eq!(
+        validated as f64, arrived,
+        "every verdict the bots got is in the audit log"
+    );
+
+    let replay = Command::new(env!("CARGO_BIN_EXE_lagcomp"))
+        .args(["validate", recording_arg, "--diff"])
+        .output()
+        .expect("lagcomp validate runs");
+    let report = String::from_utf8_lossy(&replay.stdout);
+    assert!(replay.status.success(), "{report}");
+    assert!(
+        report.contains(&format!("0 of {validated} recorded verdicts differ")),
+        "{report}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
