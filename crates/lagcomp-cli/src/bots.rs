@@ -41,6 +41,11 @@ pub(crate) struct Args {
     /// Threads to spread the bots over (default: up to 2).
     #[arg(long)]
     threads: Option<usize>,
+    /// Each bot's pause between shots after the weapon's 100 ms, as MIN,MAX in ms
+    /// (uniform): 20,500 plays like the simulator; 0,1 fires about ten shots a second
+    /// while a target is in view (a load test).
+    #[arg(long, value_name = "MIN,MAX", default_value = "20,500", value_parser = pause)]
+    pause_ms: Pause,
     /// Print the whole report as JSON on stdout (the table goes to stderr).
     #[arg(long)]
     json: bool,
@@ -51,6 +56,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     config.cheats = args.cheat.clone().map(|c| c.0).unwrap_or_default();
     config.seed = args.seed;
     config.fps = args.fps;
+    config.pause = (args.pause_ms.0 / 1000.0, args.pause_ms.1 / 1000.0);
     if let Some(threads) = args.threads {
         config.threads = threads.max(1);
     }
@@ -68,6 +74,23 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         anyhow::bail!("no bot got connected to {}", config.server);
     }
     Ok(())
+}
+
+/// A pause range, ms.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pause(f64, f64);
+
+/// `MIN,MAX` in milliseconds, `0 <= MIN < MAX <= 60000`.
+fn pause(text: &str) -> Result<Pause, String> {
+    let bad = || format!("{text:?} is not MIN,MAX in ms with 0 <= MIN < MAX <= 60000");
+    let (min, max) = text.split_once(',').ok_or_else(bad)?;
+    let min: f64 = min.trim().parse().map_err(|_| bad())?;
+    let max: f64 = max.trim().parse().map_err(|_| bad())?;
+    if min.is_finite() && max.is_finite() && 0.0 <= min && min < max && max <= 60_000.0 {
+        Ok(Pause(min, max))
+    } else {
+        Err(bad())
+    }
 }
 
 /// Cheat classes, in the order the bots play them.

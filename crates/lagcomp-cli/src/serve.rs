@@ -129,13 +129,21 @@ fn print_summary(out: &mut impl Write, s: &Status) -> io::Result<()> {
     let ms = |t: Option<f64>| t.map_or_else(|| "-".to_owned(), |t| format!("{:.3} ms", t * 1e3));
     writeln!(
         out,
-        "  ticks: {} ({} late), work p50 {}, p99 {}, max {} of a {:.3} ms budget",
+        "  ticks: {} ({} late, {} skipped), work p50 {}, p99 {}, max {} of a {:.3} ms budget",
         s.ticks,
         s.late_ticks,
+        s.skipped_ticks,
         ms(s.tick_p50),
         ms(s.tick_p99),
         ms(s.tick_max),
         s.budget * 1e3
+    )?;
+    writeln!(
+        out,
+        "  of which p99: moving and recording {}, validating {}, sending snapshots {}",
+        ms(s.record_p99),
+        ms(s.validate_p99),
+        ms(s.send_p99)
     )?;
     writeln!(
         out,

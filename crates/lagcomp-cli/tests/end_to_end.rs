@@ -108,14 +108,14 @@ impl Process {
         (status, self.stdout.join("\n"), stderr)
     }
 
-    /// Asks the process to stop as Ctrl-C would (SIGTERM).
+    /// Asks the process to stop as an operator would (SIGTERM).
     fn terminate(&self) {
-        let status = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill -TERM {}", self.child.id());
+        let pid = i32::try_from(self.child.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+            .expect("a process id");
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM)
+            .unwrap_or_else(|e| panic!("SIGTERM to {}: {e}", self.name));
     }
 }
 

@@ -35,6 +35,10 @@ use crate::server::RIFLE;
 /// Seconds before any shot is fired: clocks sync and snapshot buffers fill.
 pub const WARM_UP: f64 = 2.0;
 
+/// The pause a player takes between shots beyond the weapon's 0.1 s, seconds: uniform in
+/// this range.
+pub const HUMAN_PAUSE: (f64, f64) = (0.02, 0.5);
+
 /// How a brain is set up.
 #[derive(Debug, Clone, Copy)]
 pub struct BrainConfig {
@@ -42,6 +46,23 @@ pub struct BrainConfig {
     pub tick_rate: f64,
     /// How this bot cheats, if it does.
     pub cheat: Option<Cheat>,
+    /// Its pause between shots beyond the weapon's 0.1 s, seconds, uniform in `(min,
+    /// max)`; [`HUMAN_PAUSE`] unless a load test wants shots as fast as the weapon allows.
+    /// A range that is empty, negative or not finite means [`HUMAN_PAUSE`].
+    pub pause: (f64, f64),
+}
+
+impl BrainConfig {
+    /// A brain for a server ticking at `tick_rate`, cheating as `cheat`, pausing as a
+    /// player does.
+    #[must_use]
+    pub fn new(tick_rate: f64, cheat: Option<Cheat>) -> Self {
+        Self {
+            tick_rate,
+            cheat,
+            pause: HUMAN_PAUSE,
+        }
+    }
 }
 
 /// One entity's state in a snapshot, as the server sent it.
@@ -165,6 +186,8 @@ pub struct BotBrain {
     hold_aim_until: f64,
     /// Whether it may fire (until [`BotBrain::cease_fire`]).
     firing: bool,
+    /// The pause between shots (a valid range).
+    pause: (f64, f64),
 }
 
 impl BotBrain {
@@ -201,6 +224,12 @@ impl BotBrain {
             tapped: None,
             hold_aim_until: f64::NEG_INFINITY,
             firing: true,
+            pause: match config.pause {
+                (min, max) if min.is_finite() && max.is_finite() && 0.0 <= min && min < max => {
+                    (min, max)
+                }
+                _ => HUMAN_PAUSE,
+            },
         };
         for &id in entities {
             brain.remote(id);
@@ -423,7 +452,7 @@ impl BotBrain {
             self.next_fire = if double_tap {
                 local + 0.025
             } else {
-                local + 0.1 + self.rng.random_range(0.02..0.5)
+                local + 0.1 + self.rng.random_range(self.pause.0..self.pause.1)
             };
             let cheating = match self.cheat {
                 None => false,

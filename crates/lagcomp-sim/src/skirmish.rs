@@ -170,10 +170,7 @@ pub fn play(config: &SkirmishConfig, mut progress: impl FnMut(f64)) -> Tally {
             // A client clock up to 0.1 % fast or slow.
             let clock_rate = 1.0 + rng.random_range(-0.001..0.001);
             let brain = BotBrain::new(
-                BrainConfig {
-                    tick_rate: config.tick_rate,
-                    cheat: (b == 0).then_some(config.cheat).flatten(),
-                },
+                BrainConfig::new(config.tick_rate, (b == 0).then_some(config.cheat).flatten()),
                 ids[b],
                 &ids,
                 rng,

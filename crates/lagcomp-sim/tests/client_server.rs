@@ -49,10 +49,7 @@ fn brains_fed_straight_from_a_core_agree_with_its_verdicts() {
         .enumerate()
         .map(|(i, &id)| {
             BotBrain::new(
-                BrainConfig {
-                    tick_rate: 64.0,
-                    cheat: None,
-                },
+                BrainConfig::new(64.0, None),
                 id,
                 // The first brain learns of the others from snapshots only.
                 if i == 0 { &[] } else { &ids },

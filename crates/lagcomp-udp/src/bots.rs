@@ -25,7 +25,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use lagcomp::Rig;
 use lagcomp_sim::body::{self, Arena, BONES};
 use lagcomp_sim::cheat::Cheat;
-use lagcomp_sim::client::{BotBrain, BrainConfig, EntityUpdate, FiredShot};
+use lagcomp_sim::client::{BotBrain, BrainConfig, EntityUpdate, FiredShot, HUMAN_PAUSE};
 use lagcomp_sim::result::{CheatResult, ModeResult};
 use lagcomp_wire::{
     ClientMessage, Input, MAX_SHOTS_PER_INPUT, ProbeReply, ServerMessage, ShotOutcome, ShotResult,
@@ -61,6 +61,10 @@ pub struct BotsConfig {
     pub fps: f64,
     /// Threads the bots are spread over.
     pub threads: usize,
+    /// Each bot's pause between shots beyond the weapon's 0.1 s, seconds (uniform in the
+    /// range): [`HUMAN_PAUSE`] plays like the simulator; a tiny one fires as fast as the
+    /// weapon allows, for load tests.
+    pub pause: (f64, f64),
     /// Seed of the bots' aim and pacing.
     pub seed: u64,
 }
@@ -79,6 +83,7 @@ impl BotsConfig {
             connect_timeout: 10.0,
             fps: 60.0,
             threads: count.clamp(1, 2),
+            pause: HUMAN_PAUSE,
             seed: 1,
         }
     }
@@ -97,6 +102,9 @@ pub enum BotsError {
         /// Cheat classes asked for.
         cheats: usize,
     },
+    /// A pause range that is empty, negative or not finite.
+    #[error("pause between shots {0:?} s is not a range of seconds from 0 up")]
+    Pause((f64, f64)),
     /// A duration, frame rate or timeout that is not a positive number.
     #[error("{what} must be a positive number of seconds or frames, not {value}")]
     NotPositive {
@@ -154,6 +162,10 @@ pub fn run(config: &BotsConfig) -> Result<BotsReport, BotsError> {
             count: config.count,
             cheats: config.cheats.len(),
         });
+    }
+    let (min, max) = config.pause;
+    if !(min.is_finite() && max.is_finite() && 0.0 <= min && min < max) {
+        return Err(BotsError::Pause(config.pause));
     }
     for (what, value) in [
         ("duration", config.duration),
@@ -230,6 +242,7 @@ struct Outcome {
 /// One bot: its connection, its brain once welcomed, and its shots awaiting verdicts.
 struct Bot {
     cheat: Option<Cheat>,
+    pause: (f64, f64),
     client: RenetClient,
     transport: NetcodeClientTransport,
     /// The transport's socket, shared, to wait on.
@@ -281,6 +294,7 @@ impl Bot {
         let cheat = config.cheats.get(index).copied();
         Ok(Self {
             cheat,
+            pause: config.pause,
             client: RenetClient::new(connection_config()),
             transport,
             socket: waiter,
@@ -355,8 +369,8 @@ impl Bot {
                     .unwrap_or_else(|| Pcg64Mcg::seed_from_u64(0));
                 self.brain = Some(BotBrain::new(
                     BrainConfig {
-                        tick_rate: welcome.tick_rate,
-                        cheat: self.cheat,
+                        pause: self.pause,
+                        ..BrainConfig::new(welcome.tick_rate, self.cheat)
                     },
                     welcome.you,
                     &[],

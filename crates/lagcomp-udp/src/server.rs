@@ -54,6 +54,9 @@ pub const MAX_TICK_RATE: f64 = 128.0;
 /// Netcode's own limit on connected clients.
 pub const MAX_CLIENTS: usize = 1024;
 
+/// The most overdue ticks run back to back; beyond that they are skipped.
+pub const MAX_CATCH_UP: usize = 4;
+
 /// How a server is set up.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServeConfig {
@@ -184,12 +187,20 @@ pub struct Status {
     pub ticks: u64,
     /// Ticks that started more than a tick late.
     pub late_ticks: u64,
+    /// Ticks skipped because the server was more than [`MAX_CATCH_UP`] ticks behind.
+    pub skipped_ticks: u64,
     /// Tick work time, median, seconds (`None` without ticks).
     pub tick_p50: Option<f64>,
     /// Tick work time, 99th percentile, seconds.
     pub tick_p99: Option<f64>,
     /// Tick work time, the longest, seconds.
     pub tick_max: Option<f64>,
+    /// Of the tick's work, moving the bodies and recording the frame: 99th percentile.
+    pub record_p99: Option<f64>,
+    /// Validating the tick's shots and sending their results: 99th percentile.
+    pub validate_p99: Option<f64>,
+    /// Encoding and sending snapshots: 99th percentile.
+    pub send_p99: Option<f64>,
     /// The tick budget (one tick interval), seconds.
     pub budget: f64,
     /// Shots validated.
@@ -211,8 +222,8 @@ impl std::fmt::Display for Status {
         let ms = |t: Option<f64>| t.map_or_else(|| "-".to_owned(), |t| format!("{:.3}", t * 1e3));
         write!(
             f,
-            "players {} | tick p50 {} ms, p99 {} ms, max {} ms of {:.3} ms ({} ticks, {} late) \
-             | shots {}",
+            "players {} | tick p50 {} ms, p99 {} ms, max {} ms of {:.3} ms ({} ticks, {} late, \
+             {} skipped)",
             self.players,
             ms(self.tick_p50),
             ms(self.tick_p99),
@@ -220,8 +231,18 @@ impl std::fmt::Display for Status {
             self.budget * 1e3,
             self.ticks,
             self.late_ticks,
-            self.shots,
+            self.skipped_ticks,
         )?;
+        if self.ticks > 0 {
+            write!(
+                f,
+                " | p99 record {} ms, validate {} ms, send {} ms",
+                ms(self.record_p99),
+                ms(self.validate_p99),
+                ms(self.send_p99)
+            )?;
+        }
+        write!(f, " | shots {}", self.shots)?;
         if !self.verdicts.is_empty() {
             let verdicts: Vec<String> = self
                 .verdicts
@@ -243,7 +264,13 @@ impl std::fmt::Display for Status {
 struct Counters {
     ticks: u64,
     late_ticks: u64,
+    skipped: u64,
     times: TickTimes,
+    /// The parts of a tick's work: moving and recording, validating and answering,
+    /// sending snapshots.
+    record: TickTimes,
+    validate: TickTimes,
+    send: TickTimes,
     shots: u64,
     verdicts: BTreeMap<&'static str, u64>,
     malformed: u64,
@@ -259,9 +286,13 @@ impl Counters {
             players,
             ticks: self.ticks,
             late_ticks: self.late_ticks,
+            skipped_ticks: self.skipped,
             tick_p50: self.times.quantile(0.5),
             tick_p99: self.times.quantile(0.99),
             tick_max: self.times.max(),
+            record_p99: self.record.quantile(0.99),
+            validate_p99: self.validate.quantile(0.99),
+            send_p99: self.send.quantile(0.99),
             budget,
             shots: self.shots,
             verdicts: self.verdicts.clone(),
@@ -287,6 +318,10 @@ struct Connection {
     /// welcome, all it gets until then, is resent 400 ms apart: see
     /// [`crate::channel::connection_config`].)
     ready: bool,
+    /// Which ticks it gets snapshots on (below the tick rate): those where tick plus
+    /// phase is a multiple of the ticks between snapshots, so the clients' snapshots are
+    /// spread over the ticks instead of all on one.
+    phase: u32,
 }
 
 /// The game server (see the [module documentation](self)).
@@ -313,6 +348,7 @@ pub struct GameServer {
     total: Counters,
     last_update: f64,
     next_tick: u32,
+    next_phase: u32,
 }
 
 impl std::fmt::Debug for GameServer {
@@ -436,6 +472,7 @@ impl GameServer {
             total: Counters::default(),
             last_update: 0.0,
             next_tick: 0,
+            next_phase: 0,
         })
     }
 
@@ -483,10 +520,10 @@ impl GameServer {
             }
             let now = start.elapsed().as_secs_f64();
             if now >= next_status {
-                let budget = dt;
-                status(&self.second.status(now, self.connections.len(), budget));
+                status(&self.second.status(now, self.connections.len(), dt));
                 self.second = Counters::default();
-                next_status += 1.0;
+                // One line per second, and one only after a stall.
+                next_status = now.floor() + 1.0;
             }
             let wake = [f64::from(self.next_tick) * dt, next_status]
                 .into_iter()
@@ -532,9 +569,12 @@ impl GameServer {
         Ok((recording_lines, audited))
     }
 
-    /// Runs every tick whose deadline has passed (more than one only after a stall).
+    /// Runs the ticks whose deadlines have passed: more than one only after a stall, and
+    /// at most [`MAX_CATCH_UP`]; a server further behind than that skips the rest (the
+    /// next tick is the one due now), so an overloaded server falls behind by dropped
+    /// ticks instead of sinking ever further behind the clock its clients sync to.
     fn catch_up(&mut self, start: &Instant, dt: f64) -> Result<(), ServeError> {
-        loop {
+        for _ in 0..MAX_CATCH_UP {
             let deadline = f64::from(self.next_tick) * dt;
             let began = start.elapsed().as_secs_f64();
             if began < deadline {
@@ -554,6 +594,16 @@ impl GameServer {
                 }
             }
         }
+        let due = (start.elapsed().as_secs_f64() / dt).floor();
+        if due > f64::from(self.next_tick) {
+            let due = due.min(f64::from(u32::MAX)) as u32;
+            let skipped = u64::from(due - self.next_tick);
+            for counters in [&mut self.second, &mut self.total] {
+                counters.skipped += skipped;
+            }
+            self.next_tick = due;
+        }
+        Ok(())
     }
 
     /// Reads the socket: connections, disconnections and inputs (answering pings at
@@ -625,10 +675,13 @@ impl GameServer {
                 .spawn(entity, self.core.rig(), &participant)
                 .map_err(ServeError::Recording)?;
         }
+        let phase = self.next_phase;
+        self.next_phase = (self.next_phase + 1) % self.config.send_every();
         self.connections.push(Connection {
             client,
             entity,
             ready: false,
+            phase,
         });
         self.by_client.insert(client, entity);
         self.second.joined += 1;
@@ -678,9 +731,11 @@ impl GameServer {
     /// One tick: move and record, validate, answer shooters, send the snapshot.
     fn tick(&mut self, tick: Tick, time: f64, now: f64) -> Result<(), ServeError> {
         let dt = 1.0 / self.config.tick_rate;
+        let began = Instant::now();
         let mut rng = Pcg64Mcg::seed_from_u64(self.config.seed ^ (u64::from(tick.0) << 20));
         let queue = self.core.tick(tick, time, dt, &mut rng)?;
         self.record_frame(tick, time)?;
+        let recorded = Instant::now();
         self.claims.clear();
         self.claims
             .extend(queue.into_iter().map(|q| (q.claim, q.received)));
@@ -693,10 +748,17 @@ impl GameServer {
             }
             self.claims = claims;
         }
-        if tick.0.is_multiple_of(self.config.send_every()) {
-            self.send_snapshot(tick, time, now)?;
-        }
+        let validated = Instant::now();
+        self.send_snapshot(tick, time, now)?;
         self.transport.send_packets(&mut self.renet);
+        let sent = Instant::now();
+        for counters in [&mut self.second, &mut self.total] {
+            counters.record.record((recorded - began).as_secs_f64());
+            counters
+                .validate
+                .record((validated - recorded).as_secs_f64());
+            counters.send.record((sent - validated).as_secs_f64());
+        }
         Ok(())
     }
 
@@ -761,52 +823,66 @@ impl GameServer {
         Ok(())
     }
 
-    /// The world at `tick` in parts to every ready client, a probe when one is due, and
-    /// each one's shot acknowledgement.
+    /// The world at `tick` in parts to every ready client due one (with its shot
+    /// acknowledgement), and a probe to every ready client when one is due.
     fn send_snapshot(&mut self, tick: Tick, time: f64, now: f64) -> Result<(), ServeError> {
-        if !self.connections.iter().any(|c| c.ready) {
-            return Ok(());
-        }
-        self.frames.clear();
-        self.frames
-            .extend(self.core.snapshot(time).into_iter().map(|e| EntityFrame {
-                id: e.id,
-                alive: true,
-                last_teleport: e.last_teleport,
-                protected: e.protected,
-                velocity: e.velocity,
-                bones: e.bones,
-            }));
-        let mut messages: Vec<Bytes> = self
-            .encoder
-            .encode(tick, time, &self.frames)?
-            .map(Bytes::copy_from_slice)
-            .collect();
+        let every = self.config.send_every();
+        let due = |c: &Connection| c.ready && tick.0.wrapping_add(c.phase).is_multiple_of(every);
         // Four probes a second, as the simulator's server sends them.
         let probe_every = ((self.config.tick_rate / 4.0) as u32).max(1);
-        if tick.0.is_multiple_of(probe_every) {
+        let probing =
+            tick.0.is_multiple_of(probe_every) && self.connections.iter().any(|c| c.ready);
+        let any_due = self.connections.iter().any(due);
+        if !probing && !any_due {
+            return Ok(());
+        }
+        let mut parts: Vec<Bytes> = Vec::new();
+        if any_due {
+            self.frames.clear();
+            self.frames
+                .extend(self.core.snapshot(time).into_iter().map(|e| EntityFrame {
+                    id: e.id,
+                    alive: true,
+                    last_teleport: e.last_teleport,
+                    protected: e.protected,
+                    velocity: e.velocity,
+                    bones: e.bones,
+                }));
+            parts.extend(
+                self.encoder
+                    .encode(tick, time, &self.frames)?
+                    .map(Bytes::copy_from_slice),
+            );
+        }
+        let probe = if probing {
             let id = self.core.probe(now);
             ServerMessage::Probe(Probe {
                 id,
                 server_time: now,
             })
             .encode(&mut self.scratch)?;
-            messages.push(Bytes::copy_from_slice(&self.scratch));
-        }
+            Some(Bytes::copy_from_slice(&self.scratch))
+        } else {
+            None
+        };
         for i in 0..self.connections.len() {
-            let Connection {
-                client,
-                entity,
-                ready,
-            } = self.connections[i];
-            if !ready {
-                continue;
+            let connection = self.connections[i];
+            if due(&connection) {
+                for part in &parts {
+                    self.renet
+                        .send_message(connection.client, UNRELIABLE, part.clone());
+                }
+                if let Some(up_to) = self.core.shot_ack(connection.entity) {
+                    self.send(
+                        connection.client,
+                        UNRELIABLE,
+                        &ServerMessage::ShotAck { up_to },
+                    )?;
+                }
             }
-            for message in &messages {
-                self.renet.send_message(client, UNRELIABLE, message.clone());
-            }
-            if let Some(up_to) = self.core.shot_ack(entity) {
-                self.send(client, UNRELIABLE, &ServerMessage::ShotAck { up_to })?;
+            if let (Some(probe), true) = (&probe, connection.ready) {
+                self.renet
+                    .send_message(connection.client, UNRELIABLE, probe.clone());
             }
         }
         Ok(())

@@ -160,6 +160,30 @@ fn bots_play_get_every_verdict_and_the_recording_replays_to_the_same_verdicts() 
     );
 }
 
+#[test]
+fn snapshots_below_the_tick_rate_are_spread_over_the_ticks_and_bots_still_agree() {
+    let mut config = loopback();
+    // A snapshot every 4 ticks to each client, the clients' turns spread over the 4.
+    config.send_rate = 16.0;
+    let server = Running::start(config, Outputs::default());
+    let mut bots_config = BotsConfig::new(server.addr, 4, 6.0);
+    // As fast as the weapon allows.
+    bots_config.pause = (0.0, 0.001);
+    let report = bots::run(&bots_config).expect("the bots run");
+    server.wait_until_empty();
+    let status = server.stop().status;
+    assert_eq!(report.connected, 4, "{report:?}");
+    let honest = &report.honest;
+    // Four bots for four seconds after their warm-up, up to ten shots a second each
+    // while a target is in view.
+    assert!(honest.shots_arrived >= 40, "{report:?}");
+    assert!(honest.client_hits >= 10, "{report:?}");
+    // Shots 100-101 ms apart in the bots' clocks are now and then closer than the
+    // weapon allows in claimed time (the draw delay adapts): a few fire-rate rejections.
+    assert!(honest.agreement >= 0.9, "{report:?}");
+    assert_eq!(status.shots, honest.shots_arrived + report.unexpected);
+}
+
 /// A renet client that connects and then sends `message` every few milliseconds until it
 /// is disconnected (or `limit` passes); returns how many it sent while connected.
 fn send_until_disconnected(server: SocketAddr, message: &[u8], limit: Duration) -> (u32, bool) {
@@ -297,6 +321,9 @@ fn bad_settings_are_typed_errors() {
         Err(BotsError::NotPositive { what: "fps", .. })
     ));
     config.fps = 60.0;
+    config.pause = (0.5, 0.1);
+    assert!(matches!(bots::run(&config), Err(BotsError::Pause(_))));
+    config.pause = (0.0, 0.001);
     config.duration = f64::INFINITY;
     assert!(matches!(
         bots::run(&config),
