@@ -290,3 +290,148 @@ fn bots_through_a_bad_network_agree_with_the_server_and_no_cheat_gets_through() 
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A setting of the load test from the environment, or its default.
+fn setting(name: &str, default: f64) -> f64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The server's resident memory, kB, from /proc.
+fn resident_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The number after `key` in `text` (`"p99 26.280 ms"` with key `"p99 "`).
+fn after(text: &str, key: &str) -> f64 {
+    let rest = &text[text
+        .find(key)
+        .unwrap_or_else(|| panic!("no {key:?} in {text}"))
+        + key.len()..];
+    let number: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    number
+        .parse()
+        .unwrap_or_else(|_| panic!("no number after {key:?} in {text}"))
+}
+
+/// The load benchmark: 200 bots firing as fast as the weapon allows against one server at
+/// 64 Hz for 10 minutes, on this machine (server and bots share its cores). It passes when
+/// the server's tick work stays under a quarter of the tick at the 99th percentile, every
+/// shot fired gets its verdict, and the server's memory stays flat over the run.
+///
+/// `cargo test --release -p lagcomp-cli --test end_to_end -- --ignored --nocapture`;
+/// `LAGCOMP_LOAD_BOTS`, `LAGCOMP_LOAD_SECS`, `LAGCOMP_LOAD_SEND_RATE` (snapshots a second
+/// to each bot, 64), `LAGCOMP_LOAD_FPS` (bot frames a second, 60) and
+/// `LAGCOMP_LOAD_THREADS` (bot threads, 2) change the load.
+#[test]
+#[ignore = "minutes long, and it loads every core: run it on purpose"]
+fn load_many_bots_firing_fast_for_minutes() {
+    let bots = setting("LAGCOMP_LOAD_BOTS", 200.0) as usize;
+    let seconds = setting("LAGCOMP_LOAD_SECS", 600.0);
+    let send_rate = setting("LAGCOMP_LOAD_SEND_RATE", 64.0);
+    let fps = setting("LAGCOMP_LOAD_FPS", 60.0);
+    let threads = setting("LAGCOMP_LOAD_THREADS", 2.0) as usize;
+    let mut server = Process::start(
+        "lagcomp serve",
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--send-rate",
+            &send_rate.to_string(),
+            "--max-clients",
+            &bots.max(1).to_string(),
+        ],
+    );
+    let server_addr = server.address("lagcomp serve: listening on ");
+    let server_pid = server.child.id();
+    let started = Instant::now();
+    let load = Process::start(
+        "bots",
+        &[
+            "bots",
+            "--server",
+            &server_addr,
+            "--count",
+            &bots.to_string(),
+            "--duration",
+            &seconds.to_string(),
+            "--pause-ms",
+            "0,1",
+            "--fps",
+            &fps.to_string(),
+            "--threads",
+            &threads.to_string(),
+            "--json",
+        ],
+    );
+    // The server's memory every 5 s while the bots play.
+    let mut memory: Vec<(f64, u64)> = Vec::new();
+    let (status, bots_out, bots_err) = {
+        let mut load = load;
+        loop {
+            if let Some(kb) = resident_kb(server_pid) {
+                memory.push((started.elapsed().as_secs_f64(), kb));
+            }
+            if let Ok(Some(_)) = load.child.try_wait() {
+                break load.wait(Duration::from_secs(60));
+            }
+            assert!(
+                started.elapsed().as_secs_f64() < seconds + 300.0,
+                "the bots are still running"
+            );
+            thread::sleep(Duration::from_secs(5));
+        }
+    };
+    server.terminate();
+    let (server_status, server_out, _) = server.wait(Duration::from_secs(60));
+    eprintln!("{bots_err}\n{server_out}");
+    assert!(status.success(), "bots: {status}");
+    assert!(server_status.success(), "server: {server_status}");
+
+    let report: serde_json::Value = serde_json::from_str(&bots_out).expect("--json output");
+    let fired = number(&report, &["honest", "shots_sent"]);
+    let arrived = number(&report, &["honest", "shots_arrived"]);
+    let unanswered = number(&report, &["unanswered"]);
+    let summary = server_out
+        .lines()
+        .find(|l| l.contains("work p50"))
+        .expect("the summary's tick line");
+    let p99_ms = after(summary, "p99 ");
+    let budget_ms = 1000.0 / 64.0;
+    let validated = after(&server_out, "shots validated: ");
+    // Memory: the largest sample of the last third against the largest of the middle
+    // third (the first is connections and buffers warming up).
+    let third = memory.len() / 3;
+    let peak = |samples: &[(f64, u64)]| samples.iter().map(|s| s.1).max().unwrap_or(0);
+    let (middle, last) = (peak(&memory[third..2 * third]), peak(&memory[2 * third..]));
+    eprintln!(
+        "load: {bots} bots, {seconds} s, snapshots {send_rate} Hz, bot frames {fps} Hz: \
+         {fired} shots fired ({:.0}/s), {validated} validated, {unanswered} unanswered; \
+         tick work p99 {p99_ms} ms of {budget_ms:.3} ms; server memory {} kB at start, \
+         peak {middle} kB in the middle third, {last} kB in the last",
+        fired / seconds,
+        memory.first().map_or(0, |m| m.1),
+    );
+    assert!(
+        p99_ms <= 0.25 * budget_ms,
+        "tick work p99 {p99_ms} ms is over a quarter of the {budget_ms:.3} ms tick"
+    );
+    assert_eq!(unanswered, 0.0, "shots without a verdict");
+    assert_eq!(fired, arrived, "shots without a verdict");
+    assert_eq!(
+        validated, arrived,
+        "the server validated what the bots fired"
+    );
+    assert!(
+        last as f64 <= middle as f64 * 1.1 + 2048.0,
+        "memory grew: {middle} kB then {last} kB ({memory:?})"
+    );
+}
