@@ -7,9 +7,12 @@
 //! frame is recorded in the history (and the recording), the shots that arrived since the
 //! last tick are validated together ([`lagcomp_service::batch::validate_batch`], the same
 //! verdicts as one by one), each verdict goes to the audit log and back to its shooter as
-//! a [`ShotResult`], and on send ticks a snapshot goes out in parts with a round-trip probe
-//! now and then. How long each tick's work took is measured, from the deadline's wake-up
-//! to the last packet handed to the socket.
+//! a [`ShotResult`], and the snapshot goes out in parts to the clients whose turn it is
+//! (every client every tick at the full send rate; below it, the clients' turns are spread
+//! over the ticks), with a round-trip probe four times a second. How long each tick's work
+//! took is measured, from the deadline's wake-up to the last packet handed to the socket.
+//! A server more than [`MAX_CATCH_UP`] ticks behind skips ticks rather than fall ever
+//! further behind.
 //!
 //! A client that connects gets a body and a [`Welcome`] naming it; one that leaves is
 //! despawned. Undecodable messages are dropped and counted per client by a
@@ -34,8 +37,8 @@ use lagcomp_sim::server::{CoreConfig, CoreError, ServerCore, rules};
 use lagcomp_validate::recording::RecordingWriter;
 use lagcomp_validate::{AuditLog, ClientTiming, ShotClaim, Verdict};
 use lagcomp_wire::{
-    ClientMessage, EncodeError, EntityFrame, GuardConfig, MalformedGuard, Penalty, Probe,
-    ServerMessage, ShotOutcome, ShotResult, SnapshotEncoder, Welcome,
+    ClientMessage, EncodeError, EntityFrame, GuardConfig, GuardConfigError, MalformedGuard,
+    Penalty, Probe, ServerMessage, ShotOutcome, ShotResult, SnapshotEncoder, Welcome,
 };
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
@@ -127,6 +130,9 @@ pub enum ServeError {
     /// Too many or no clients.
     #[error("max clients {0} is not between 1 and {MAX_CLIENTS}")]
     MaxClients(usize),
+    /// The malformed-message guard's window is not a window.
+    #[error(transparent)]
+    Guard(#[from] GuardConfigError),
     /// The snapshot budget is outside what the encoder allows.
     #[error("snapshot budget: {0}")]
     Budget(EncodeError),
@@ -396,9 +402,7 @@ impl GameServer {
             return Err(ServeError::MaxClients(config.max_clients));
         }
         let encoder = SnapshotEncoder::new(config.snapshot_budget).map_err(ServeError::Budget)?;
-        let guard = MalformedGuard::new(config.guard).map_err(|e| {
-            ServeError::Socket(io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))
-        })?;
+        let guard = MalformedGuard::new(config.guard)?;
         let core = ServerCore::new(
             CoreConfig {
                 tick_rate: config.tick_rate,

@@ -302,6 +302,12 @@ fn bad_settings_are_typed_errors() {
         Err(ServeError::Core(_))
     ));
     let mut config = loopback();
+    config.guard.window = -1.0;
+    assert!(matches!(
+        GameServer::bind(config, Outputs::default()),
+        Err(ServeError::Guard(_))
+    ));
+    let mut config = loopback();
     config.snapshot_budget = 10;
     assert!(matches!(
         GameServer::bind(config, Outputs::default()),
