@@ -435,3 +435,60 @@ fn load_many_bots_firing_fast_for_minutes() {
         "memory grew: {middle} kB then {last} kB ({memory:?})"
     );
 }
+
+#[test]
+fn bad_arguments_are_refused_and_a_timed_server_stops_by_itself() {
+    let refused = |args: &[&str], says: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_lagcomp"))
+            .args(args)
+            .output()
+            .expect("the binary runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} was accepted");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    };
+    refused(
+        &["serve", "--listen", "127.0.0.1:0", "--tick-rate", "200"],
+        "must be 1 to 128 Hz",
+    );
+    refused(
+        &["serve", "--listen", "127.0.0.1:0", "--send-rate", "0"],
+        "must be more than 0",
+    );
+    refused(
+        &["serve", "--listen", "127.0.0.1:0", "--send-rate", "100"],
+        "at most the tick rate",
+    );
+    refused(&["serve", "--listen", "nowhere"], "is not an address");
+    refused(
+        &["bots", "--server", "127.0.0.1:9", "--cheat", "aimbot"],
+        "unknown cheat class",
+    );
+    refused(
+        &["bots", "--server", "127.0.0.1:9", "--pause-ms", "5,1"],
+        "MIN,MAX in ms",
+    );
+    refused(
+        &[
+            "bots",
+            "--server",
+            "127.0.0.1:9",
+            "--count",
+            "2",
+            "--cheat",
+            "all",
+        ],
+        "2 bots cannot play 9 cheat classes",
+    );
+
+    let mut server = Process::start(
+        "lagcomp serve",
+        &["serve", "--listen", "127.0.0.1:0", "--duration", "1.5"],
+    );
+    server.address("lagcomp serve: listening on ");
+    let (status, out, err) = server.wait(Duration::from_secs(60));
+    assert!(status.success(), "{status}: {err}");
+    assert!(out.contains("[    1 s] players 0 | tick p50"), "{out}");
+    assert!(out.contains("lagcomp serve: stopped after 1.5 s"), "{out}");
+    assert!(out.contains("shots validated: 0"), "{out}");
+}
