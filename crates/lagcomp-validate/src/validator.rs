@@ -6,7 +6,8 @@
 //! 2. replay: the sequence number was used, or is too far behind;
 //! 3. fire rate: judged on claimed times (arrival jitter cannot fail an honest player)
 //!    and, with a slack for jitter, on arrival times (spacing claimed times out cannot
-//!    buy a cheat more shots than it sends);
+//!    buy a cheat more shots than it sends); a shot that passes takes its slot whatever
+//!    the later checks say (the weapon fired);
 //! 4. time: in the future, older than the weapon allows, or not the rewind measured for
 //!    this client (backtracking);
 //! 5. origin and 6. angle: against the shooter's own aim bone from history;
@@ -157,9 +158,12 @@ impl Shooter {
         Ok(())
     }
 
-    /// Counts an accepted (not rejected) shot for the fire-rate checks.
+    /// Counts a shot that passed the fire-rate checks, whatever its verdict: the weapon
+    /// fired. (Counting only accepted shots let a rapid-fire pair through whenever the
+    /// first of the two was rejected for another reason.)
     fn count_shot(&mut self, screened: &Screened, received_at: f64) {
-        // An accepted shot always has a claimed time (check 4 needs it).
+        // Without a claimed time the time check rejects the shot and there is nothing
+        // to space the next one from.
         let Ok((t, _)) = screened.claimed else {
             return;
         };
@@ -414,9 +418,8 @@ impl Validator {
             .ok_or(RejectReason::UnknownShooter)?;
         shooter.check_rate(policy, claim, &examined.screened, received_at, basis)?;
         *basis = examined.basis;
-        let outcome = examined.outcome?;
         shooter.count_shot(&examined.screened, received_at);
-        Ok(outcome)
+        examined.outcome
     }
 
     fn judge(
@@ -433,13 +436,8 @@ impl Validator {
             .get_mut(&claim.shooter)
             .ok_or(RejectReason::UnknownShooter)?;
         shooter.check_rate(policy, claim, &screened, received_at, basis)?;
-        let outcome = self.examine_shot(history, claim, &screened, received_at, basis)?;
-        // Accepted (not rejected): count the shot for the fire-rate checks.
-        self.participants
-            .get_mut(&claim.shooter)
-            .ok_or(RejectReason::UnknownShooter)?
-            .count_shot(&screened, received_at);
-        Ok(outcome)
+        shooter.count_shot(&screened, received_at);
+        self.examine_shot(history, claim, &screened, received_at, basis)
     }
 
     /// Check 1, and what checks 2 and 3 need from the claim and the configuration.

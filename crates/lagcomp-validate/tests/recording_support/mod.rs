@@ -112,7 +112,7 @@ impl Server {
 }
 
 pub(crate) const RATE: f64 = 64.0;
-pub(crate) const TICKS: u32 = 200;
+pub(crate) const TICKS: u32 = 215;
 
 pub(crate) const HEAD: HitboxId = HitboxId(1);
 pub(crate) const CHEST: HitboxId = HitboxId(2);
@@ -600,13 +600,15 @@ fn scripted_shots(tick: u32) -> Vec<Shot> {
                 None,
             )
         })],
-        196 => vec![(Who::Alpha, "origin_too_far", |c| {
+        // Seven ticks apart (109 ms): every shot that passes the fire-rate check takes
+        // its slot, whatever its verdict, and the rifle fires every 100 ms.
+        200 => vec![(Who::Alpha, "origin_too_far", |c| {
             let mut shot = head_shot(c, RIFLE, 17, Who::Runner, c.runner);
             shot.origin += Vec3::new(0.0, 0.0, 3.0);
             shot
         })],
-        198 => vec![(Who::Alpha, "miss", |c| over_head(c, 317))],
-        199 => vec![(Who::Alpha, "sequence_too_old", |c| over_head(c, 18))],
+        207 => vec![(Who::Alpha, "miss", |c| over_head(c, 317))],
+        208 => vec![(Who::Alpha, "sequence_too_old", |c| over_head(c, 18))],
         _ => Vec::new(),
     }
 }
