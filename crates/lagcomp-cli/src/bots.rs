@@ -13,6 +13,7 @@ use lagcomp_sim::cheat::Cheat;
 use lagcomp_udp::bots::{self, BotsConfig, BotsReport};
 
 use crate::serve::{positive, resolve};
+use crate::simulate::{percent, print_cheats};
 
 /// Arguments of `lagcomp bots`.
 #[derive(Debug, clap::Args)]
@@ -114,14 +115,6 @@ fn cheats(text: &str) -> Result<Cheats, String> {
         .map(Cheats)
 }
 
-fn percent(x: f64) -> String {
-    if x.is_finite() {
-        format!("{:.2} %", 100.0 * x)
-    } else {
-        "n/a".to_owned()
-    }
-}
-
 /// The simulator's table for the full mode, then the cheats.
 fn print_table(out: &mut impl Write, r: &BotsReport) -> io::Result<()> {
     writeln!(
@@ -164,25 +157,5 @@ fn print_table(out: &mut impl Write, r: &BotsReport) -> io::Result<()> {
         "  fired {}, verdicts missing {}, unexpected {}, malformed messages {}",
         h.shots_sent, r.unanswered, r.unexpected, r.malformed
     )?;
-    if !r.cheats.is_empty() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{:<16} {:>8} {:>9}  outcomes",
-            "cheat", "attempts", "accepted"
-        )?;
-        for c in &r.cheats {
-            let outcomes: Vec<String> =
-                c.outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            writeln!(
-                out,
-                "{:<16} {:>8} {:>9}  {}",
-                c.class,
-                c.attempts,
-                c.accepted,
-                outcomes.join(", ")
-            )?;
-        }
-    }
-    Ok(())
+    print_cheats(out, &r.cheats)
 }

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use lagcomp_sim::report::write_report;
+use lagcomp_sim::result::CheatResult;
 use lagcomp_sim::scenario::{Scenario, parse_preset};
 use lagcomp_sim::{Mode, SimResult};
 
@@ -106,7 +107,8 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn percent(x: f64) -> String {
+/// A fraction as a percentage with two decimals (`n/a` when there was nothing to divide).
+pub(crate) fn percent(x: f64) -> String {
     if x.is_finite() {
         format!("{:.2} %", 100.0 * x)
     } else {
@@ -163,27 +165,33 @@ fn print_table(out: &mut impl Write, result: &SimResult, page: &std::path::Path)
             )?;
         }
     }
-    if !result.cheats.is_empty() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "{:<16} {:>8} {:>9}  outcomes",
-            "cheat", "attempts", "accepted"
-        )?;
-        for c in &result.cheats {
-            let outcomes: Vec<String> =
-                c.outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            writeln!(
-                out,
-                "{:<16} {:>8} {:>9}  {}",
-                c.class,
-                c.attempts,
-                c.accepted,
-                outcomes.join(", ")
-            )?;
-        }
-    }
+    print_cheats(out, &result.cheats)?;
     writeln!(out)?;
     writeln!(out, "report: {}", page.display())?;
+    Ok(())
+}
+
+/// The cheat table (nothing when no cheat played), as `simulate` and `bots` print it.
+pub(crate) fn print_cheats(out: &mut impl Write, cheats: &[CheatResult]) -> io::Result<()> {
+    if cheats.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<16} {:>8} {:>9}  outcomes",
+        "cheat", "attempts", "accepted"
+    )?;
+    for c in cheats {
+        let outcomes: Vec<String> = c.outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        writeln!(
+            out,
+            "{:<16} {:>8} {:>9}  {}",
+            c.class,
+            c.attempts,
+            c.accepted,
+            outcomes.join(", ")
+        )?;
+    }
     Ok(())
 }

@@ -108,7 +108,7 @@ pub use conditioner::{
 };
 pub use interp::{
     DEFAULT_MAX_EXTRAPOLATION, InterpolationConfig, InterpolationDelay, Pushed, Snapshot,
-    SnapshotBuffer, View,
+    SnapshotBuffer, View, teleported_since,
 };
 pub use shot::{Delivery, Fingerprint, ShotReceiver, ShotSender, Stamp, stamp};
 

@@ -328,9 +328,7 @@ impl BotBrain {
             let remote = &mut self.remotes[i];
             // Teleported since the newest snapshot this client holds, received or not.
             let newest = remote.newest_tick;
-            let teleport = e
-                .last_teleport
-                .is_some_and(|t| newest.is_none_or(|n| t > n));
+            let teleport = lagcomp_net::teleported_since(e.last_teleport, newest);
             if newest.is_none_or(|n| tick > n) {
                 remote.newest_tick = Some(tick);
                 remote.newest_time = time;

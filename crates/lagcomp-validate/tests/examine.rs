@@ -5,7 +5,7 @@
 
 mod fixture;
 
-use fixture::{CHEST, HEAD, PELVIS, Role, Scene, Script, Shot};
+use fixture::{HEAD, Role, Scene, Script, Shot};
 use lagcomp::{EntityId, HitboxId, Tick, Vec3};
 use lagcomp_validate::validator::StaleShot;
 use lagcomp_validate::{
@@ -23,30 +23,6 @@ fn skirmish() -> Scene {
             .dodges(Role::Alpha, 44..=47)
             .dies(Role::Bravo, 58),
     )
-}
-
-/// Every player's honest shot at the one it watches, three hitboxes, across the window,
-/// as times and as ticks.
-fn honest_shots(scene: &Scene) -> Vec<Shot> {
-    let mut shots = Vec::new();
-    for (shooter, target) in [
-        (Role::Shooter, Role::Alpha),
-        (Role::Alpha, Role::Shooter),
-        (Role::Bravo, Role::Teammate),
-        (Role::Teammate, Role::Bravo),
-    ] {
-        for (i, render) in [0.55, 0.66, 0.75, 0.82, 0.9].into_iter().enumerate() {
-            for hitbox in [HEAD, CHEST, PELVIS] {
-                let render = if i % 2 == 0 {
-                    RenderTime::Time(render)
-                } else {
-                    scene.ticks(render)
-                };
-                shots.push(scene.shot(shooter, target, hitbox, render));
-            }
-        }
-    }
-    shots
 }
 
 /// A value that breaks arithmetic.
@@ -145,7 +121,7 @@ fn text<T: std::fmt::Debug>(value: &T) -> String {
 fn examined_ahead_and_settled_in_order_gives_the_verdicts_of_validate() {
     let mut rng = Pcg64Mcg::seed_from_u64(0x5e771e);
     let early = skirmish();
-    let honest = honest_shots(&early);
+    let honest = early.honest_shots(&[0.55, 0.66, 0.75, 0.82, 0.9]);
     let ids: Vec<EntityId> = Role::ALL.map(|r| early.id(r)).to_vec();
     let mut later = early.clone();
     later.advance_to(early.newest() + 0.1);

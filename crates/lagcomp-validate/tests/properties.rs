@@ -9,7 +9,7 @@
 
 mod fixture;
 
-use fixture::{CHEST, HEAD, LAST_TICK, PELVIS, Role, Scene, Script, Shot};
+use fixture::{LAST_TICK, Role, Scene, Script, Shot};
 use lagcomp::{EntityId, HitboxId, Ray, RewindTarget, Tick, Vec3, WindowPolicy};
 use lagcomp_validate::{
     ClaimedHit, ClientTiming, RenderTime, ShooterReference, ShotClaim, TimeMismatch, Validator,
@@ -173,34 +173,10 @@ fn mixed(honest: &Shot, mask: u8, other: &ShotClaim, received_at: f64) -> (ShotC
     (claim, at)
 }
 
-/// Honest shots all over the window: every player at the one it watches, three hitboxes,
-/// as times and as ticks.
-fn honest_shots(scene: &Scene) -> Vec<Shot> {
-    let mut shots = Vec::new();
-    for (shooter, target) in [
-        (Role::Shooter, Role::Alpha),
-        (Role::Alpha, Role::Shooter),
-        (Role::Bravo, Role::Teammate),
-        (Role::Teammate, Role::Bravo),
-    ] {
-        for (i, render) in [0.52, 0.64, 0.75, 0.8, 0.93].into_iter().enumerate() {
-            for hitbox in [HEAD, CHEST, PELVIS] {
-                let render = if i % 2 == 0 {
-                    RenderTime::Time(render)
-                } else {
-                    scene.ticks(render)
-                };
-                shots.push(scene.shot(shooter, target, hitbox, render));
-            }
-        }
-    }
-    shots
-}
-
 /// One claim and when it arrived.
 fn shot(scene: &Scene) -> impl Strategy<Value = (ShotClaim, f64)> {
     let ids: Vec<EntityId> = Role::ALL.map(|r| scene.id(r)).to_vec();
-    let honest = honest_shots(scene);
+    let honest = scene.honest_shots(&[0.52, 0.64, 0.75, 0.8, 0.93]);
     let n = honest.len();
     let honest_nudged = honest.clone();
     let honest_mixed = honest;

@@ -55,8 +55,7 @@ impl EntityFrame {
     /// holds into this frame.
     #[must_use]
     pub fn teleported_since(&self, newest_held: Option<Tick>) -> bool {
-        self.last_teleport
-            .is_some_and(|t| newest_held.is_none_or(|n| t > n))
+        lagcomp_net::teleported_since(self.last_teleport, newest_held)
     }
 
     /// The frame as a [`lagcomp_net::SnapshotBuffer`] entry at `tick` and `time` (the

@@ -19,11 +19,20 @@
 //!
 //! One case the client cannot mirror on its own: the core refuses to blend across a
 //! teleport in *any* frame between `from` and `to`, including frames this client never
-//! received. If a teleport's snapshot is lost, the server must carry the teleport on to the
-//! next snapshot it sends this client (set [`Snapshot::teleport`] when the entity teleported
-//! at any tick since the last snapshot sent), or the two sides disagree.
+//! received. If a teleport's snapshot is lost, the next one must still say so, or the two
+//! sides disagree: the server sends each entity's latest teleport tick and the client sets
+//! [`Snapshot::teleport`] with [`teleported_since`] the newest snapshot it holds.
 
 pub mod delay;
+
+/// Whether an entity whose latest teleport was at `last_teleport` (as the server says)
+/// teleported after `newest_held`, the newest snapshot tick of it the client holds (`None`
+/// before any): then the next snapshot must not be blended into, received or not the
+/// snapshot of the teleport itself.
+#[must_use]
+pub fn teleported_since(last_teleport: Option<Tick>, newest_held: Option<Tick>) -> bool {
+    last_teleport.is_some_and(|t| newest_held.is_none_or(|n| t > n))
+}
 
 use std::collections::VecDeque;
 
