@@ -7,7 +7,10 @@
 
 use glam::{Quat, Vec3};
 
-use crate::math::{BoneTransform, MAX_COORDINATE, MAX_EXTENT, MIN_EXTENT, Pose, TransformError};
+use crate::math::{
+    BoneTransform, MAX_COORDINATE, MAX_EXTENT, MIN_EXTENT, Pose, ROTATION_NORM_TOLERANCE,
+    TransformError,
+};
 use crate::narrow::PlacedShape;
 
 /// A hitbox's stable identifier within its rig, chosen by the game (it survives rig edits
@@ -335,6 +338,14 @@ pub struct Rig {
     hitbox_reach: Vec<f32>,
     /// Per bone: the largest `hitbox_reach` of the hitboxes on it (0 for a bare bone).
     bone_reach: Vec<f32>,
+    /// Per hitbox: radius around its placed centre that contains it (unscaled).
+    hitbox_ball: Vec<f32>,
+    /// The hitboxes of bone `b` are `hitboxes[bone_hitboxes[b]..bone_hitboxes[b + 1]]`
+    /// (they are sorted by bone).
+    bone_hitboxes: Vec<u32>,
+    /// Per group of four bones (`4 * g..4 * g + 4`): bit `k` set when bone `4 * g + k`
+    /// carries a hitbox.
+    carrying: Vec<u8>,
 }
 
 impl Rig {
@@ -393,11 +404,37 @@ impl Rig {
             *slot = slot.max(*reach);
         }
         debug_assert!(bone_reach.iter().all(|r| *r < MAX_COORDINATE));
+        // The shape's own bounding radius, padded like the reach, and further by twice the
+        // rotation norm tolerance: a placed hitbox's rotation is the bone's times the
+        // offset's, each as far from unit length as that tolerance allows (an exact-frame
+        // sample uses the stored rotation as is), and the exact tests stretch a capsule's
+        // segment by up to |q|^2 and a box (tested in its local space) by up to 1 / |q|^2.
+        let ball_pad = 1.0 + 1.0e-5 + 2.5 * ROTATION_NORM_TOLERANCE;
+        let hitbox_ball: Vec<f32> = hitboxes
+            .iter()
+            .map(|hb| hb.shape.bounding_radius() * ball_pad)
+            .collect();
+        let mut bone_hitboxes = Vec::with_capacity(usize::from(bone_count) + 1);
+        let mut next = 0_usize;
+        for bone in 0..=bone_count {
+            while next < hitboxes.len() && hitboxes[next].bone < bone {
+                next += 1;
+            }
+            bone_hitboxes.push(next as u32);
+        }
+        let mut carrying = vec![0_u8; usize::from(bone_count).div_ceil(4)];
+        for hb in &hitboxes {
+            let bone = usize::from(hb.bone);
+            carrying[bone / 4] |= 1 << (bone % 4);
+        }
         Ok(Self {
             bone_count,
             hitboxes,
             hitbox_reach,
             bone_reach,
+            hitbox_ball,
+            bone_hitboxes,
+            carrying,
         })
     }
 
@@ -441,6 +478,25 @@ impl Rig {
     /// Per bone, the radius around its origin that contains all its hitboxes (unscaled).
     pub(crate) fn bone_reach(&self) -> &[f32] {
         &self.bone_reach
+    }
+
+    /// Radius around hitbox `index`'s placed centre that contains it (unscaled), however
+    /// far from unit length the placing rotation is within the accepted tolerance.
+    #[inline]
+    pub(crate) fn hitbox_ball(&self, index: usize) -> f32 {
+        self.hitbox_ball[index]
+    }
+
+    /// Bit `k` set when bone `first + k` carries a hitbox, for `first` a multiple of 4.
+    #[inline]
+    pub(crate) fn bones_with_hitboxes(&self, first: usize) -> u32 {
+        u32::from(self.carrying[first / 4])
+    }
+
+    /// The indices (into [`Rig::hitboxes`]) of the hitboxes riding on `bone`.
+    #[inline]
+    pub(crate) fn hitboxes_of(&self, bone: usize) -> std::ops::Range<usize> {
+        self.bone_hitboxes[bone] as usize..self.bone_hitboxes[bone + 1] as usize
     }
 }
 
