@@ -269,7 +269,7 @@ impl Hitbox {
     #[must_use]
     #[inline]
     pub fn placed(&self, bone: &BoneTransform) -> PlacedShape {
-        let translation = bone.translation + bone.rotation * (bone.scale * self.offset.translation);
+        let translation = self.placed_center(bone);
         let rotation = bone.rotation * self.offset.rotation;
         let shape = if bone.scale == Vec3::ONE {
             self.shape
@@ -277,6 +277,14 @@ impl Hitbox {
             self.shape.scaled(bone.scale)
         };
         PlacedShape::new(Pose::new(translation, rotation), shape)
+    }
+
+    /// Where [`Hitbox::placed`] puts this hitbox's centre, bit for bit (a query culls by
+    /// it before placing the whole shape).
+    #[must_use]
+    #[inline]
+    pub(crate) fn placed_center(&self, bone: &BoneTransform) -> Vec3 {
+        bone.translation + bone.rotation * (bone.scale * self.offset.translation)
     }
 
     /// The same hitbox rotated by `rotation` relative to its bone.

@@ -283,6 +283,7 @@ impl History {
         seq <= slot.last_seq && slot.frames[ring].seq == seq as u32
     }
 
+    #[inline]
     fn single(&self, index: usize, ring: usize, kind: SampleKind) -> EntitySample {
         let frame = &self.slots[index].frames[ring];
         EntitySample {
@@ -298,6 +299,7 @@ impl History {
     /// The entity in slot `index` at the bracket's moment, or `None` if it did not exist
     /// then. When its lag compensation was off at that moment, its present pose is used
     /// (with the flags it had at the moment).
+    #[inline]
     pub(crate) fn sample(&self, index: usize, bracket: &Bracket) -> Option<EntitySample> {
         let rewound = self.sample_rewound(index, bracket)?;
         if rewound.state.lag_compensated {
@@ -318,6 +320,7 @@ impl History {
         Some(self.single(index, self.ring(seq), SampleKind::Present { tick }))
     }
 
+    #[inline]
     pub(crate) fn sample_rewound(&self, index: usize, bracket: &Bracket) -> Option<EntitySample> {
         let (older, newer) = (bracket.older, bracket.newer);
         let (a, b) = bracket.rings;
@@ -446,6 +449,24 @@ impl EntityView<'_> {
             rotation: slerp(q(self.a.1), q(self.b.1), self.alpha),
             scale: lerp(scale(self.scales_a), scale(self.scales_b), self.alpha),
         }
+    }
+
+    /// Bone `bone`'s translation and rotation at the sampled moment, exactly as
+    /// [`EntityView::bone`] computes them, for an entity without a scale lane (whose bones
+    /// then have unit scale: `lerp(1, 1, alpha)` is exactly 1 for every alpha in `[0, 1]`,
+    /// checked over every `f32`).
+    #[inline]
+    pub(crate) fn bone_unscaled(&self, bone: usize) -> BoneTransform {
+        debug_assert!(!self.has_scale());
+        let t = |rows: &[StoredTranslation]| Vec3::from_array(rows[bone]);
+        let q = |rows: &[StoredRotation]| glam::Quat::from_array(rows[bone]);
+        if self.single {
+            return BoneTransform::new(t(self.a.0), q(self.a.1));
+        }
+        BoneTransform::new(
+            lerp(t(self.a.0), t(self.b.0), self.alpha),
+            slerp(q(self.a.1), q(self.b.1), self.alpha),
+        )
     }
 
     /// Bone `bone`'s origin and an upper bound of its largest scale component: enough to

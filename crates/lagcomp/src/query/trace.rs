@@ -384,7 +384,7 @@ impl TraceContext<'_> {
             while mask != 0 {
                 let bone_index = first + mask.trailing_zeros() as usize;
                 mask &= mask - 1;
-                let bone = view.bone(bone_index);
+                let bone = view.bone_unscaled(bone_index);
                 for i in rig.hitboxes_of(bone_index) {
                     if O::ENABLED {
                         let (bone_origin, _) = view.bone_origin(bone_index);
@@ -392,13 +392,13 @@ impl TraceContext<'_> {
                             continue;
                         }
                     }
-                    let placed = hitboxes[i].placed(&bone);
+                    let hitbox = &hitboxes[i];
                     if !O::ENABLED
-                        && !self.passes_near(placed.pose.translation, rig.hitbox_ball(i), t_max)
+                        && !self.passes_near(hitbox.placed_center(&bone), rig.hitbox_ball(i), t_max)
                     {
                         continue;
                     }
-                    t_max = test(i, placed, bone.scale, t_max);
+                    t_max = test(i, hitbox.placed(&bone), bone.scale, t_max);
                 }
             }
         }
