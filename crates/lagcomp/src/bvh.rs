@@ -385,27 +385,23 @@ impl Topology {
                 continue;
             }
             let first = node.first;
-            match pair_near(first as usize, t_max) {
-                (0b11, [a, b]) => {
-                    // Push the farther child first so the nearer one is visited first.
-                    let (near, far) = if a <= b {
-                        (first, first + 1)
-                    } else {
-                        (first + 1, first)
-                    };
-                    stack[depth] = far;
-                    stack[depth + 1] = near;
-                    depth += 2;
-                }
-                (0b01, _) => {
-                    stack[depth] = first;
-                    depth += 1;
-                }
-                (0b10, _) => {
-                    stack[depth] = first + 1;
-                    depth += 1;
-                }
-                _ => {}
+            // Conditional branches rather than a `match`, which compiled to an indirect
+            // jump through a table that predicted poorly.
+            let (hits, [a, b]) = pair_near(first as usize, t_max);
+            if hits == 0b11 {
+                // Push the farther child first so the nearer one is visited first.
+                let (near, far) = if a <= b {
+                    (first, first + 1)
+                } else {
+                    (first + 1, first)
+                };
+                stack[depth] = far;
+                stack[depth + 1] = near;
+                depth += 2;
+            } else if hits != 0 {
+                // One child: bit 0 is the first, bit 1 the second.
+                stack[depth] = first + (hits >> 1);
+                depth += 1;
             }
         }
     }

@@ -495,10 +495,10 @@ impl Rig {
         self.hitbox_ball[index]
     }
 
-    /// Bit `k` set when bone `first + k` carries a hitbox, for `first` a multiple of 4.
+    /// Which bones carry hitboxes: byte `g` has bit `k` set when bone `4 * g + k` does.
     #[inline]
-    pub(crate) fn bones_with_hitboxes(&self, first: usize) -> u32 {
-        u32::from(self.carrying[first / 4])
+    pub(crate) fn carrying(&self) -> &[u8] {
+        &self.carrying
     }
 
     /// The indices (into [`Rig::hitboxes`]) of the hitboxes riding on `bone`.

@@ -494,26 +494,69 @@ impl EntityView<'_> {
         self.scales_a.is_some()
     }
 
-    /// The bone-level cull for bones `first..first + 4` (those that exist): bit `k` is set
-    /// when the trace's line passes within `reach[bone]` plus the trace's radius of bone
-    /// `first + k`'s origin, no further than `t_max` along. Unscaled entities only.
+    /// The bone-level cull for bones `first..first + 64` (those that exist; `first` a
+    /// multiple of 64): bit `k` is set when bone `first + k` carries a hitbox (`carrying`,
+    /// one bit per bone in bytes of four groups, as [`crate::rig::Rig`] keeps it) and the
+    /// trace's line passes within `reach[bone]` plus the trace's radius of its origin, no
+    /// further than `t_max` along. Unscaled entities only.
     ///
     /// PERF: the trace's per-bone cull, four bones per instruction. It computes, lane by
     /// lane, exactly the arithmetic of [`EntityView::bone_origin`] and the scalar cull (the
     /// same operations in the same order, no fused multiply-add), and a bone's reach is the
     /// largest of its hitboxes', so every hitbox that passes the scalar test has its bit
-    /// set: a pure prefilter that cannot change an answer.
-    #[inline(always)]
+    /// set: a pure prefilter that cannot change an answer. Whether the entity is blended is
+    /// decided once for all its groups, and the groups' results are gathered before any is
+    /// used: the branches per group were mispredicted often enough to matter.
+    #[inline]
     pub(crate) fn cull_bones(
+        &self,
+        first: usize,
+        carrying: &[u8],
+        reach: &[f32],
+        line: &LineLanes,
+        t_max: f32,
+    ) -> u64 {
+        debug_assert!(!self.has_scale() && first % 64 == 0);
+        let end = (first + 64).min(self.a.0.len());
+        if self.single {
+            self.cull_range::<true>(first, end, carrying, reach, line, t_max)
+        } else {
+            self.cull_range::<false>(first, end, carrying, reach, line, t_max)
+        }
+    }
+
+    #[inline(always)]
+    fn cull_range<const SINGLE: bool>(
+        &self,
+        first: usize,
+        end: usize,
+        carrying: &[u8],
+        reach: &[f32],
+        line: &LineLanes,
+        t_max: f32,
+    ) -> u64 {
+        let mut mask = 0_u64;
+        for group in (first..end).step_by(4) {
+            let carried = u64::from(carrying[group / 4]);
+            if carried != 0 {
+                let kept = self.cull_group::<SINGLE>(group, reach, line, t_max);
+                mask |= (u64::from(kept) & carried) << (group - first);
+            }
+        }
+        mask
+    }
+
+    /// [`EntityView::cull_bones`] for bones `first..first + 4`.
+    #[inline(always)]
+    fn cull_group<const SINGLE: bool>(
         &self,
         first: usize,
         reach: &[f32],
         line: &LineLanes,
         t_max: f32,
     ) -> u32 {
-        debug_assert!(!self.has_scale());
         let [ax, ay, az] = lanes_of_four(self.a.0, first);
-        let [px, py, pz] = if self.single {
+        let [px, py, pz] = if SINGLE {
             [ax, ay, az]
         } else {
             // `math::lerp`, lane by lane.
@@ -533,11 +576,8 @@ impl EntityView<'_> {
         let keep = along.cmpge(-reach)
             & (along - reach).cmple(Vec4::splat(t_max))
             & off_line.cmple(reach * reach);
-        let exists = match self.a.0.len() - first {
-            4.. => 0b1111,
-            left => (1_u32 << left) - 1,
-        };
-        keep.bitmask() & exists
+        // Lanes past the last bone repeat it; `carrying` has no bits there.
+        keep.bitmask()
     }
 }
 

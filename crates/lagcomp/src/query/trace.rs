@@ -375,12 +375,8 @@ impl TraceContext<'_> {
         // would miss. With an observer, the per-hitbox test is the bone-origin sphere
         // instead, so debug output shows every hitbox near the trace.
         let bone_reach = rig.bone_reach();
-        for first in (0..usize::from(rig.bone_count())).step_by(4) {
-            let carried = rig.bones_with_hitboxes(first);
-            if carried == 0 {
-                continue;
-            }
-            let mut mask = carried & view.cull_bones(first, bone_reach, &self.lanes, t_max);
+        for first in (0..usize::from(rig.bone_count())).step_by(64) {
+            let mut mask = view.cull_bones(first, rig.carrying(), bone_reach, &self.lanes, t_max);
             while mask != 0 {
                 let bone_index = first + mask.trailing_zeros() as usize;
                 mask &= mask - 1;
