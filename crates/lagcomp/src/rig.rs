@@ -335,6 +335,10 @@ pub enum RigError {
     },
 }
 
+/// How much the radii that cull hitboxes are grown: a few ulps, and twice the rotation
+/// norm tolerance (see [`Rig::new`]).
+const REACH_PAD: f32 = 1.0 + 1.0e-5 + 2.0 * ROTATION_NORM_TOLERANCE * 1.25;
+
 /// The hitboxes of one kind of entity, and what the broadphase needs to know about them.
 ///
 /// Hitboxes are kept sorted by bone so a query interpolates each bone at most once.
@@ -399,12 +403,15 @@ impl Rig {
         // Stable sort keeps the caller's order within a bone.
         hitboxes.sort_by_key(|hb| hb.bone);
         // Padded by a few ulps so a ray exactly tangent to a hitbox is not culled by rounding
-        // in the reach test before the exact test sees it.
+        // in the reach test before the exact test sees it, and by twice the rotation norm
+        // tolerance: a placed hitbox's rotation is the bone's times the offset's, each as far
+        // from unit length as that tolerance allows (an exact-frame sample uses the stored
+        // rotation as is), which moves the offset by up to |q|^2 and stretches a capsule's
+        // segment by up to |q|^2 and a box (tested in its local space) by up to 1 / |q|^2.
+        let pad = REACH_PAD;
         let hitbox_reach: Vec<f32> = hitboxes
             .iter()
-            .map(|hb| {
-                (hb.offset.translation.length() + hb.shape.bounding_radius()) * (1.0 + 1.0e-5)
-            })
+            .map(|hb| (hb.offset.translation.length() + hb.shape.bounding_radius()) * pad)
             .collect();
         let mut bone_reach = vec![0.0_f32; usize::from(bone_count)];
         for (hb, reach) in hitboxes.iter().zip(&hitbox_reach) {
@@ -412,15 +419,10 @@ impl Rig {
             *slot = slot.max(*reach);
         }
         debug_assert!(bone_reach.iter().all(|r| *r < MAX_COORDINATE));
-        // The shape's own bounding radius, padded like the reach, and further by twice the
-        // rotation norm tolerance: a placed hitbox's rotation is the bone's times the
-        // offset's, each as far from unit length as that tolerance allows (an exact-frame
-        // sample uses the stored rotation as is), and the exact tests stretch a capsule's
-        // segment by up to |q|^2 and a box (tested in its local space) by up to 1 / |q|^2.
-        let ball_pad = 1.0 + 1.0e-5 + 2.5 * ROTATION_NORM_TOLERANCE;
+        // The shape's own bounding radius around its placed centre, padded like the reach.
         let hitbox_ball: Vec<f32> = hitboxes
             .iter()
-            .map(|hb| hb.shape.bounding_radius() * ball_pad)
+            .map(|hb| hb.shape.bounding_radius() * pad)
             .collect();
         let mut bone_hitboxes = Vec::with_capacity(usize::from(bone_count) + 1);
         let mut next = 0_usize;
@@ -567,7 +569,7 @@ mod tests {
         .expect("valid rig");
         // Sorted by bone.
         assert_eq!(rig.hitboxes()[0].id, HitboxId(3));
-        let pad = 1.0 + 1.0e-5;
+        let pad = REACH_PAD;
         assert_eq!(rig.bone_reach(), &[0.8 * pad, 1.2 * pad]);
     }
 }
