@@ -299,7 +299,7 @@ impl History {
     /// The entity in slot `index` at the bracket's moment, or `None` if it did not exist
     /// then. When its lag compensation was off at that moment, its present pose is used
     /// (with the flags it had at the moment).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn sample(&self, index: usize, bracket: &Bracket) -> Option<EntitySample> {
         let rewound = self.sample_rewound(index, bracket)?;
         if rewound.state.lag_compensated {
@@ -388,7 +388,7 @@ impl History {
     }
 
     /// The sampled entity's bones, ready for the per-hitbox loop of a query.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn view(&self, index: usize, sample: &EntitySample) -> EntityView<'_> {
         let slot = &self.slots[index];
         let bc = slot.bone_count;
