@@ -516,7 +516,7 @@ impl EntityView<'_> {
         line: &LineLanes,
         t_max: f32,
     ) -> u64 {
-        debug_assert!(!self.has_scale() && first % 64 == 0);
+        debug_assert!(!self.has_scale() && first.is_multiple_of(64));
         let end = (first + 64).min(self.a.0.len());
         if self.single {
             self.cull_range::<true>(first, end, carrying, reach, line, t_max)
