@@ -1,14 +1,18 @@
 //! Where a rewound query spends its time, stage by stage, on the benchmark scenes.
 //!
-//! Run: `cargo run --release -p lagcomp-bench --example funnel`
+//! Run: `cargo run --release -p lagcomp-bench --example funnel`. `FUNNEL_SCENE=<name>`
+//! runs one scene; `FUNNEL_FULL_ONLY=1` only the full query (for callgrind);
+//! `FUNNEL_PARRY=1` parry3d's BVH cast over the same rays instead; `FUNNEL_RECORD=1`
+//! recording against a memcpy.
 
 use std::hint::black_box;
 use std::time::Instant;
 
 use lagcomp::Tick;
 use lagcomp::{Broadphase, QueryLog, RewindTarget, WindowPolicy};
-use lagcomp_bench::scene::record_frame;
-use lagcomp_bench::{SCENES, Scene};
+use lagcomp_bench::parry_world::parry_ray;
+use lagcomp_bench::scene::{SHOT_RANGE, record_frame};
+use lagcomp_bench::{ParryWorld, SCENES, Scene};
 
 fn per_shot(scene: &Scene, mut f: impl FnMut(&lagcomp_bench::Shot)) -> f64 {
     let rounds = 200;
@@ -79,6 +83,24 @@ fn main() {
         .filter(|s| std::env::var("FUNNEL_SCENE").map_or(true, |n| n == s.name))
     {
         let scene = Scene::build(spec);
+        if std::env::var_os("FUNNEL_PARRY").is_some() {
+            // parry3d's BVH cast over the same hitboxes posed at the newest frame (the
+            // benchmark's `query_parry_bvh`), for instruction counts side by side.
+            let mut input = Vec::new();
+            scene.frame_bones(scene.newest_tick(), &mut input);
+            let parry = ParryWorld::new(&scene.placed_hitboxes(&input));
+            let rays: Vec<_> = scene.shots.iter().map(|s| parry_ray(&s.ray)).collect();
+            let mut k = 0;
+            let bvh = per_shot(&scene, |_| {
+                black_box(parry.cast_bvh(&rays[k % rays.len()], SHOT_RANGE));
+                k += 1;
+            });
+            println!("{} parry_bvh {bvh:.0} ns", spec.name);
+            if only_full {
+                return;
+            }
+            continue;
+        }
         if only_full {
             let full = per_shot(&scene, |s| {
                 black_box(scene.history.query(RewindTarget::Time(s.time)).ray(&s.ray)).ok();

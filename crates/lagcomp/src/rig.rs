@@ -7,7 +7,10 @@
 
 use glam::{Quat, Vec3};
 
-use crate::math::{BoneTransform, MAX_COORDINATE, MAX_EXTENT, MIN_EXTENT, Pose, TransformError};
+use crate::math::{
+    BoneTransform, MAX_COORDINATE, MAX_EXTENT, MIN_EXTENT, Pose, ROTATION_NORM_TOLERANCE,
+    TransformError,
+};
 use crate::narrow::PlacedShape;
 
 /// A hitbox's stable identifier within its rig, chosen by the game (it survives rig edits
@@ -266,7 +269,7 @@ impl Hitbox {
     #[must_use]
     #[inline]
     pub fn placed(&self, bone: &BoneTransform) -> PlacedShape {
-        let translation = bone.translation + bone.rotation * (bone.scale * self.offset.translation);
+        let translation = self.placed_center(bone);
         let rotation = bone.rotation * self.offset.rotation;
         let shape = if bone.scale == Vec3::ONE {
             self.shape
@@ -274,6 +277,14 @@ impl Hitbox {
             self.shape.scaled(bone.scale)
         };
         PlacedShape::new(Pose::new(translation, rotation), shape)
+    }
+
+    /// Where [`Hitbox::placed`] puts this hitbox's centre, bit for bit (a query culls by
+    /// it before placing the whole shape).
+    #[must_use]
+    #[inline]
+    pub(crate) fn placed_center(&self, bone: &BoneTransform) -> Vec3 {
+        bone.translation + bone.rotation * (bone.scale * self.offset.translation)
     }
 
     /// The same hitbox rotated by `rotation` relative to its bone.
@@ -324,6 +335,10 @@ pub enum RigError {
     },
 }
 
+/// How much the radii that cull hitboxes are grown: a few ulps, and twice the rotation
+/// norm tolerance (see [`Rig::new`]).
+const REACH_PAD: f32 = 1.0 + 1.0e-5 + 2.0 * ROTATION_NORM_TOLERANCE * 1.25;
+
 /// The hitboxes of one kind of entity, and what the broadphase needs to know about them.
 ///
 /// Hitboxes are kept sorted by bone so a query interpolates each bone at most once.
@@ -335,6 +350,14 @@ pub struct Rig {
     hitbox_reach: Vec<f32>,
     /// Per bone: the largest `hitbox_reach` of the hitboxes on it (0 for a bare bone).
     bone_reach: Vec<f32>,
+    /// Per hitbox: radius around its placed centre that contains it (unscaled).
+    hitbox_ball: Vec<f32>,
+    /// The hitboxes of bone `b` are `hitboxes[bone_hitboxes[b]..bone_hitboxes[b + 1]]`
+    /// (they are sorted by bone).
+    bone_hitboxes: Vec<u32>,
+    /// Per group of four bones (`4 * g..4 * g + 4`): bit `k` set when bone `4 * g + k`
+    /// carries a hitbox.
+    carrying: Vec<u8>,
 }
 
 impl Rig {
@@ -380,12 +403,15 @@ impl Rig {
         // Stable sort keeps the caller's order within a bone.
         hitboxes.sort_by_key(|hb| hb.bone);
         // Padded by a few ulps so a ray exactly tangent to a hitbox is not culled by rounding
-        // in the reach test before the exact test sees it.
+        // in the reach test before the exact test sees it, and by twice the rotation norm
+        // tolerance: a placed hitbox's rotation is the bone's times the offset's, each as far
+        // from unit length as that tolerance allows (an exact-frame sample uses the stored
+        // rotation as is), which moves the offset by up to |q|^2 and stretches a capsule's
+        // segment by up to |q|^2 and a box (tested in its local space) by up to 1 / |q|^2.
+        let pad = REACH_PAD;
         let hitbox_reach: Vec<f32> = hitboxes
             .iter()
-            .map(|hb| {
-                (hb.offset.translation.length() + hb.shape.bounding_radius()) * (1.0 + 1.0e-5)
-            })
+            .map(|hb| (hb.offset.translation.length() + hb.shape.bounding_radius()) * pad)
             .collect();
         let mut bone_reach = vec![0.0_f32; usize::from(bone_count)];
         for (hb, reach) in hitboxes.iter().zip(&hitbox_reach) {
@@ -393,11 +419,32 @@ impl Rig {
             *slot = slot.max(*reach);
         }
         debug_assert!(bone_reach.iter().all(|r| *r < MAX_COORDINATE));
+        // The shape's own bounding radius around its placed centre, padded like the reach.
+        let hitbox_ball: Vec<f32> = hitboxes
+            .iter()
+            .map(|hb| hb.shape.bounding_radius() * pad)
+            .collect();
+        let mut bone_hitboxes = Vec::with_capacity(usize::from(bone_count) + 1);
+        let mut next = 0_usize;
+        for bone in 0..=bone_count {
+            while next < hitboxes.len() && hitboxes[next].bone < bone {
+                next += 1;
+            }
+            bone_hitboxes.push(next as u32);
+        }
+        let mut carrying = vec![0_u8; usize::from(bone_count).div_ceil(4)];
+        for hb in &hitboxes {
+            let bone = usize::from(hb.bone);
+            carrying[bone / 4] |= 1 << (bone % 4);
+        }
         Ok(Self {
             bone_count,
             hitboxes,
             hitbox_reach,
             bone_reach,
+            hitbox_ball,
+            bone_hitboxes,
+            carrying,
         })
     }
 
@@ -441,6 +488,25 @@ impl Rig {
     /// Per bone, the radius around its origin that contains all its hitboxes (unscaled).
     pub(crate) fn bone_reach(&self) -> &[f32] {
         &self.bone_reach
+    }
+
+    /// Radius around hitbox `index`'s placed centre that contains it (unscaled), however
+    /// far from unit length the placing rotation is within the accepted tolerance.
+    #[inline]
+    pub(crate) fn hitbox_ball(&self, index: usize) -> f32 {
+        self.hitbox_ball[index]
+    }
+
+    /// Which bones carry hitboxes: byte `g` has bit `k` set when bone `4 * g + k` does.
+    #[inline]
+    pub(crate) fn carrying(&self) -> &[u8] {
+        &self.carrying
+    }
+
+    /// The indices (into [`Rig::hitboxes`]) of the hitboxes riding on `bone`.
+    #[inline]
+    pub(crate) fn hitboxes_of(&self, bone: usize) -> std::ops::Range<usize> {
+        self.bone_hitboxes[bone] as usize..self.bone_hitboxes[bone + 1] as usize
     }
 }
 
@@ -503,7 +569,7 @@ mod tests {
         .expect("valid rig");
         // Sorted by bone.
         assert_eq!(rig.hitboxes()[0].id, HitboxId(3));
-        let pad = 1.0 + 1.0e-5;
+        let pad = REACH_PAD;
         assert_eq!(rig.bone_reach(), &[0.8 * pad, 1.2 * pad]);
     }
 }

@@ -28,7 +28,7 @@ mod record;
 mod sample;
 
 pub use record::FrameRecorder;
-pub(crate) use sample::{Bracket, EntitySample};
+pub(crate) use sample::{Bracket, EntitySample, LineLanes};
 pub use sample::{NearestReason, Sample, SampleKind};
 
 use std::fmt;

@@ -6,7 +6,7 @@ use super::observer::QueryObserver;
 use super::{
     Hit, Query, QueryError, Ray, StaticHit, SurfacePoint, Trace, Walk, admit, check_radius,
 };
-use crate::history::{Bracket, EntityId, History, Sample, StaticId};
+use crate::history::{Bracket, EntityId, History, LineLanes, Sample, StaticId};
 use crate::math::{BoneTransform, ray_recip};
 use crate::narrow::{Crossing, PlacedShape};
 use crate::rig::{HitboxId, Zone};
@@ -148,6 +148,7 @@ impl<O: QueryObserver> Query<'_, '_, O> {
             radius,
             layers: self.layers,
             ignore: self.ignore,
+            lanes: LineLanes::new(ray.origin(), ray.dir(), radius),
         };
         let observer = &mut self.observer;
         if O::ENABLED {
@@ -260,6 +261,7 @@ struct TraceContext<'a> {
     radius: f32,
     layers: u32,
     ignore: &'a [EntityId],
+    lanes: LineLanes,
 }
 
 impl TraceContext<'_> {
@@ -300,56 +302,21 @@ impl TraceContext<'_> {
         }
         let present = O::ENABLED.then(|| history.sample_present(index)).flatten();
         let view = history.view(index, &sample);
-        let mut cached_bone = usize::MAX;
-        let mut bone = BoneTransform::IDENTITY;
-        // Bones four at a time first (hitboxes are sorted by bone, so each group of four
-        // is culled once); survivors take the per-hitbox test below.
-        let batched = !view.has_scale();
-        let (mut group, mut group_mask) = (usize::MAX, 0_u32);
-        for (i, hitbox) in rig.hitboxes().iter().enumerate() {
-            let bone_index = usize::from(hitbox.bone);
-            if batched {
-                if bone_index / 4 != group {
-                    group = bone_index / 4;
-                    group_mask = view.cull_bones(
-                        group * 4,
-                        rig.bone_reach(),
-                        self.origin,
-                        self.dir,
-                        self.radius,
-                        t_max,
-                    );
-                }
-                if group_mask & (1 << (bone_index % 4)) == 0 {
-                    continue;
-                }
-            }
-            // Cull by the sphere around the bone's origin that holds the hitbox: only a
-            // lerp so far, no slerp.
-            let (bone_origin, max_scale) = view.bone_origin(bone_index);
-            let reach = rig.hitbox_reach(i) * max_scale + self.radius;
-            let to_bone = bone_origin - self.origin;
-            let along = to_bone.dot(self.dir);
-            if along < -reach
-                || along - reach > t_max
-                || (to_bone - self.dir * along).length_squared() > reach * reach
-            {
-                continue;
-            }
-            if bone_index != cached_bone {
-                bone = view.bone(bone_index);
-                cached_bone = bone_index;
-            }
-            let placed = hitbox.placed(&bone);
+        let hitboxes = rig.hitboxes();
+        // Reports a hitbox placed at the target time, runs its exact test and keeps the
+        // touch; returns the new reach.
+        let mut test = |i: usize, placed: PlacedShape, bone_scale: Vec3, t_max: f32| {
+            let hitbox = &hitboxes[i];
             if O::ENABLED {
-                let now = present.map(|p| hitbox.placed(&history.bone(index, &p, bone_index)));
+                let now = present
+                    .map(|p| hitbox.placed(&history.bone(index, &p, usize::from(hitbox.bone))));
                 observer.hitbox(id, hitbox, &placed, now.as_ref());
             }
             let Some(crossing) = placed
                 .cast_sphere_line(self.origin, self.dir, self.radius)
                 .and_then(|c| c.clip(t_max))
             else {
-                continue;
+                return t_max;
             };
             let touch = Touch {
                 entity: id,
@@ -358,15 +325,15 @@ impl TraceContext<'_> {
                 hitbox_index: i,
                 crossing,
                 placed,
-                bone_scale: bone.scale,
+                bone_scale,
                 sample: public_sample,
                 state: sample.state,
             };
             match found {
                 Found::Closest(best) => {
                     if best.as_ref().is_none_or(|b| touch.before(b)) {
-                        t_max = touch.distance();
                         *best = Some(touch);
+                        return touch.distance();
                     }
                 }
                 Found::All(out) => {
@@ -377,7 +344,72 @@ impl TraceContext<'_> {
                     out.push(hit);
                 }
             }
+            t_max
+        };
+        if view.has_scale() {
+            // Rare: some bone of this entity is scaled in one of the frames. One hitbox at
+            // a time, culled by the sphere around its bone's origin that holds it (scaled
+            // by the bone's largest scale), then interpolated and tested.
+            let mut cached_bone = usize::MAX;
+            let mut bone = BoneTransform::IDENTITY;
+            for (i, hitbox) in hitboxes.iter().enumerate() {
+                let bone_index = usize::from(hitbox.bone);
+                let (bone_origin, max_scale) = view.bone_origin(bone_index);
+                if !self.passes_near(bone_origin, rig.hitbox_reach(i) * max_scale, t_max) {
+                    continue;
+                }
+                if bone_index != cached_bone {
+                    bone = view.bone(bone_index);
+                    cached_bone = bone_index;
+                }
+                t_max = test(i, hitbox.placed(&bone), bone.scale, t_max);
+            }
+            return t_max;
+        }
+        // Bones four at a time first, by the sphere around each bone's lerped origin that
+        // holds its hitboxes (no slerp yet); only the bones that pass are interpolated,
+        // and each of their hitboxes is then culled by the ball around its own placed
+        // centre before the exact test. The ball is much tighter than the bone's sphere for
+        // a limb whose capsule sits half a limb from the joint, and it is computed exactly
+        // as the exact test places the shape, so it only skips hitboxes the exact test
+        // would miss. With an observer, the per-hitbox test is the bone-origin sphere
+        // instead, so debug output shows every hitbox near the trace.
+        let bone_reach = rig.bone_reach();
+        for first in (0..usize::from(rig.bone_count())).step_by(64) {
+            let mut mask = view.cull_bones(first, rig.carrying(), bone_reach, &self.lanes, t_max);
+            while mask != 0 {
+                let bone_index = first + mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                let bone = view.bone_unscaled(bone_index);
+                for i in rig.hitboxes_of(bone_index) {
+                    if O::ENABLED {
+                        let (bone_origin, _) = view.bone_origin(bone_index);
+                        if !self.passes_near(bone_origin, rig.hitbox_reach(i), t_max) {
+                            continue;
+                        }
+                    }
+                    let hitbox = &hitboxes[i];
+                    if !O::ENABLED
+                        && !self.passes_near(hitbox.placed_center(&bone), rig.hitbox_ball(i), t_max)
+                    {
+                        continue;
+                    }
+                    t_max = test(i, hitbox.placed(&bone), bone.scale, t_max);
+                }
+            }
         }
         t_max
+    }
+
+    /// Whether the trace passes within `reach` of `center` (grown by the trace's radius)
+    /// somewhere in `[0, t_max]` along it: the per-hitbox cull before an exact test.
+    #[inline]
+    fn passes_near(&self, center: Vec3, reach: f32, t_max: f32) -> bool {
+        let reach = reach + self.radius;
+        let to_center = center - self.origin;
+        let along = to_center.dot(self.dir);
+        !(along < -reach
+            || along - reach > t_max
+            || (to_center - self.dir * along).length_squared() > reach * reach)
     }
 }
