@@ -24,6 +24,7 @@
 //! - Nothing is ever cleared when a frame ages out: each stored frame carries the sequence
 //!   number it was written at, so a stale slot is recognised instead of erased.
 
+mod bone_pass;
 mod record;
 mod sample;
 
@@ -391,6 +392,8 @@ pub struct History {
     statics: Vec<StaticCollider>,
     static_bounds: Vec<Aabb>,
     static_bvh: Bvh,
+    /// How this CPU runs the per-bone pass of recording (detected once).
+    bone_pass: bone_pass::Kernel,
 }
 
 impl History {
@@ -430,6 +433,7 @@ impl History {
             statics: Vec::new(),
             static_bounds: Vec::new(),
             static_bvh: Bvh::default(),
+            bone_pass: bone_pass::Kernel::detect(),
         })
     }
 

@@ -1,9 +1,9 @@
 //! Writing one tick into the history.
 
-use glam::{BVec3A, BVec4A, Mat4, Vec3, Vec3A, Vec4};
+use glam::{Vec3, Vec3A};
 
 use super::{EntityFrame, EntityId, EntityState, FrameMeta, History, Life, RecordError};
-use crate::math::{Aabb, BoneTransform, MAX_COORDINATE, ROTATION_NORM_TOLERANCE};
+use crate::math::{Aabb, BoneTransform};
 use crate::time::Tick;
 
 /// Server times beyond this many seconds are treated as corrupt.
@@ -167,68 +167,18 @@ impl FrameRecorder<'_> {
         let rotations = &mut slot.rotations[base..base + slot.bone_count];
 
         // One pass: copy each pose into the ring, grow the frame's bounds, and check the
-        // transform, all without branches. The ring slot being written belongs to a frame
-        // that has aged out, and the frame record below is only stamped once everything is
-        // valid, so a bad transform found at the end leaves nothing visible.
-        // PERF: this loop is most of a tick's recording. The separate validate-then-copy
-        // version spent half of its time in branches; the comparisons below reject NaN
-        // (every `<=` is false). Rotation norms are checked four bones at a time (one
-        // transpose instead of a horizontal sum per bone), and the bounds assume unit scale:
-        // the rare entity with a scaled bone takes the second pass below.
-        let n = bones.len();
-        let (translations, rotations, reach) =
-            (&mut translations[..n], &mut rotations[..n], &reach[..n]);
-        let max_coordinate = Vec3A::splat(MAX_COORDINATE);
-        let mut in_range = BVec3A::TRUE;
-        let mut rotations_ok = BVec4A::TRUE;
-        let mut unit_scale = BVec3A::TRUE;
-        let mut lo = Vec3A::INFINITY;
-        let mut hi = Vec3A::NEG_INFINITY;
-        let mut copy_one = |i: usize| {
-            let transform = &bones[i];
-            let t = Vec3A::from(transform.translation);
-            in_range &= t.abs().cmple(max_coordinate);
-            unit_scale &= Vec3A::from(transform.scale).cmpeq(Vec3A::ONE);
-            translations[i] = transform.translation.to_array();
-            rotations[i] = transform.rotation.to_array();
-            let r = Vec3A::splat(reach[i]);
-            lo = lo.min(t - r);
-            hi = hi.max(t + r);
-        };
-        let unit_norm = |norm_squared: Vec4| {
-            (norm_squared - Vec4::ONE)
-                .abs()
-                .cmple(Vec4::splat(ROTATION_NORM_TOLERANCE))
-        };
-        let whole = n - n % 4;
-        for i in (0..whole).step_by(4) {
-            for k in i..i + 4 {
-                copy_one(k);
-            }
-            let columns = Mat4::from_cols(
-                Vec4::from(bones[i].rotation),
-                Vec4::from(bones[i + 1].rotation),
-                Vec4::from(bones[i + 2].rotation),
-                Vec4::from(bones[i + 3].rotation),
-            )
-            .transpose();
-            let (x, y, z, w) = (
-                columns.x_axis,
-                columns.y_axis,
-                columns.z_axis,
-                columns.w_axis,
-            );
-            rotations_ok &= unit_norm(x * x + y * y + z * z + w * w);
-        }
-        for (i, transform) in bones.iter().enumerate().skip(whole) {
-            copy_one(i);
-            rotations_ok &= unit_norm(Vec4::splat(transform.rotation.length_squared()));
-        }
-        let unit_scale = unit_scale.all();
-        if !(in_range.all() && rotations_ok.all() && unit_scale) {
-            // Rare: a bad transform (find which bone and why, with the precise checks,
-            // which accept exactly what the fast ones do) or a scaled bone (check every
-            // scale, and grow the bounds by each bone's largest scale).
+        // transform with fast conservative tests (`bone_pass`). The ring slot being written
+        // belongs to a frame that has aged out, and the frame record below is only stamped
+        // once everything is valid, so a bad transform found at the end leaves nothing
+        // visible.
+        let pass = history.bone_pass.run(bones, reach, translations, rotations);
+        let (mut lo, mut hi) = (pass.lo, pass.hi);
+        let mut unit_scale = true;
+        if !pass.clean {
+            // Rare: a bad transform (find which bone and why, with the precise checks) or a
+            // scaled bone (check every scale, and grow the bounds by each bone's largest
+            // scale). A rotation whose norm is within rounding of the tolerance can fail the
+            // fast check and pass the precise one: it is accepted, as it always was.
             for (bone, transform) in bones.iter().enumerate() {
                 transform
                     .validate()
@@ -238,7 +188,7 @@ impl FrameRecorder<'_> {
                         error,
                     })?;
             }
-            debug_assert!(!unit_scale, "the fast checks and `validate` disagree");
+            unit_scale = bones.iter().all(|b| b.scale == Vec3::ONE);
             lo = Vec3A::INFINITY;
             hi = Vec3A::NEG_INFINITY;
             for (transform, reach) in bones.iter().zip(reach) {
