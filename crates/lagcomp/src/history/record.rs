@@ -3,6 +3,7 @@
 use glam::{Vec3, Vec3A};
 
 use super::{EntityFrame, EntityId, EntityState, FrameMeta, History, Life, RecordError};
+use crate::bvh::NodeBox;
 use crate::math::{Aabb, BoneTransform};
 use crate::time::Tick;
 
@@ -96,10 +97,13 @@ impl History {
                 let previous = (seq > self.oldest_seq()).then(|| self.ring(seq - 1));
                 let ring = self.ring(seq);
                 tree.refit_frame(ring, previous, |i| {
-                    if self.recorded_at(i as usize, seq, ring) {
-                        self.slots[i as usize].frames[ring].bounds()
+                    // `recorded_at`, with the frame record read once.
+                    let slot = &slots[i as usize];
+                    let frame = &slot.frames[ring];
+                    if seq <= slot.last_seq && frame.seq == seq as u32 {
+                        NodeBox::new(frame.bounds_min, frame.bounds_max)
                     } else {
-                        Aabb::EMPTY
+                        NodeBox::EMPTY
                     }
                 });
             }
