@@ -630,6 +630,15 @@ impl TemporalBvh {
             .overlap(|i| self.node_box(range, i).aabb(), query, visit);
     }
 
+    /// Every span box, frame-major, as bits (for tests that compare two trees).
+    #[cfg(test)]
+    pub(crate) fn span_bits(&self) -> Vec<[u32; 6]> {
+        self.spans
+            .iter()
+            .map(|b| b.as_array().map(f32::to_bits))
+            .collect()
+    }
+
     /// Heap bytes held.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.topology.heap_bytes()

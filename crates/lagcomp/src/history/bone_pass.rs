@@ -551,7 +551,7 @@ mod x86 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use glam::{Quat, Vec3};
     use rand::{Rng, SeedableRng};
     use rand_pcg::Pcg64Mcg;
@@ -619,7 +619,9 @@ mod tests {
         Quat::from_vec4(Vec4::from(q) * s)
     }
 
-    fn random_bone(rng: &mut Pcg64Mcg, adversarial: bool) -> BoneTransform {
+    /// A random bone, valid and unit-scale, or (`adversarial`, 30 %) one with a component
+    /// on or next to a decision boundary, a borderline norm, or a valid non-unit scale.
+    pub(in crate::history) fn random_bone(rng: &mut Pcg64Mcg, adversarial: bool) -> BoneTransform {
         let mut bone = BoneTransform::new(
             Vec3::new(
                 rng.random_range(-1000.0..1000.0),

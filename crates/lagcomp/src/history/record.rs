@@ -261,3 +261,117 @@ impl Drop for FrameRecorder<'_> {
         self.history.end_frame();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use glam::Vec3;
+    use rand::{Rng, SeedableRng};
+    use rand_pcg::Pcg64Mcg;
+
+    use super::super::bone_pass::Kernel;
+    use super::super::bone_pass::tests::random_bone;
+    use super::super::{EntityState, History, HistoryConfig, RecordError};
+    use crate::rig::{Hitbox, Rig, Shape, Zone};
+    use crate::time::Tick;
+
+    /// A rig of `bones` bones, every third one bare (reach 0).
+    fn rig(bones: u16) -> Arc<Rig> {
+        let hitboxes = (0..bones)
+            .filter(|b| b % 3 != 2 || bones == 1)
+            .map(|b| {
+                Hitbox::new(
+                    b,
+                    format!("b{b}"),
+                    Zone::Torso,
+                    b,
+                    Shape::Sphere { radius: 0.1 },
+                )
+                .offset_by(Vec3::new(0.0, 0.05 * f32::from(b), 0.0))
+            })
+            .collect();
+        Arc::new(Rig::new(bones, hitboxes).expect("valid rig"))
+    }
+
+    /// Records 3 windows of ticks with `kernel`: mostly valid bones, some adversarial ones,
+    /// a few scaled. Returns every record's outcome and the history.
+    fn record_with(kernel: Kernel) -> (Vec<Result<(), RecordError>>, History) {
+        let mut history = History::new(HistoryConfig {
+            tick_rate: 60.0,
+            max_rewind: 0.2,
+        })
+        .expect("config");
+        history.bone_pass = kernel;
+        let rigs = [1, 3, 4, 5, 16, 20].map(rig);
+        let ids: Vec<_> = (0..18)
+            .map(|i| history.spawn(Arc::clone(&rigs[i % rigs.len()])))
+            .collect();
+        let mut rng = Pcg64Mcg::seed_from_u64(77);
+        let mut outcomes = Vec::new();
+        let mut bones = Vec::new();
+        for tick in 1..=3 * history.capacity() as u32 {
+            let mut frame = history
+                .begin_frame(Tick(tick), f64::from(tick) / 60.0)
+                .expect("frame");
+            for (i, &id) in ids.iter().enumerate() {
+                let n = rigs[i % rigs.len()].bone_count();
+                let adversarial = rng.random_bool(0.3);
+                bones.clear();
+                bones.extend((0..n).map(|_| random_bone(&mut rng, adversarial)));
+                outcomes.push(frame.record(id, &bones, EntityState::default()));
+            }
+        }
+        (outcomes, history)
+    }
+
+    /// Everything recorded, as bits.
+    fn stored_bits(history: &History) -> Vec<u32> {
+        let mut bits = Vec::new();
+        for slot in &history.slots {
+            bits.extend(slot.translations.iter().flatten().map(|v| v.to_bits()));
+            bits.extend(slot.rotations.iter().flatten().map(|v| v.to_bits()));
+            bits.extend(slot.scales.iter().flatten().map(|v| v.to_bits()));
+            for frame in &slot.frames {
+                bits.extend([
+                    frame.seq,
+                    frame.layers,
+                    u32::from(frame.user),
+                    u32::from(frame.flags),
+                ]);
+                bits.extend(
+                    frame
+                        .bounds_min
+                        .iter()
+                        .chain(&frame.bounds_max)
+                        .map(|v| v.to_bits()),
+                );
+            }
+        }
+        bits.extend(history.tree.span_bits().iter().flatten());
+        bits
+    }
+
+    #[test]
+    fn every_kernel_records_the_same_history_and_decisions() {
+        let (outcomes, reference) = record_with(Kernel::Portable);
+        let accepted = outcomes.iter().filter(|o| o.is_ok()).count();
+        let rejected = outcomes.len() - accepted;
+        assert!(
+            accepted > 100 && rejected > 100,
+            "{accepted} accepted, {rejected} rejected"
+        );
+        assert!(
+            reference.slots.iter().any(|s| !s.scales.is_empty()),
+            "some entity was recorded with a scale"
+        );
+        for kernel in Kernel::available() {
+            let (got, history) = record_with(kernel);
+            assert_eq!(got, outcomes, "{kernel:?}: accept/reject decisions");
+            assert!(
+                stored_bits(&history) == stored_bits(&reference),
+                "{kernel:?}: stored history differs"
+            );
+        }
+    }
+}
