@@ -85,7 +85,7 @@ impl Kernel {
     }
 
     /// Copies `bones` into `translations` and `rotations`, checks them and bounds them
-    /// (`reach[i]` around bone `i`).
+    /// (`reach[i]`, the bone's reach in four lanes, around bone `i`).
     ///
     /// # Panics
     /// If the four slices differ in length or are empty (the recorder slices them to the
@@ -94,7 +94,7 @@ impl Kernel {
     pub(super) fn run(
         self,
         bones: &[BoneTransform],
-        reach: &[f32],
+        reach: &[[f32; 4]],
         translations: &mut [StoredTranslation],
         rotations: &mut [StoredRotation],
     ) -> BonePass {
@@ -127,7 +127,7 @@ fn unit_norm(norm_squared: Vec4) -> BVec4A {
 /// The glam version: any target, and the reference for the others.
 fn portable(
     bones: &[BoneTransform],
-    reach: &[f32],
+    reach: &[[f32; 4]],
     translations: &mut [StoredTranslation],
     rotations: &mut [StoredRotation],
 ) -> BonePass {
@@ -147,7 +147,7 @@ fn portable(
         unit_scale &= Vec3A::from(transform.scale).cmpeq(Vec3A::ONE);
         translations[i] = transform.translation.to_array();
         rotations[i] = transform.rotation.to_array();
-        let r = Vec3A::splat(reach[i]);
+        let r = Vec3A::splat(reach[i][0]);
         lo = lo.min(t - r);
         hi = hi.max(t + r);
     };
@@ -295,7 +295,7 @@ mod x86 {
     #[target_feature(enable = "sse2")]
     pub(super) unsafe fn sse2(
         bones: &[BoneTransform],
-        reach: &[f32],
+        reach: &[[f32; 4]],
         translations: &mut [StoredTranslation],
         rotations: &mut [StoredRotation],
     ) -> BonePass {
@@ -321,7 +321,7 @@ mod x86 {
                 let q = _mm_loadu_ps(p);
                 let a = _mm_loadu_ps(p.add(4));
                 let b = _mm_loadu_ps(p.add(6));
-                let r = _mm_set1_ps(*reach.get_unchecked(i));
+                let r = _mm_loadu_ps(reach.as_ptr().add(i).cast::<f32>());
                 _mm_storeu_ps(r_out.add(4 * i), q);
                 store_translation(t_out, i, n, a);
                 in_range = _mm_and_ps(
@@ -379,7 +379,7 @@ mod x86 {
     ///
     /// # Safety
     /// AVX2; `i + 4 <= n`, `src` holds `n` `BoneTransform`s with `LAYOUT_MATCHES`, `reach`
-    /// `n` floats, `t_out` and `r_out` `n` writable translations and rotations.
+    /// `n` splatted reaches (`4n` floats), `t_out` and `r_out` `n` writable translations and rotations.
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn avx2_group<const CHECKED: bool>(
@@ -393,8 +393,6 @@ mod x86 {
     ) {
         let abs_mask = _mm256_set1_epi32(ABS_MASK);
         let one = _mm256_set1_epi32(ONE_BITS);
-        // SAFETY: `i + 3 < n`: four reaches.
-        let r4 = _mm256_castps128_ps256(unsafe { _mm_loadu_ps(reach.add(i)) });
         let mut rotations = [_mm256_setzero_ps(); 2];
         for (half, q_out) in rotations.iter_mut().enumerate() {
             let j = i + 2 * half;
@@ -416,19 +414,8 @@ mod x86 {
                     _mm_storeu_ps(t_out.add(3 * j), a_low);
                     _mm_storeu_ps(t_out.add(3 * j + 3), a_high);
                 }
-                let r = _mm256_permutevar8x32_ps(
-                    r4,
-                    _mm256_setr_epi32(
-                        2 * half as i32,
-                        2 * half as i32,
-                        2 * half as i32,
-                        2 * half as i32,
-                        2 * half as i32 + 1,
-                        2 * half as i32 + 1,
-                        2 * half as i32 + 1,
-                        2 * half as i32 + 1,
-                    ),
-                );
+                // Bone `j`'s reach in the low four lanes, bone `j + 1`'s in the high four.
+                let r = _mm256_loadu_ps(reach.add(4 * j));
                 acc.largest = _mm256_max_epu32(
                     acc.largest,
                     _mm256_and_si256(_mm256_castps_si256(a), abs_mask),
@@ -467,13 +454,13 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn avx2(
         bones: &[BoneTransform],
-        reach: &[f32],
+        reach: &[[f32; 4]],
         translations: &mut [StoredTranslation],
         rotations: &mut [StoredRotation],
     ) -> BonePass {
         let n = bones.len();
         let src = bones.as_ptr().cast::<f32>();
-        let reach_ptr = reach.as_ptr();
+        let reach_ptr = reach.as_ptr().cast::<f32>();
         let t_out = translations.as_mut_ptr().cast::<f32>();
         let r_out = rotations.as_mut_ptr().cast::<f32>();
         let mut acc = Avx2Acc {
@@ -519,7 +506,7 @@ mod x86 {
                 let q = _mm_loadu_ps(p);
                 let a = _mm_loadu_ps(p.add(4));
                 let b = _mm_loadu_ps(p.add(6));
-                let r = _mm_set1_ps(*reach.get_unchecked(i));
+                let r = _mm_loadu_ps(reach_ptr.add(4 * i));
                 _mm_storeu_ps(r_out.add(4 * i), q);
                 store_translation(t_out, i, n, a);
                 largest = _mm_max_epu32(
@@ -651,7 +638,7 @@ pub(super) mod tests {
     fn run(
         kernel: Kernel,
         bones: &[BoneTransform],
-        reach: &[f32],
+        reach: &[[f32; 4]],
     ) -> (Vec<StoredTranslation>, Vec<StoredRotation>, BonePass) {
         let n = bones.len();
         let mut t = vec![SENTINEL_T; n + 2 * GUARD];
@@ -702,10 +689,10 @@ pub(super) mod tests {
             let adversarial = case % 2 == 1;
             let bones: Vec<BoneTransform> =
                 (0..n).map(|_| random_bone(&mut rng, adversarial)).collect();
-            let reach: Vec<f32> = (0..n)
+            let reach: Vec<[f32; 4]> = (0..n)
                 .map(|_| match rng.random_range(0..4) {
-                    0 => 0.0,
-                    _ => rng.random_range(0.0..1.5),
+                    0 => [0.0; 4],
+                    _ => [rng.random_range(0.0..1.5); 4],
                 })
                 .collect();
             let (t0, r0, p0) = run(Kernel::Portable, &bones, &reach);
@@ -755,7 +742,7 @@ pub(super) mod tests {
             for n in [1, 4, 5] {
                 let mut bones = vec![BoneTransform::IDENTITY; n];
                 bones[n - 1].scale.y = -1.0;
-                let (_, _, pass) = run(kernel, &bones, &vec![0.5; n]);
+                let (_, _, pass) = run(kernel, &bones, &vec![[0.5; 4]; n]);
                 assert!(!pass.clean, "{kernel:?} with {n} bones");
             }
         }
@@ -779,12 +766,12 @@ pub(super) mod tests {
                             }
                             _ => b.scale[lane - 7] = 1.0_f32.next_down(),
                         }
-                        let (_, _, pass) = run(kernel, &bones, &vec![0.25; n]);
+                        let (_, _, pass) = run(kernel, &bones, &vec![[0.25; 4]; n]);
                         assert!(!pass.clean, "{kernel:?} n {n} bone {bone} lane {lane}");
                     }
                     let mut bones = vec![BoneTransform::IDENTITY; n];
                     bones[bone].translation = Vec3::splat(-MAX_COORDINATE);
-                    let (_, _, pass) = run(kernel, &bones, &vec![0.25; n]);
+                    let (_, _, pass) = run(kernel, &bones, &vec![[0.25; 4]; n]);
                     assert!(pass.clean, "{kernel:?}: the range edge itself is accepted");
                 }
             }

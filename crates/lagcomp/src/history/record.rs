@@ -175,7 +175,9 @@ impl FrameRecorder<'_> {
         // belongs to a frame that has aged out, and the frame record below is only stamped
         // once everything is valid, so a bad transform found at the end leaves nothing
         // visible.
-        let pass = history.bone_pass.run(bones, reach, translations, rotations);
+        let pass = history
+            .bone_pass
+            .run(bones, rig.bone_reach_splat(), translations, rotations);
         let (mut lo, mut hi) = (pass.lo, pass.hi);
         let mut unit_scale = true;
         if !pass.clean {
