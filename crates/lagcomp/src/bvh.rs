@@ -172,6 +172,25 @@ fn grown(a: &NodeBox, b: &NodeBox) -> NodeBox {
 /// Grows every box in `into` by the box at the same index in `from`.
 #[inline]
 fn grow_all(into: &mut [NodeBox], from: &[NodeBox]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        unsafe { grow_all_avx2(into, from) };
+        return;
+    }
+    min_into(floats_mut(into), floats(from));
+}
+
+/// [`grow_all`] compiled for AVX2: the same minimums, eight floats per instruction.
+///
+/// PERF: widening a frame's spans is one of the two passes over the tree every tick
+/// (callgrind, 64 entities: about 1,050 instructions with SSE, 530 with AVX2).
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn grow_all_avx2(into: &mut [NodeBox], from: &[NodeBox]) {
     min_into(floats_mut(into), floats(from));
 }
 
@@ -196,6 +215,9 @@ pub(crate) struct Topology {
     pending: Vec<(u32, u32, u32)>,
     /// Build scratch: every item beside its centroid, kept to reuse its allocation.
     placed: Vec<Placed>,
+    /// Every internal node and its first child, children before parents: the order a
+    /// refit visits them in without stepping over the leaves.
+    parents: Vec<(u32, u32)>,
 }
 
 /// An item and its centroid, side by side so that the median splits compare inline data.
@@ -223,6 +245,7 @@ impl Topology {
         }));
         self.nodes.clear();
         self.items.clear();
+        self.parents.clear();
         if self.placed.is_empty() {
             return;
         }
@@ -268,6 +291,16 @@ impl Topology {
         }
         self.items
             .extend(self.placed.iter().map(|placed| placed.item));
+        // Children are always pushed after their parent, so walking backwards visits every
+        // child before its parent.
+        self.parents.extend(
+            self.nodes
+                .iter()
+                .enumerate()
+                .rev()
+                .filter(|(_, node)| node.count == 0)
+                .map(|(i, node)| (i as u32, node.first)),
+        );
     }
 
     /// Number of nodes.
@@ -278,12 +311,10 @@ impl Topology {
     /// Writes every internal node's box into `boxes` from its children's, keeping the
     /// leaves' boxes as they are.
     fn refit_internal(&self, boxes: &mut [NodeBox]) {
-        // Children are always pushed after their parent, so walking backwards visits every
-        // child before its parent.
-        for i in (0..self.nodes.len()).rev() {
-            let node = self.nodes[i];
-            if node.count == 0 {
-                boxes[i] = pair_union(boxes, node.first as usize);
+        for &(node, first) in &self.parents {
+            let first = first as usize;
+            if let [a, b] = &boxes[first..first + 2] {
+                boxes[node as usize] = grown(a, b);
             }
         }
     }
@@ -406,6 +437,7 @@ impl Topology {
             + self.items.capacity() * 4
             + self.pending.capacity() * std::mem::size_of::<(u32, u32, u32)>()
             + self.placed.capacity() * std::mem::size_of::<Placed>()
+            + self.parents.capacity() * std::mem::size_of::<(u32, u32)>()
     }
 }
 
@@ -554,9 +586,38 @@ impl TemporalBvh {
         }
     }
 
+    /// Sets the leaf box of `item` in every ring frame to `item_box(frame)` (after a
+    /// [`TemporalBvh::build`]; then [`TemporalBvh::finish_frame`] each frame, oldest first).
+    /// Nothing if the item is not in the tree.
+    #[inline]
+    pub(crate) fn set_leaf_in_every_frame(
+        &mut self,
+        item: usize,
+        mut item_box: impl FnMut(usize) -> NodeBox,
+    ) {
+        let Some(&leaf) = self.leaf_of.get(item) else {
+            return;
+        };
+        if leaf == u32::MAX {
+            return;
+        }
+        let n = self.topology.len();
+        for (frame, slot) in self
+            .spans
+            .iter_mut()
+            .skip(leaf as usize)
+            .step_by(n)
+            .take(self.frames)
+            .enumerate()
+        {
+            *slot = item_box(frame);
+        }
+    }
+
     /// Refits ring frame `frame` from the items' boxes in it (`item_box` returns
     /// [`NodeBox::EMPTY`] for an item absent from it), and widens the previous frame's spans
-    /// (ring slot `previous`) to reach it.
+    /// (ring slot `previous`) to reach it. The tests' reference for the other two ways.
+    #[cfg(test)]
     pub(crate) fn refit_frame(
         &mut self,
         frame: usize,
@@ -810,6 +871,22 @@ mod tests {
                 scratch.refit_frame(g % ring, previous, |i| frame_boxes[i as usize]);
             }
             assert_eq!(grown.spans, scratch.spans, "after frame {f}");
+            // The rebuild's way: every frame's leaves item by item, then each frame's
+            // internal nodes, oldest first.
+            let mut rebuilt = TemporalBvh::default();
+            rebuilt.build(ring, 0..items as u32, |i| {
+                boxes_at[0][i as usize].aabb().center()
+            });
+            let frame_at = |slot: usize| (f + 1 - ring..=f).find(|g| g % ring == slot);
+            for i in 0..items {
+                rebuilt.set_leaf_in_every_frame(i, |slot| {
+                    frame_at(slot).map_or(NodeBox::EMPTY, |g| boxes_at[g][i])
+                });
+            }
+            for g in f + 1 - ring..=f {
+                rebuilt.finish_frame(g % ring, (g > f + 1 - ring).then(|| (g - 1) % ring));
+            }
+            assert_eq!(rebuilt.spans, scratch.spans, "rebuilt after frame {f}");
             // And each node's span is the union of its items' boxes in its frame and the
             // next (the newest frame: its own boxes).
             let n = grown.topology.len();

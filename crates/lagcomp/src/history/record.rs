@@ -93,19 +93,27 @@ impl History {
                     }
                 },
             );
-            for seq in self.oldest_seq()..=newest {
-                let previous = (seq > self.oldest_seq()).then(|| self.ring(seq - 1));
-                let ring = self.ring(seq);
-                tree.refit_frame(ring, previous, |i| {
-                    // `recorded_at`, with the frame record read once.
-                    let slot = &slots[i as usize];
+            // Leaves entity by entity (its frame records are contiguous), then each frame's
+            // internal nodes and spans, oldest first.
+            let metas = &self.frames;
+            for (index, slot) in slots.iter().enumerate() {
+                if slot.life == Life::Free {
+                    continue;
+                }
+                tree.set_leaf_in_every_frame(index, |ring| {
+                    // `recorded_at`; a ring slot not holding a frame yet has sequence 0.
+                    let seq = metas[ring].seq;
                     let frame = &slot.frames[ring];
-                    if seq <= slot.last_seq && frame.seq == seq as u32 {
+                    if seq != 0 && seq <= slot.last_seq && frame.seq == seq as u32 {
                         NodeBox::new(frame.bounds_min, frame.bounds_max)
                     } else {
                         NodeBox::EMPTY
                     }
                 });
+            }
+            for seq in self.oldest_seq()..=newest {
+                let previous = (seq > self.oldest_seq()).then(|| self.ring(seq - 1));
+                tree.finish_frame(self.ring(seq), previous);
             }
             self.tree = tree;
             self.tree_stale = false;
