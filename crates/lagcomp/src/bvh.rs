@@ -878,9 +878,10 @@ mod tests {
                 boxes_at[0][i as usize].aabb().center()
             });
             let frame_at = |slot: usize| (f + 1 - ring..=f).find(|g| g % ring == slot);
+            let box_at = |g: usize, i: usize| boxes_at[g][i];
             for i in 0..items {
                 rebuilt.set_leaf_in_every_frame(i, |slot| {
-                    frame_at(slot).map_or(NodeBox::EMPTY, |g| boxes_at[g][i])
+                    frame_at(slot).map_or(NodeBox::EMPTY, |g| box_at(g, i))
                 });
             }
             for g in f + 1 - ring..=f {
