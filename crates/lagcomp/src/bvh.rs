@@ -553,13 +553,13 @@ impl TemporalBvh {
     /// Grows the leaf of `item` in ring frame `frame` by `aabb` (nothing if the item is
     /// not in the tree yet: a rebuild will place it).
     #[inline]
-    pub(crate) fn grow_leaf(&mut self, frame: usize, item: usize, aabb: Aabb) {
+    pub(crate) fn grow_leaf(&mut self, frame: usize, item: usize, node_box: NodeBox) {
         let Some(&leaf) = self.leaf_of.get(item) else {
             return;
         };
         if leaf != u32::MAX {
             let slot = &mut self.spans[frame * self.topology.len() + leaf as usize];
-            slot.grow(&NodeBox::from_aabb(aabb));
+            *slot = grown(slot, &node_box);
         }
     }
 
@@ -855,7 +855,7 @@ mod tests {
             grown.clear_frame(slot);
             for (i, b) in frame_boxes.iter().enumerate() {
                 if *b != NodeBox::EMPTY {
-                    grown.grow_leaf(slot, i, b.aabb());
+                    grown.grow_leaf(slot, i, *b);
                 }
             }
             grown.finish_frame(slot, (f > 0).then(|| (f - 1) % ring));

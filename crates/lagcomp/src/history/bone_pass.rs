@@ -116,6 +116,36 @@ impl Kernel {
     }
 }
 
+impl Kernel {
+    /// [`Kernel::run`] for [`Kernel::Avx2`], inlinable into AVX2 code.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2 (`Kernel::detect` returned `Avx2`).
+    ///
+    /// # Panics
+    /// As [`Kernel::run`].
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) unsafe fn run_avx2(
+        bones: &[BoneTransform],
+        reach: &[[f32; 4]],
+        translations: &mut [StoredTranslation],
+        rotations: &mut [StoredRotation],
+    ) -> BonePass {
+        let n = bones.len();
+        assert!(
+            n > 0 && reach.len() == n && translations.len() == n && rotations.len() == n,
+            "bone pass slices must be non-empty and of one length"
+        );
+        if !x86::LAYOUT_MATCHES {
+            return portable(bones, reach, translations, rotations);
+        }
+        // SAFETY: lengths and layout checked above; the caller's contract gives AVX2.
+        unsafe { x86::avx2(bones, reach, translations, rotations) }
+    }
+}
+
 /// Whether a squared norm is close enough to one, lane by lane.
 #[inline]
 fn unit_norm(norm_squared: Vec4) -> BVec4A {
@@ -452,6 +482,7 @@ mod x86 {
     /// The CPU supports AVX2, `LAYOUT_MATCHES`, and the four slices have the same non-zero
     /// length.
     #[target_feature(enable = "avx2")]
+    #[inline]
     pub(super) unsafe fn avx2(
         bones: &[BoneTransform],
         reach: &[[f32; 4]],

@@ -2,9 +2,13 @@
 
 use glam::{Vec3, Vec3A};
 
-use super::{EntityFrame, EntityId, EntityState, FrameMeta, History, Life, RecordError};
+use super::bone_pass::{BonePass, Kernel};
+use super::{
+    EntityFrame, EntityId, EntityState, FrameMeta, History, Life, RecordError, StoredRotation,
+    StoredTranslation,
+};
 use crate::bvh::NodeBox;
-use crate::math::{Aabb, BoneTransform};
+use crate::math::{BoneTransform, padded_corners};
 use crate::time::Tick;
 
 /// Server times beyond this many seconds are treated as corrupt.
@@ -117,11 +121,76 @@ impl History {
             }
             self.tree = tree;
             self.tree_stale = false;
+            let ring_bytes: usize = slots
+                .iter()
+                .filter(|slot| slot.life != Life::Free)
+                .map(|slot| {
+                    self.capacity
+                        * (slot.bone_count
+                            * (std::mem::size_of::<StoredTranslation>()
+                                + std::mem::size_of::<StoredRotation>())
+                            + std::mem::size_of::<EntityFrame>())
+                })
+                .sum();
+            self.prefetch_ahead = ring_bytes > PREFETCH_ABOVE_BYTES;
             self.frames_since_build = 0;
         } else {
             // The leaves were grown as entities were recorded.
             let previous = (newest > self.oldest_seq()).then(|| self.ring(newest - 1));
             self.tree.finish_frame(self.ring(newest), previous);
+        }
+    }
+}
+
+/// How many slots ahead of the one being recorded the recorder prefetches rows.
+const PREFETCH_DISTANCE: usize = 4;
+
+/// Histories whose rings hold more than this many bytes prefetch (see `prefetch_rows`).
+const PREFETCH_ABOVE_BYTES: usize = 16 << 20;
+
+/// Asks the CPU to bring slot `slot`'s rows of ring slot `ring` (poses and frame record)
+/// into cache, for a record coming soon.
+///
+/// PERF: each entity's rows sit in their own allocations, in ring slots untouched for a
+/// whole window, so with a history larger than the caches every record waits for about
+/// ten cache lines from memory one after another, which no hardware prefetcher predicts.
+/// Servers record entities in slot order, so the recorder prefetches the rows of the slot
+/// `PREFETCH_DISTANCE` ahead (only a hint: a different order costs a few wasted
+/// prefetches). Measured (funnel, minimum of 5 runs, loaded machine): 5,000 entities
+/// 794 -> 596 µs a tick; 200 and 64 entities (history in cache) 3-5 % slower, hence the
+/// size threshold.
+#[inline]
+fn prefetch_rows(slot: &super::EntitySlot, ring: usize) {
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slot, ring);
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let n = slot.bone_count;
+        if slot.frames.len() <= ring {
+            // Not an active slot with a ring (free, or never spawned into).
+            return;
+        }
+        let rows: [(*const u8, usize); 3] = [
+            (
+                slot.translations.as_ptr().wrapping_add(ring * n).cast(),
+                n * 12,
+            ),
+            (
+                slot.rotations.as_ptr().wrapping_add(ring * n).cast(),
+                n * 16,
+            ),
+            (std::ptr::from_ref(&slot.frames[ring]).cast(), 36),
+        ];
+        for (start, len) in rows {
+            let mut offset = 0;
+            while offset < len {
+                // SAFETY: a prefetch is a hint: it never faults and changes no memory.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset).cast()) };
+                offset += 64;
+            }
+            // SAFETY: as above.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(len - 1).cast()) };
         }
     }
 }
@@ -156,11 +225,62 @@ impl FrameRecorder<'_> {
         bones: &[BoneTransform],
         state: EntityState,
     ) -> Result<(), RecordError> {
+        #[cfg(target_arch = "x86_64")]
+        if self.history.bone_pass == Kernel::Avx2 {
+            // SAFETY: `Kernel::Avx2` is only chosen on a CPU with AVX2.
+            return unsafe { self.record_avx2(id, bones, state) };
+        }
+        let kernel = self.history.bone_pass;
+        self.record_with(id, bones, state, |bones, reach, translations, rotations| {
+            kernel.run(bones, reach, translations, rotations)
+        })
+    }
+
+    /// [`FrameRecorder::record`] compiled for AVX2, with the AVX2 bone pass inlined.
+    ///
+    /// PERF: one function per entity instead of a call into the pass, whose arguments,
+    /// result and spilled registers cost about 40 instructions per entity.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn record_avx2(
+        &mut self,
+        id: EntityId,
+        bones: &[BoneTransform],
+        state: EntityState,
+    ) -> Result<(), RecordError> {
+        self.record_with(id, bones, state, |bones, reach, translations, rotations| {
+            // SAFETY: the caller's contract: the CPU has AVX2.
+            unsafe { Kernel::run_avx2(bones, reach, translations, rotations) }
+        })
+    }
+
+    /// The body of [`FrameRecorder::record`], with the bone pass to use.
+    #[inline(always)]
+    fn record_with(
+        &mut self,
+        id: EntityId,
+        bones: &[BoneTransform],
+        state: EntityState,
+        bone_pass: impl FnOnce(
+            &[BoneTransform],
+            &[[f32; 4]],
+            &mut [StoredTranslation],
+            &mut [StoredRotation],
+        ) -> BonePass,
+    ) -> Result<(), RecordError> {
         let history = &mut *self.history;
         let index = history.active_index(id)?;
         let seq = self.seq;
         let ring = history.newest_ring;
         let capacity = history.capacity;
+        if history.prefetch_ahead
+            && let Some(ahead) = history.slots.get(index + PREFETCH_DISTANCE)
+        {
+            prefetch_rows(ahead, ring);
+        }
         let slot = &mut history.slots[index];
         if slot.last_seq == seq {
             return Err(RecordError::AlreadyRecorded(id));
@@ -183,9 +303,7 @@ impl FrameRecorder<'_> {
         // belongs to a frame that has aged out, and the frame record below is only stamped
         // once everything is valid, so a bad transform found at the end leaves nothing
         // visible.
-        let pass = history
-            .bone_pass
-            .run(bones, rig.bone_reach_splat(), translations, rotations);
+        let pass = bone_pass(bones, rig.bone_reach_splat(), translations, rotations);
         let (mut lo, mut hi) = (pass.lo, pass.hi);
         let mut unit_scale = true;
         if !pass.clean {
@@ -224,16 +342,17 @@ impl FrameRecorder<'_> {
                 *stored = transform.scale.to_array();
             }
         }
-        let bounds = Aabb::new(lo.into(), hi.into()).padded();
+        let (min, max) = padded_corners(lo, hi);
+        let (min, max) = (Vec3::from(min).to_array(), Vec3::from(max).to_array());
         slot.frames[ring] = EntityFrame {
             seq: seq as u32,
             layers: state.layers,
             user: state.user,
             flags: state.to_flags(),
-            bounds_min: bounds.min.to_array(),
-            bounds_max: bounds.max.to_array(),
+            bounds_min: min,
+            bounds_max: max,
         };
-        history.tree.grow_leaf(ring, index, bounds);
+        history.tree.grow_leaf(ring, index, NodeBox::new(min, max));
         let slot = &mut history.slots[index];
         slot.last_seq = seq;
         if slot.first_seq == 0 {
@@ -360,6 +479,43 @@ mod tests {
         }
         bits.extend(history.tree.span_bits().iter().flatten());
         bits
+    }
+
+    #[test]
+    fn a_history_larger_than_the_caches_prefetches_and_records_the_same() {
+        // 200 entities x 20 bones x 3 s at 60 Hz: about 24 MB of rings.
+        let config = HistoryConfig {
+            tick_rate: 60.0,
+            max_rewind: 3.0,
+        };
+        let mut history = History::new(config).expect("config");
+        let rig = rig(20);
+        let mut ids: Vec<_> = (0..200).map(|_| history.spawn(Arc::clone(&rig))).collect();
+        // A hole in the slot order: the recorder prefetches past it.
+        history.despawn(ids.remove(57)).expect("despawn");
+        let mut rng = Pcg64Mcg::seed_from_u64(5);
+        let mut bones = Vec::new();
+        for tick in 1..=3 {
+            let mut frame = history
+                .begin_frame(Tick(tick), f64::from(tick) / 60.0)
+                .expect("frame");
+            for &id in &ids {
+                bones.clear();
+                bones.extend((0..20).map(|_| random_bone(&mut rng, false)));
+                frame
+                    .record(id, &bones, EntityState::default())
+                    .expect("valid");
+            }
+            drop(frame);
+            assert!(history.prefetch_ahead, "a 24 MB history prefetches");
+            // The last entity's newest pose is what was recorded.
+            let slot = &history.slots[ids[ids.len() - 1].index() as usize];
+            let row = &slot.translations[history.newest_ring * 20..][..20];
+            let sent: Vec<[f32; 3]> = bones.iter().map(|b| b.translation.to_array()).collect();
+            assert_eq!(row, sent.as_slice());
+        }
+        let small = record_with(Kernel::detect()).1;
+        assert!(!small.prefetch_ahead, "a small history does not");
     }
 
     #[test]
