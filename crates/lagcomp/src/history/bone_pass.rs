@@ -404,21 +404,20 @@ mod x86 {
         norm_off: __m256i,
     }
 
-    /// Bones `i..i + 4`. `CHECKED`: the row's last bone may be among them (its translation
-    /// is then stored as 8 + 4 bytes).
+    /// Bones `i..i + 4`. `LAST`: bone `i + 3` is the row's last (its translation is then
+    /// stored as 8 + 4 bytes, so that nothing is written past the row).
     ///
     /// # Safety
-    /// AVX2; `i + 4 <= n`, `src` holds `n` `BoneTransform`s with `LAYOUT_MATCHES`, `reach`
+    /// AVX2; with `n` bones in the row, `i + 4 < n`, or `i + 4 == n` and `LAST`; `src` holds `n` `BoneTransform`s with `LAYOUT_MATCHES`, `reach`
     /// `n` splatted reaches (`4n` floats), `t_out` and `r_out` `n` writable translations and rotations.
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn avx2_group<const CHECKED: bool>(
+    unsafe fn avx2_group<const LAST: bool>(
         src: *const f32,
         reach: *const f32,
         t_out: *mut f32,
         r_out: *mut f32,
         i: usize,
-        n: usize,
         acc: &mut Avx2Acc,
     ) {
         let abs_mask = _mm256_set1_epi32(ABS_MASK);
@@ -429,7 +428,7 @@ mod x86 {
             // SAFETY: bones `j` and `j + 1` (both `< n`): their initialised bytes 0..40 are
             // inside `src`, and their output slots inside the rows; the 16-byte translation
             // store of bone `j + 1` spills onto bone `j + 2`, which exists unless `j + 1` is
-            // the last bone, and only `CHECKED` groups hold the last bone.
+            // the last bone: `LAST` and the second half.
             unsafe {
                 let p = src.add(j * STRIDE);
                 let q = _mm256_loadu2_m128(p.add(STRIDE), p);
@@ -437,11 +436,12 @@ mod x86 {
                 let b = _mm256_loadu2_m128(p.add(STRIDE + 6), p.add(6));
                 _mm256_storeu_ps(r_out.add(4 * j), q);
                 let (a_low, a_high) = (_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
-                if CHECKED {
-                    store_translation(t_out, j, n, a_low);
-                    store_translation(t_out, j + 1, n, a_high);
+                _mm_storeu_ps(t_out.add(3 * j), a_low);
+                if LAST && half == 1 {
+                    let slot = t_out.add(3 * j + 3);
+                    _mm_storel_epi64(slot.cast::<__m128i>(), _mm_castps_si128(a_high));
+                    _mm_store_ss(slot.add(2), _mm_movehl_ps(a_high, a_high));
                 } else {
-                    _mm_storeu_ps(t_out.add(3 * j), a_low);
                     _mm_storeu_ps(t_out.add(3 * j + 3), a_high);
                 }
                 // Bone `j`'s reach in the low four lanes, bone `j + 1`'s in the high four.
@@ -502,21 +502,21 @@ mod x86 {
             norm_off: _mm256_setzero_si256(),
         };
         let whole = n - n % 4;
-        // Groups that end before the last bone store translations without checks.
-        let unchecked = if whole == n {
+        // Groups before the one ending on the last bone (if any) store whole 16 bytes.
+        let not_last = if whole == n {
             whole.saturating_sub(4)
         } else {
             whole
         };
         let mut i = 0;
-        while i < unchecked {
-            // SAFETY: `i + 4 <= whole <= n`, and the last bone is not in this group.
-            unsafe { avx2_group::<false>(src, reach_ptr, t_out, r_out, i, n, &mut acc) };
+        while i < not_last {
+            // SAFETY: `i + 4 <= not_last < n`: the last bone is not in this group.
+            unsafe { avx2_group::<false>(src, reach_ptr, t_out, r_out, i, &mut acc) };
             i += 4;
         }
         if i < whole {
             // SAFETY: `i + 4 == whole == n`.
-            unsafe { avx2_group::<true>(src, reach_ptr, t_out, r_out, i, n, &mut acc) };
+            unsafe { avx2_group::<true>(src, reach_ptr, t_out, r_out, i, &mut acc) };
             i += 4;
         }
         let low = |v: __m256| _mm256_castps256_ps128(v);
