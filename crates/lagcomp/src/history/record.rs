@@ -219,17 +219,29 @@ impl FrameRecorder<'_> {
     /// # Errors
     /// [`RecordError`] for a bad handle, a despawned entity, a second record in the same
     /// frame, a wrong bone count, or an invalid transform.
+    #[inline]
     pub fn record(
         &mut self,
         id: EntityId,
         bones: &[BoneTransform],
         state: EntityState,
     ) -> Result<(), RecordError> {
+        // Small enough to inline into the caller's loop, which then calls the right body.
         #[cfg(target_arch = "x86_64")]
         if self.history.bone_pass == Kernel::Avx2 {
             // SAFETY: `Kernel::Avx2` is only chosen on a CPU with AVX2.
             return unsafe { self.record_avx2(id, bones, state) };
         }
+        self.record_other(id, bones, state)
+    }
+
+    /// [`FrameRecorder::record`] with the portable or SSE2 bone pass.
+    fn record_other(
+        &mut self,
+        id: EntityId,
+        bones: &[BoneTransform],
+        state: EntityState,
+    ) -> Result<(), RecordError> {
         let kernel = self.history.bone_pass;
         self.record_with(id, bones, state, |bones, reach, translations, rotations| {
             kernel.run(bones, reach, translations, rotations)
