@@ -486,10 +486,12 @@ impl Bvh {
 
 /// A tree whose node boxes are kept per frame of a ring: entities over history.
 ///
-/// Two ways to fill a frame: [`TemporalBvh::refit_frame`] from every item's box (after a
-/// rebuild), or, tick by tick, [`TemporalBvh::clear_frame`], one
+/// Two ways to fill frames: tick by tick, [`TemporalBvh::clear_frame`], one
 /// [`TemporalBvh::grow_leaf`] per item recorded, and [`TemporalBvh::finish_frame`], which
-/// never reads the items' records again.
+/// never reads the items' records again; or, after a rebuild, one
+/// [`TemporalBvh::set_leaf_in_every_frame`] per item (its boxes in every frame of the ring)
+/// and then [`TemporalBvh::finish_frame`] for each frame, oldest first. (`refit_frame`, the
+/// straightforward way, is kept as the tests' reference.)
 ///
 /// Each frame's slot holds, per node, the box over that frame *and the next one* (a span):
 /// a query between two adjacent frames, the common case, reads one box per node. The

@@ -1,8 +1,10 @@
 //! The recorded past: entities, their rigs, and a ring buffer of per-tick bone transforms.
 //!
 //! What lives here: [`History`] (configuration, spawning, despawning, static geometry),
-//! [`FrameRecorder`] (writing one tick), resolving a [`RewindTarget`] to the frames that
-//! bracket it (`bracket`), and rebuilding an entity's bones at that moment (`sample`).
+//! [`FrameRecorder`] (writing one tick; its per-bone copy-check-bound pass, with SSE2 and
+//! runtime-detected AVX2 versions, is `bone_pass`), resolving a [`RewindTarget`] to the
+//! frames that bracket it (`bracket`), and rebuilding an entity's bones at that moment
+//! (`sample`).
 //! Queries over the rebuilt past live in [`crate::query`].
 //!
 //! Layout, and why:
