@@ -341,11 +341,13 @@ mod x86 {
         let mut in_range = _mm_castsi128_ps(_mm_set1_epi32(-1));
         let mut scale_off = _mm_setzero_ps();
         let mut norms_ok = _mm_castsi128_ps(_mm_set1_epi32(-1));
-        // One bone: copy, range and scale checks, bounds. Returns its rotation.
-        let mut bone = |i: usize| -> __m128 {
+        // One bone: copy, range and scale checks, bounds. Returns its rotation. `spill`:
+        // bone `i` is not the last, so its translation may be stored as 16 bytes (a
+        // constant at every call, so the branch folds away).
+        let mut bone = |i: usize, spill: bool| -> __m128 {
             // SAFETY: `i < n`, so bone `i`'s bytes 0..40 (its fields, all initialised
             // floats) are inside `bones`, and `reach`, `translations`, `rotations` have `n`
-            // elements (caller's contract).
+            // elements (caller's contract); `spill` only when `i + 1 < n`.
             unsafe {
                 let p = src.add(i * STRIDE);
                 let q = _mm_loadu_ps(p);
@@ -353,7 +355,11 @@ mod x86 {
                 let b = _mm_loadu_ps(p.add(6));
                 let r = _mm_loadu_ps(reach.as_ptr().add(i).cast::<f32>());
                 _mm_storeu_ps(r_out.add(4 * i), q);
-                store_translation(t_out, i, n, a);
+                if spill {
+                    _mm_storeu_ps(t_out.add(3 * i), a);
+                } else {
+                    store_translation(t_out, i, n, a);
+                }
                 in_range = _mm_and_ps(
                     in_range,
                     _mm_cmple_ps(_mm_and_ps(a, abs_mask), max_coordinate),
@@ -368,13 +374,18 @@ mod x86 {
         let whole = n - n % 4;
         let mut i = 0;
         while i < whole {
-            let (q0, q1, q2, q3) = (bone(i), bone(i + 1), bone(i + 2), bone(i + 3));
+            let (q0, q1, q2) = (bone(i, true), bone(i + 1, true), bone(i + 2, true));
+            let q3 = if i + 4 < n {
+                bone(i + 3, true)
+            } else {
+                bone(i + 3, false)
+            };
             norms_ok = _mm_and_ps(norms_ok, unit_lanes(norms4(q0, q1, q2, q3)));
             i += 4;
         }
         let mut tail_ok = true;
         while i < n {
-            tail_ok &= tail_norm_ok(bone(i));
+            tail_ok &= tail_norm_ok(bone(i, false));
             i += 1;
         }
         // Lane 3 of `in_range` checked scale.x against the coordinate range: a unit scale
