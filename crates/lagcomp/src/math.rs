@@ -234,6 +234,22 @@ pub(crate) fn check_scale(s: Vec3) -> Result<(), TransformError> {
     Ok(())
 }
 
+/// How far [`Aabb::padded`] grows a box whose largest coordinate magnitude is `magnitude`.
+#[inline]
+fn padding(magnitude: f32) -> f32 {
+    // 2^-20 relative is a few ulps of an f32 at that magnitude.
+    1.0e-5 + magnitude * (1.0 / 1_048_576.0)
+}
+
+/// [`Aabb::padded`] of the box from `lo` to `hi`, on SIMD lanes (the fourth is ignored):
+/// the same arithmetic, so the same bits, without leaving the registers the recorder's
+/// bone pass left them in.
+#[inline]
+pub(crate) fn padded_corners(lo: Vec3A, hi: Vec3A) -> (Vec3A, Vec3A) {
+    let margin = Vec3A::splat(padding(lo.abs().max(hi.abs()).max_element()));
+    (lo - margin, hi + margin)
+}
+
 /// An axis-aligned bounding box. An empty box has `min > max` and contains nothing.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -279,8 +295,7 @@ impl Aabb {
     #[inline]
     pub fn padded(&self) -> Self {
         let magnitude = self.min.abs().max(self.max.abs()).max_element();
-        // 2^-20 relative is a few ulps of an f32 at that magnitude.
-        self.inflated(1.0e-5 + magnitude * (1.0 / 1_048_576.0))
+        self.inflated(padding(magnitude))
     }
 
     /// The box grown by `margin` on every side.
@@ -430,6 +445,42 @@ pub mod det {
     #[inline]
     pub fn sin(x: f32) -> f32 {
         x.sin()
+    }
+}
+
+#[cfg(test)]
+mod padding_tests {
+    use glam::{Vec3, Vec3A};
+
+    use super::{Aabb, padded_corners};
+
+    #[test]
+    fn padded_corners_are_padded_boxes_bit_for_bit() {
+        let mut state = 0x9e37_79b9_u32;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            // Magnitudes from 1e-3 to 1e6, both signs, and exact zeros now and then.
+            let unit = state as f32 / u32::MAX as f32;
+            match state % 7 {
+                0 => 0.0,
+                1 => -0.0,
+                _ => (unit - 0.5) * 10.0_f32.powf((state % 10) as f32 - 3.0),
+            }
+        };
+        for _ in 0..20_000 {
+            let a = Vec3::new(next(), next(), next());
+            let b = Vec3::new(next(), next(), next());
+            let (lo, hi) = (a.min(b), a.max(b));
+            let expected = Aabb::new(lo, hi).padded();
+            // Garbage in the ignored fourth lane (the bone pass leaves some) must not matter.
+            let with_garbage = |v: Vec3| Vec3A::from_vec4(v.extend(f32::NAN));
+            let (min, max) = padded_corners(with_garbage(lo), with_garbage(hi));
+            let bits = |v: Vec3| v.to_array().map(f32::to_bits);
+            assert_eq!(bits(Vec3::from(min)), bits(expected.min), "{lo} {hi}");
+            assert_eq!(bits(Vec3::from(max)), bits(expected.max), "{lo} {hi}");
+        }
     }
 }
 

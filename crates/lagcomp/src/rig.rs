@@ -350,6 +350,9 @@ pub struct Rig {
     hitbox_reach: Vec<f32>,
     /// Per bone: the largest `hitbox_reach` of the hitboxes on it (0 for a bare bone).
     bone_reach: Vec<f32>,
+    /// `bone_reach`, each repeated four times: recording loads two bones' reaches as one
+    /// 32-byte vector.
+    bone_reach_splat: Vec<[f32; 4]>,
     /// Per hitbox: radius around its placed centre that contains it (unscaled).
     hitbox_ball: Vec<f32>,
     /// The hitboxes of bone `b` are `hitboxes[bone_hitboxes[b]..bone_hitboxes[b + 1]]`
@@ -419,6 +422,7 @@ impl Rig {
             *slot = slot.max(*reach);
         }
         debug_assert!(bone_reach.iter().all(|r| *r < MAX_COORDINATE));
+        let bone_reach_splat = bone_reach.iter().map(|&r| [r; 4]).collect();
         // The shape's own bounding radius around its placed centre, padded like the reach.
         let hitbox_ball: Vec<f32> = hitboxes
             .iter()
@@ -442,6 +446,7 @@ impl Rig {
             hitboxes,
             hitbox_reach,
             bone_reach,
+            bone_reach_splat,
             hitbox_ball,
             bone_hitboxes,
             carrying,
@@ -488,6 +493,11 @@ impl Rig {
     /// Per bone, the radius around its origin that contains all its hitboxes (unscaled).
     pub(crate) fn bone_reach(&self) -> &[f32] {
         &self.bone_reach
+    }
+
+    /// [`Rig::bone_reach`] with each reach repeated in four lanes.
+    pub(crate) fn bone_reach_splat(&self) -> &[[f32; 4]] {
+        &self.bone_reach_splat
     }
 
     /// Radius around hitbox `index`'s placed centre that contains it (unscaled), however

@@ -1,8 +1,10 @@
 //! The recorded past: entities, their rigs, and a ring buffer of per-tick bone transforms.
 //!
 //! What lives here: [`History`] (configuration, spawning, despawning, static geometry),
-//! [`FrameRecorder`] (writing one tick), resolving a [`RewindTarget`] to the frames that
-//! bracket it (`bracket`), and rebuilding an entity's bones at that moment (`sample`).
+//! [`FrameRecorder`] (writing one tick; its per-bone copy-check-bound pass, with SSE2 and
+//! runtime-detected AVX2 versions, is `bone_pass`), resolving a [`RewindTarget`] to the
+//! frames that bracket it (`bracket`), and rebuilding an entity's bones at that moment
+//! (`sample`).
 //! Queries over the rebuilt past live in [`crate::query`].
 //!
 //! Layout, and why:
@@ -24,6 +26,7 @@
 //! - Nothing is ever cleared when a frame ages out: each stored frame carries the sequence
 //!   number it was written at, so a stale slot is recognised instead of erased.
 
+mod bone_pass;
 mod record;
 mod sample;
 
@@ -391,6 +394,11 @@ pub struct History {
     statics: Vec<StaticCollider>,
     static_bounds: Vec<Aabb>,
     static_bvh: Bvh,
+    /// How this CPU runs the per-bone pass of recording (detected once).
+    bone_pass: bone_pass::Kernel,
+    /// The rings are too large for the caches: records prefetch the rows of the slots
+    /// after theirs (updated at each tree rebuild).
+    prefetch_ahead: bool,
 }
 
 impl History {
@@ -430,6 +438,8 @@ impl History {
             statics: Vec::new(),
             static_bounds: Vec::new(),
             static_bvh: Bvh::default(),
+            bone_pass: bone_pass::Kernel::detect(),
+            prefetch_ahead: false,
         })
     }
 

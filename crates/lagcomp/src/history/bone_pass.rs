@@ -1,0 +1,822 @@
+//! The per-bone pass of recording a tick: copy each bone's pose into its ring row, check it
+//! with fast conservative tests, and grow the entity's bounds, in one sweep over the input.
+//!
+//! Three kernels compute exactly the same thing, chosen once per history ([`Kernel::detect`]):
+//! - `Portable`: glam vectors, any target (and the reference the others are tested against).
+//! - `Sse2`: x86_64's baseline, explicit 128-bit intrinsics, one bone per register.
+//! - `Avx2`: two bones per 256-bit register, used when the CPU reports AVX2 at run time.
+//!
+//! What "the same" means: the stored translations and rotations are copies (bit for bit), the
+//! bounds are minimums and maximums of the same `translation ± reach` sums (they can differ
+//! only in the sign of a zero, which the caller's padding erases), and `clean` is the same
+//! decision: every translation component within [`MAX_COORDINATE`] (NaN fails), every scale
+//! exactly one, and every rotation's squared norm within [`ROTATION_NORM_TOLERANCE`] of one,
+//! computed as `((x² + y²) + z²) + w²` for bones in whole groups of four and as glam's
+//! `length_squared` for the last `n % 4` bones (the sums the recording code has always
+//! used, so accept/reject decisions do not move). A bone that fails a fast test is not
+//! necessarily invalid: the caller then runs the precise [`BoneTransform::validate`] on
+//! every bone.
+//!
+//! PERF: this is most of a tick's recording. Hand-written intrinsics because the portable
+//! version loads each `Vec3` field lane by lane, recomputes the norms through a 4x4
+//! transpose per group and stores the 12-byte translations piecewise: about 45 instructions
+//! per bone under callgrind; the SSE2 kernel reads each bone as three overlapping 16-byte
+//! loads and writes it as two 16-byte stores, and the AVX2 kernel halves the arithmetic.
+
+use glam::{BVec3A, BVec4A, Mat4, Vec3A, Vec4};
+
+use super::{StoredRotation, StoredTranslation};
+use crate::math::{BoneTransform, MAX_COORDINATE, ROTATION_NORM_TOLERANCE};
+
+/// What the pass found.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct BonePass {
+    /// Minimum corner of the bones' reach spheres (unit scale assumed).
+    pub(super) lo: Vec3A,
+    /// Maximum corner.
+    pub(super) hi: Vec3A,
+    /// Every bone passed the fast checks and has unit scale: `lo`/`hi` are the bounds and
+    /// nothing else needs checking.
+    pub(super) clean: bool,
+}
+
+/// Which implementation of the pass runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kernel {
+    /// glam, any target.
+    Portable,
+    /// 128-bit intrinsics (x86_64 baseline).
+    #[cfg(target_arch = "x86_64")]
+    Sse2,
+    /// 256-bit intrinsics, two bones per register.
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+}
+
+impl Kernel {
+    /// The fastest kernel this CPU and this build's `BoneTransform` layout allow.
+    pub(super) fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if !x86::LAYOUT_MATCHES {
+                return Self::Portable;
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                return Self::Avx2;
+            }
+            Self::Sse2
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        Self::Portable
+    }
+
+    /// Every kernel this machine can run (for tests that compare them).
+    #[cfg(test)]
+    pub(super) fn available() -> Vec<Self> {
+        let mut kernels = vec![Self::Portable];
+        #[cfg(target_arch = "x86_64")]
+        if x86::LAYOUT_MATCHES {
+            kernels.push(Self::Sse2);
+            if std::arch::is_x86_feature_detected!("avx2") {
+                kernels.push(Self::Avx2);
+            }
+        }
+        kernels
+    }
+
+    /// Copies `bones` into `translations` and `rotations`, checks them and bounds them
+    /// (`reach[i]`, the bone's reach in four lanes, around bone `i`).
+    ///
+    /// # Panics
+    /// If the four slices differ in length or are empty (the recorder slices them to the
+    /// rig's bone count, which is at least one).
+    #[inline]
+    pub(super) fn run(
+        self,
+        bones: &[BoneTransform],
+        reach: &[[f32; 4]],
+        translations: &mut [StoredTranslation],
+        rotations: &mut [StoredRotation],
+    ) -> BonePass {
+        let n = bones.len();
+        assert!(
+            n > 0 && reach.len() == n && translations.len() == n && rotations.len() == n,
+            "bone pass slices must be non-empty and of one length"
+        );
+        match self {
+            Self::Portable => portable(bones, reach, translations, rotations),
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the lengths were checked above, and `Sse2` is only chosen when
+            // `LAYOUT_MATCHES` (x86_64 always has SSE2).
+            Self::Sse2 => unsafe { x86::sse2(bones, reach, translations, rotations) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above; `Avx2` is only chosen after `is_x86_feature_detected!("avx2")`.
+            Self::Avx2 => unsafe { x86::avx2(bones, reach, translations, rotations) },
+        }
+    }
+}
+
+impl Kernel {
+    /// [`Kernel::run`] for [`Kernel::Avx2`], inlinable into AVX2 code.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2 (`Kernel::detect` returned `Avx2`).
+    ///
+    /// # Panics
+    /// As [`Kernel::run`].
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) unsafe fn run_avx2(
+        bones: &[BoneTransform],
+        reach: &[[f32; 4]],
+        translations: &mut [StoredTranslation],
+        rotations: &mut [StoredRotation],
+    ) -> BonePass {
+        let n = bones.len();
+        assert!(
+            n > 0 && reach.len() == n && translations.len() == n && rotations.len() == n,
+            "bone pass slices must be non-empty and of one length"
+        );
+        if !x86::LAYOUT_MATCHES {
+            return portable(bones, reach, translations, rotations);
+        }
+        // SAFETY: lengths and layout checked above; the caller's contract gives AVX2.
+        unsafe { x86::avx2(bones, reach, translations, rotations) }
+    }
+}
+
+/// Whether a squared norm is close enough to one, lane by lane.
+#[inline]
+fn unit_norm(norm_squared: Vec4) -> BVec4A {
+    (norm_squared - Vec4::ONE)
+        .abs()
+        .cmple(Vec4::splat(ROTATION_NORM_TOLERANCE))
+}
+
+/// The glam version: any target, and the reference for the others.
+fn portable(
+    bones: &[BoneTransform],
+    reach: &[[f32; 4]],
+    translations: &mut [StoredTranslation],
+    rotations: &mut [StoredRotation],
+) -> BonePass {
+    let n = bones.len();
+    let (translations, rotations, reach) =
+        (&mut translations[..n], &mut rotations[..n], &reach[..n]);
+    let max_coordinate = Vec3A::splat(MAX_COORDINATE);
+    let mut in_range = BVec3A::TRUE;
+    let mut rotations_ok = BVec4A::TRUE;
+    let mut unit_scale = BVec3A::TRUE;
+    let mut lo = Vec3A::INFINITY;
+    let mut hi = Vec3A::NEG_INFINITY;
+    let mut copy_one = |i: usize| {
+        let transform = &bones[i];
+        let t = Vec3A::from(transform.translation);
+        in_range &= t.abs().cmple(max_coordinate);
+        unit_scale &= Vec3A::from(transform.scale).cmpeq(Vec3A::ONE);
+        translations[i] = transform.translation.to_array();
+        rotations[i] = transform.rotation.to_array();
+        let r = Vec3A::splat(reach[i][0]);
+        lo = lo.min(t - r);
+        hi = hi.max(t + r);
+    };
+    let whole = n - n % 4;
+    for i in (0..whole).step_by(4) {
+        for k in i..i + 4 {
+            copy_one(k);
+        }
+        let columns = Mat4::from_cols(
+            Vec4::from(bones[i].rotation),
+            Vec4::from(bones[i + 1].rotation),
+            Vec4::from(bones[i + 2].rotation),
+            Vec4::from(bones[i + 3].rotation),
+        )
+        .transpose();
+        let (x, y, z, w) = (
+            columns.x_axis,
+            columns.y_axis,
+            columns.z_axis,
+            columns.w_axis,
+        );
+        rotations_ok &= unit_norm(x * x + y * y + z * z + w * w);
+    }
+    for (i, transform) in bones.iter().enumerate().skip(whole) {
+        copy_one(i);
+        rotations_ok &= unit_norm(Vec4::splat(transform.rotation.length_squared()));
+    }
+    BonePass {
+        lo,
+        hi,
+        clean: in_range.all() && rotations_ok.all() && unit_scale.all(),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    //! The x86_64 kernels. Both read a `BoneTransform` (rotation at byte 0, translation at
+    //! 16, scale at 28, 48 bytes with padding from 40) as three unaligned 16-byte loads that
+    //! touch only its 40 initialised bytes: `q` = rotation, `a` = translation and scale.x
+    //! (bytes 16..32), `b` = translation.z and scale (bytes 24..40). A translation is
+    //! stored as the 16 bytes of `a`; the fourth float lands on the next bone's slot, which
+    //! the next store overwrites, so the row's last bone is stored as 8 + 4 bytes instead.
+
+    use std::arch::x86_64::*;
+    use std::mem::{align_of, offset_of, size_of};
+
+    use glam::{Quat, Vec3A, Vec4};
+
+    use super::{BonePass, unit_norm};
+    use crate::history::{StoredRotation, StoredTranslation};
+    use crate::math::{BoneTransform, MAX_COORDINATE, ROTATION_NORM_TOLERANCE};
+
+    /// `BoneTransform` is laid out as the loads above assume. Its fields are `repr(Rust)`,
+    /// so this is checked, not promised: with another layout the portable kernel runs (a
+    /// test fails on x86_64 so the slowdown is noticed).
+    pub(super) const LAYOUT_MATCHES: bool = offset_of!(BoneTransform, rotation) == 0
+        && offset_of!(BoneTransform, translation) == 16
+        && offset_of!(BoneTransform, scale) == 28
+        && size_of::<BoneTransform>() == 48
+        && align_of::<BoneTransform>() >= 4
+        && size_of::<StoredTranslation>() == 12
+        && size_of::<StoredRotation>() == 16;
+
+    /// Floats per `BoneTransform`.
+    const STRIDE: usize = size_of::<BoneTransform>() / 4;
+    /// Bit pattern of `MAX_COORDINATE`: for a non-negative float (sign bit cleared), `x <=
+    /// MAX_COORDINATE` exactly when its bits are `<=` these, and NaN and infinity are larger.
+    const MAX_COORDINATE_BITS: i32 = MAX_COORDINATE.to_bits() as i32;
+    /// Bit pattern of `ROTATION_NORM_TOLERANCE`, compared the same way.
+    const TOLERANCE_BITS: i32 = ROTATION_NORM_TOLERANCE.to_bits() as i32;
+    const ABS_MASK: i32 = 0x7fff_ffff;
+    const ONE_BITS: i32 = 1.0_f32.to_bits() as i32;
+
+    /// Stores the translation in lanes 0..3 of `a` as bone `i` of `out` (`n` bones).
+    ///
+    /// # Safety
+    /// `out` points to `n` writable `StoredTranslation`s and `i < n`.
+    #[target_feature(enable = "sse2")]
+    #[inline]
+    unsafe fn store_translation(out: *mut f32, i: usize, n: usize, a: __m128) {
+        // SAFETY: bone `i` occupies floats `3i..3i + 3` of `out`; a 16-byte store also
+        // writes float `3i + 3`, which is bone `i + 1`'s first and still inside `out` when
+        // `i + 1 < n` (its own store comes later and overwrites it).
+        unsafe {
+            let slot = out.add(3 * i);
+            if i + 1 < n {
+                _mm_storeu_ps(slot, a);
+            } else {
+                _mm_storel_epi64(slot.cast::<__m128i>(), _mm_castps_si128(a));
+                _mm_store_ss(slot.add(2), _mm_movehl_ps(a, a));
+            }
+        }
+    }
+
+    /// The squared norms of four rotations, `((x² + y²) + z²) + w²` each, in one register
+    /// (the portable kernel's transpose and sums, exactly).
+    #[target_feature(enable = "sse2")]
+    #[inline]
+    fn norms4(q0: __m128, q1: __m128, q2: __m128, q3: __m128) -> __m128 {
+        let t0 = _mm_unpacklo_ps(q0, q1); // x0 x1 y0 y1
+        let t1 = _mm_unpacklo_ps(q2, q3); // x2 x3 y2 y3
+        let t2 = _mm_unpackhi_ps(q0, q1); // z0 z1 w0 w1
+        let t3 = _mm_unpackhi_ps(q2, q3); // z2 z3 w2 w3
+        let x = _mm_movelh_ps(t0, t1);
+        let y = _mm_movehl_ps(t1, t0);
+        let z = _mm_movelh_ps(t2, t3);
+        let w = _mm_movehl_ps(t3, t2);
+        let xx = _mm_mul_ps(x, x);
+        let yy = _mm_mul_ps(y, y);
+        let zz = _mm_mul_ps(z, z);
+        let ww = _mm_mul_ps(w, w);
+        _mm_add_ps(_mm_add_ps(_mm_add_ps(xx, yy), zz), ww)
+    }
+
+    /// All-ones lanes where `|norm² - 1| <= tolerance`.
+    #[target_feature(enable = "sse2")]
+    #[inline]
+    fn unit_lanes(norms: __m128) -> __m128 {
+        let off = _mm_sub_ps(norms, _mm_set1_ps(1.0));
+        let abs = _mm_and_ps(off, _mm_castsi128_ps(_mm_set1_epi32(ABS_MASK)));
+        _mm_cmple_ps(abs, _mm_set1_ps(ROTATION_NORM_TOLERANCE))
+    }
+
+    /// Which of lanes 1..4 (the scale lanes of `b`) of the OR of every `b ^ 1.0` are zero,
+    /// as movemask bits: an integer compare, because as floats `-1.0 ^ 1.0` (-0.0) would
+    /// equal zero.
+    #[target_feature(enable = "sse2")]
+    #[inline]
+    fn unit_scale_lanes(scale_off: __m128) -> i32 {
+        let zero = _mm_cmpeq_epi32(_mm_castps_si128(scale_off), _mm_setzero_si128());
+        _mm_movemask_ps(_mm_castsi128_ps(zero)) & 0b1110
+    }
+
+    /// The glam norm check of one rotation (the tail bones), as a lane mask.
+    #[inline]
+    fn tail_norm_ok(q: __m128) -> bool {
+        let rotation = Quat::from_vec4(Vec4::from(q));
+        unit_norm(Vec4::splat(rotation.length_squared())).all()
+    }
+
+    /// One bone per 128-bit register.
+    ///
+    /// # Safety
+    /// `LAYOUT_MATCHES`, and the four slices have the same non-zero length.
+    #[target_feature(enable = "sse2")]
+    pub(super) unsafe fn sse2(
+        bones: &[BoneTransform],
+        reach: &[[f32; 4]],
+        translations: &mut [StoredTranslation],
+        rotations: &mut [StoredRotation],
+    ) -> BonePass {
+        let n = bones.len();
+        let src = bones.as_ptr().cast::<f32>();
+        let t_out = translations.as_mut_ptr().cast::<f32>();
+        let r_out = rotations.as_mut_ptr().cast::<f32>();
+        let abs_mask = _mm_castsi128_ps(_mm_set1_epi32(ABS_MASK));
+        let max_coordinate = _mm_set1_ps(MAX_COORDINATE);
+        let one = _mm_set1_ps(1.0);
+        let mut lo = _mm_set1_ps(f32::INFINITY);
+        let mut hi = _mm_set1_ps(f32::NEG_INFINITY);
+        let mut in_range = _mm_castsi128_ps(_mm_set1_epi32(-1));
+        let mut scale_off = _mm_setzero_ps();
+        let mut norms_ok = _mm_castsi128_ps(_mm_set1_epi32(-1));
+        // One bone: copy, range and scale checks, bounds. Returns its rotation. `spill`:
+        // bone `i` is not the last, so its translation may be stored as 16 bytes (a
+        // constant at every call, so the branch folds away).
+        let mut bone = |i: usize, spill: bool| -> __m128 {
+            // SAFETY: `i < n`, so bone `i`'s bytes 0..40 (its fields, all initialised
+            // floats) are inside `bones`, and `reach`, `translations`, `rotations` have `n`
+            // elements (caller's contract); `spill` only when `i + 1 < n`.
+            unsafe {
+                let p = src.add(i * STRIDE);
+                let q = _mm_loadu_ps(p);
+                let a = _mm_loadu_ps(p.add(4));
+                let b = _mm_loadu_ps(p.add(6));
+                let r = _mm_loadu_ps(reach.as_ptr().add(i).cast::<f32>());
+                _mm_storeu_ps(r_out.add(4 * i), q);
+                if spill {
+                    _mm_storeu_ps(t_out.add(3 * i), a);
+                } else {
+                    store_translation(t_out, i, n, a);
+                }
+                in_range = _mm_and_ps(
+                    in_range,
+                    _mm_cmple_ps(_mm_and_ps(a, abs_mask), max_coordinate),
+                );
+                // Lanes 1..4 of `b` are the scale; lane 0 (translation.z) is ignored below.
+                scale_off = _mm_or_ps(scale_off, _mm_xor_ps(b, one));
+                lo = _mm_min_ps(lo, _mm_sub_ps(a, r));
+                hi = _mm_max_ps(hi, _mm_add_ps(a, r));
+                q
+            }
+        };
+        let whole = n - n % 4;
+        let mut i = 0;
+        while i < whole {
+            let (q0, q1, q2) = (bone(i, true), bone(i + 1, true), bone(i + 2, true));
+            let q3 = if i + 4 < n {
+                bone(i + 3, true)
+            } else {
+                bone(i + 3, false)
+            };
+            norms_ok = _mm_and_ps(norms_ok, unit_lanes(norms4(q0, q1, q2, q3)));
+            i += 4;
+        }
+        let mut tail_ok = true;
+        while i < n {
+            tail_ok &= tail_norm_ok(bone(i, false));
+            i += 1;
+        }
+        // Lane 3 of `in_range` checked scale.x against the coordinate range: a unit scale
+        // passes, anything else fails the scale check anyway.
+        let scale_unit = unit_scale_lanes(scale_off);
+        let clean = _mm_movemask_ps(in_range) == 0b1111
+            && scale_unit == 0b1110
+            && _mm_movemask_ps(norms_ok) == 0b1111
+            && tail_ok;
+        BonePass {
+            lo: Vec3A::from(lo),
+            hi: Vec3A::from(hi),
+            clean,
+        }
+    }
+
+    /// What the AVX2 kernel accumulates over the groups of four bones, two bones per
+    /// register.
+    struct Avx2Acc {
+        lo: __m256,
+        hi: __m256,
+        /// Largest `|component|` bit pattern of each lane of `a` (translation, scale.x).
+        largest: __m256i,
+        /// OR of every `b ^ 1.0` (lanes 1..4 of each half: the scale).
+        scale_off: __m256i,
+        /// Largest `|norm² - 1|` bit pattern (lanes 0 and 1 of each half are norms).
+        norm_off: __m256i,
+    }
+
+    /// Bones `i..i + 4`. `LAST`: bone `i + 3` is the row's last (its translation is then
+    /// stored as 8 + 4 bytes, so that nothing is written past the row).
+    ///
+    /// # Safety
+    /// AVX2; with `n` bones in the row, `i + 4 < n`, or `i + 4 == n` and `LAST`; `src` holds `n` `BoneTransform`s with `LAYOUT_MATCHES`, `reach`
+    /// `n` splatted reaches (`4n` floats), `t_out` and `r_out` `n` writable translations and rotations.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn avx2_group<const LAST: bool>(
+        src: *const f32,
+        reach: *const f32,
+        t_out: *mut f32,
+        r_out: *mut f32,
+        i: usize,
+        acc: &mut Avx2Acc,
+    ) {
+        let abs_mask = _mm256_set1_epi32(ABS_MASK);
+        let one = _mm256_set1_epi32(ONE_BITS);
+        let mut rotations = [_mm256_setzero_ps(); 2];
+        for (half, q_out) in rotations.iter_mut().enumerate() {
+            let j = i + 2 * half;
+            // SAFETY: bones `j` and `j + 1` (both `< n`): their initialised bytes 0..40 are
+            // inside `src`, and their output slots inside the rows; the 16-byte translation
+            // store of bone `j + 1` spills onto bone `j + 2`, which exists unless `j + 1` is
+            // the last bone: `LAST` and the second half.
+            unsafe {
+                let p = src.add(j * STRIDE);
+                let q = _mm256_loadu2_m128(p.add(STRIDE), p);
+                let a = _mm256_loadu2_m128(p.add(STRIDE + 4), p.add(4));
+                let b = _mm256_loadu2_m128(p.add(STRIDE + 6), p.add(6));
+                _mm256_storeu_ps(r_out.add(4 * j), q);
+                let (a_low, a_high) = (_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
+                _mm_storeu_ps(t_out.add(3 * j), a_low);
+                if LAST && half == 1 {
+                    let slot = t_out.add(3 * j + 3);
+                    _mm_storel_epi64(slot.cast::<__m128i>(), _mm_castps_si128(a_high));
+                    _mm_store_ss(slot.add(2), _mm_movehl_ps(a_high, a_high));
+                } else {
+                    _mm_storeu_ps(t_out.add(3 * j + 3), a_high);
+                }
+                // Bone `j`'s reach in the low four lanes, bone `j + 1`'s in the high four.
+                let r = _mm256_loadu_ps(reach.add(4 * j));
+                acc.largest = _mm256_max_epu32(
+                    acc.largest,
+                    _mm256_and_si256(_mm256_castps_si256(a), abs_mask),
+                );
+                acc.scale_off =
+                    _mm256_or_si256(acc.scale_off, _mm256_xor_si256(_mm256_castps_si256(b), one));
+                acc.lo = _mm256_min_ps(acc.lo, _mm256_sub_ps(a, r));
+                acc.hi = _mm256_max_ps(acc.hi, _mm256_add_ps(a, r));
+                *q_out = q;
+            }
+        }
+        let [q01, q23] = rotations;
+        // Per 128-bit half, lanes 0 and 1: bones (i, i + 2) in the low half, (i + 1, i + 3)
+        // in the high one.
+        let xy = _mm256_unpacklo_ps(q01, q23); // x_a x_b y_a y_b
+        let zw = _mm256_unpackhi_ps(q01, q23); // z_a z_b w_a w_b
+        let xy = _mm256_mul_ps(xy, xy);
+        let zw = _mm256_mul_ps(zw, zw);
+        let swap = |v: __m256| _mm256_permute_ps::<0b01_00_11_10>(v);
+        // ((x² + y²) + z²) + w², the portable order, in lanes 0 and 1 of each half (lanes 2
+        // and 3 sum the same squares in another order and are ignored).
+        let norms = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(xy, swap(xy)), zw), swap(zw));
+        let off = _mm256_and_si256(
+            _mm256_castps_si256(_mm256_sub_ps(norms, _mm256_set1_ps(1.0))),
+            abs_mask,
+        );
+        // For non-negative floats (and NaN above infinity) integer order is float order.
+        acc.norm_off = _mm256_max_epu32(acc.norm_off, off);
+    }
+
+    /// Two bones per 256-bit register (bones `i` and `i + 1` in the low and high halves).
+    ///
+    /// # Safety
+    /// The CPU supports AVX2, `LAYOUT_MATCHES`, and the four slices have the same non-zero
+    /// length.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) unsafe fn avx2(
+        bones: &[BoneTransform],
+        reach: &[[f32; 4]],
+        translations: &mut [StoredTranslation],
+        rotations: &mut [StoredRotation],
+    ) -> BonePass {
+        let n = bones.len();
+        let src = bones.as_ptr().cast::<f32>();
+        let reach_ptr = reach.as_ptr().cast::<f32>();
+        let t_out = translations.as_mut_ptr().cast::<f32>();
+        let r_out = rotations.as_mut_ptr().cast::<f32>();
+        let mut acc = Avx2Acc {
+            lo: _mm256_set1_ps(f32::INFINITY),
+            hi: _mm256_set1_ps(f32::NEG_INFINITY),
+            largest: _mm256_setzero_si256(),
+            scale_off: _mm256_setzero_si256(),
+            norm_off: _mm256_setzero_si256(),
+        };
+        let whole = n - n % 4;
+        // Groups before the one ending on the last bone (if any) store whole 16 bytes.
+        let not_last = if whole == n {
+            whole.saturating_sub(4)
+        } else {
+            whole
+        };
+        let mut i = 0;
+        while i < not_last {
+            // SAFETY: `i + 4 <= not_last < n`: the last bone is not in this group.
+            unsafe { avx2_group::<false>(src, reach_ptr, t_out, r_out, i, &mut acc) };
+            i += 4;
+        }
+        if i < whole {
+            // SAFETY: `i + 4 == whole == n`.
+            unsafe { avx2_group::<true>(src, reach_ptr, t_out, r_out, i, &mut acc) };
+            i += 4;
+        }
+        let low = |v: __m256| _mm256_castps256_ps128(v);
+        let high = |v: __m256| _mm256_extractf128_ps::<1>(v);
+        let low_i = |v: __m256i| _mm256_castsi256_si128(v);
+        let high_i = |v: __m256i| _mm256_extracti128_si256::<1>(v);
+        let mut lo = _mm_min_ps(low(acc.lo), high(acc.lo));
+        let mut hi = _mm_max_ps(low(acc.hi), high(acc.hi));
+        let mut largest = _mm_max_epu32(low_i(acc.largest), high_i(acc.largest));
+        let mut scale_off =
+            _mm_castsi128_ps(_mm_or_si128(low_i(acc.scale_off), high_i(acc.scale_off)));
+        let norm_off = _mm_max_epu32(low_i(acc.norm_off), high_i(acc.norm_off));
+        let mut tail_ok = true;
+        while i < n {
+            // SAFETY: `i < n`, as in `sse2`.
+            unsafe {
+                let p = src.add(i * STRIDE);
+                let q = _mm_loadu_ps(p);
+                let a = _mm_loadu_ps(p.add(4));
+                let b = _mm_loadu_ps(p.add(6));
+                let r = _mm_loadu_ps(reach_ptr.add(4 * i));
+                _mm_storeu_ps(r_out.add(4 * i), q);
+                store_translation(t_out, i, n, a);
+                largest = _mm_max_epu32(
+                    largest,
+                    _mm_and_si128(_mm_castps_si128(a), _mm_set1_epi32(ABS_MASK)),
+                );
+                scale_off = _mm_or_ps(scale_off, _mm_xor_ps(b, _mm_set1_ps(1.0)));
+                lo = _mm_min_ps(lo, _mm_sub_ps(a, r));
+                hi = _mm_max_ps(hi, _mm_add_ps(a, r));
+                tail_ok &= tail_norm_ok(q);
+            }
+            i += 1;
+        }
+        // Lane 3 of `largest` is scale.x: a unit scale is in range, anything else fails the
+        // scale check anyway.
+        let out_of_range = _mm_cmpgt_epi32(largest, _mm_set1_epi32(MAX_COORDINATE_BITS));
+        let scale_unit = unit_scale_lanes(scale_off);
+        let norms_off = _mm_cmpgt_epi32(norm_off, _mm_set1_epi32(TOLERANCE_BITS));
+        let clean = _mm_movemask_epi8(out_of_range) == 0
+            && scale_unit == 0b1110
+            && _mm_movemask_ps(_mm_castsi128_ps(norms_off)) & 0b0011 == 0
+            && tail_ok;
+        BonePass {
+            lo: Vec3A::from(lo),
+            hi: Vec3A::from(hi),
+            clean,
+        }
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use glam::{Quat, Vec3};
+    use rand::{Rng, SeedableRng};
+    use rand_pcg::Pcg64Mcg;
+
+    use super::*;
+    use crate::math::{MAX_EXTENT, MIN_EXTENT};
+
+    /// Guard values around each output row: a kernel must not write outside its row.
+    const GUARD: usize = 3;
+    const SENTINEL_T: [f32; 3] = [-7.5, -7.5, -7.5];
+    const SENTINEL_R: [f32; 4] = [9.25, 9.25, 9.25, 9.25];
+
+    fn random_unit_quat(rng: &mut Pcg64Mcg) -> Quat {
+        loop {
+            let v = Vec4::new(
+                rng.random_range(-1.0..1.0),
+                rng.random_range(-1.0..1.0),
+                rng.random_range(-1.0..1.0),
+                rng.random_range(-1.0..1.0),
+            );
+            if v.length_squared() > 0.01 {
+                return Quat::from_vec4(v.normalize());
+            }
+        }
+    }
+
+    /// A float from a list of values that sit on or next to a decision boundary.
+    fn edge_value(rng: &mut Pcg64Mcg) -> f32 {
+        const EDGES: [f32; 14] = [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            MAX_COORDINATE,
+            -MAX_COORDINATE,
+            2.0e6,
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            2.0,
+            f32::MIN_POSITIVE,
+            MIN_EXTENT,
+            MAX_EXTENT,
+        ];
+        let v = EDGES[rng.random_range(0..EDGES.len())];
+        match rng.random_range(0..4) {
+            0 => v.next_up(),
+            1 => v.next_down(),
+            _ => v,
+        }
+    }
+
+    /// A rotation whose squared norm sits within a few ulps of the tolerance's edge.
+    fn borderline_quat(rng: &mut Pcg64Mcg) -> Quat {
+        let q = random_unit_quat(rng);
+        let sign = if rng.random_bool(0.5) { 1.0 } else { -1.0 };
+        let mut s = (1.0 + sign * ROTATION_NORM_TOLERANCE).sqrt();
+        for _ in 0..rng.random_range(0..6) {
+            s = if rng.random_bool(0.5) {
+                s.next_up()
+            } else {
+                s.next_down()
+            };
+        }
+        Quat::from_vec4(Vec4::from(q) * s)
+    }
+
+    /// A random bone, valid and unit-scale, or (`adversarial`, 30 %) one with a component
+    /// on or next to a decision boundary, a borderline norm, or a valid non-unit scale.
+    pub(in crate::history) fn random_bone(rng: &mut Pcg64Mcg, adversarial: bool) -> BoneTransform {
+        let mut bone = BoneTransform::new(
+            Vec3::new(
+                rng.random_range(-1000.0..1000.0),
+                rng.random_range(-50.0..50.0),
+                rng.random_range(-1000.0..1000.0),
+            ),
+            random_unit_quat(rng),
+        );
+        if !adversarial || rng.random_bool(0.7) {
+            return bone;
+        }
+        match rng.random_range(0..5) {
+            0 => bone.translation[rng.random_range(0..3)] = edge_value(rng),
+            1 => {
+                let mut v = Vec4::from(bone.rotation).to_array();
+                v[rng.random_range(0..4)] = edge_value(rng);
+                bone.rotation = Quat::from_array(v);
+            }
+            2 => bone.scale[rng.random_range(0..3)] = edge_value(rng),
+            3 => bone.rotation = borderline_quat(rng),
+            _ => bone.scale = Vec3::splat(rng.random_range(0.5..2.0)),
+        }
+        bone
+    }
+
+    /// Runs `kernel` into rows with guards on both sides; returns the rows and the pass.
+    fn run(
+        kernel: Kernel,
+        bones: &[BoneTransform],
+        reach: &[[f32; 4]],
+    ) -> (Vec<StoredTranslation>, Vec<StoredRotation>, BonePass) {
+        let n = bones.len();
+        let mut t = vec![SENTINEL_T; n + 2 * GUARD];
+        let mut r = vec![SENTINEL_R; n + 2 * GUARD];
+        let pass = kernel.run(
+            bones,
+            reach,
+            &mut t[GUARD..GUARD + n],
+            &mut r[GUARD..GUARD + n],
+        );
+        for k in (0..GUARD).chain(GUARD + n..n + 2 * GUARD) {
+            assert_eq!(
+                t[k], SENTINEL_T,
+                "{kernel:?} wrote outside the translation row"
+            );
+            assert_eq!(
+                r[k], SENTINEL_R,
+                "{kernel:?} wrote outside the rotation row"
+            );
+        }
+        (t, r, pass)
+    }
+
+    fn bits<const N: usize>(rows: &[[f32; N]]) -> Vec<[u32; N]> {
+        rows.iter().map(|row| row.map(f32::to_bits)).collect()
+    }
+
+    /// The padded bounds as bits: what the recorder stores.
+    fn stored_bounds(pass: &BonePass) -> [u32; 6] {
+        let b = crate::math::Aabb::new(pass.lo.into(), pass.hi.into()).padded();
+        let [a, c, d] = b.min.to_array().map(f32::to_bits);
+        let [e, f, g] = b.max.to_array().map(f32::to_bits);
+        [a, c, d, e, f, g]
+    }
+
+    #[test]
+    fn every_kernel_stores_bounds_and_decides_like_the_portable_one() {
+        let kernels = Kernel::available();
+        #[cfg(target_arch = "x86_64")]
+        assert!(
+            kernels.contains(&Kernel::Sse2),
+            "BoneTransform's layout changed: the x86_64 kernels are off"
+        );
+        let mut rng = Pcg64Mcg::seed_from_u64(0x5eed_b0e5);
+        let (mut clean, mut unclean) = (0, 0);
+        for case in 0..20_000 {
+            let n = rng.random_range(1..=23);
+            let adversarial = case % 2 == 1;
+            let bones: Vec<BoneTransform> =
+                (0..n).map(|_| random_bone(&mut rng, adversarial)).collect();
+            let reach: Vec<[f32; 4]> = (0..n)
+                .map(|_| match rng.random_range(0..4) {
+                    0 => [0.0; 4],
+                    _ => [rng.random_range(0.0..1.5); 4],
+                })
+                .collect();
+            let (t0, r0, p0) = run(Kernel::Portable, &bones, &reach);
+            if p0.clean {
+                clean += 1;
+                // Clean means valid, unit-scale bones, except that the fast norm sum and
+                // `validate`'s (glam's `length_squared`, summed in another order) may round
+                // a rotation on the tolerance's edge to different sides of it.
+                for b in &bones {
+                    assert_eq!(b.scale, Vec3::ONE);
+                    match b.validate() {
+                        Ok(()) => {}
+                        Err(crate::math::TransformError::RotationNotNormalized) => {
+                            let off = (b.rotation.length_squared() - 1.0).abs();
+                            assert!(off - ROTATION_NORM_TOLERANCE < 1.0e-6, "{b:?}");
+                        }
+                        Err(e) => panic!("clean pass over an invalid bone: {e} {b:?}"),
+                    }
+                }
+            } else {
+                unclean += 1;
+            }
+            for &kernel in &kernels[1..] {
+                let (t, r, p) = run(kernel, &bones, &reach);
+                assert_eq!(bits(&t), bits(&t0), "{kernel:?} translations, case {case}");
+                assert_eq!(bits(&r), bits(&r0), "{kernel:?} rotations, case {case}");
+                assert_eq!(
+                    p.clean, p0.clean,
+                    "{kernel:?} decision, case {case}: {bones:?}"
+                );
+                if p.clean {
+                    assert_eq!(stored_bounds(&p), stored_bounds(&p0), "{kernel:?} bounds");
+                }
+            }
+        }
+        // Both kinds of input were exercised.
+        assert!(
+            clean > 8_000 && unclean > 3_000,
+            "{clean} clean, {unclean} not"
+        );
+    }
+
+    #[test]
+    fn a_scale_of_minus_one_is_not_unit() {
+        // `-1.0 ^ 1.0` is -0.0 as a float, equal to zero: the scale check must compare bits.
+        for kernel in Kernel::available() {
+            for n in [1, 4, 5] {
+                let mut bones = vec![BoneTransform::IDENTITY; n];
+                bones[n - 1].scale.y = -1.0;
+                let (_, _, pass) = run(kernel, &bones, &vec![[0.5; 4]; n]);
+                assert!(!pass.clean, "{kernel:?} with {n} bones");
+            }
+        }
+    }
+
+    #[test]
+    fn each_fast_check_rejects_in_every_position() {
+        // One bad component at every bone position and every lane, for every kernel.
+        for kernel in Kernel::available() {
+            for n in [1, 2, 3, 4, 7, 8, 9, 16, 20] {
+                for bone in 0..n {
+                    for lane in 0..10 {
+                        let mut bones = vec![BoneTransform::IDENTITY; n];
+                        let b = &mut bones[bone];
+                        match lane {
+                            0..3 => b.translation[lane] = MAX_COORDINATE.next_up(),
+                            3..7 => {
+                                let mut v = b.rotation.to_array();
+                                v[lane - 3] = f32::NAN;
+                                b.rotation = Quat::from_array(v);
+                            }
+                            _ => b.scale[lane - 7] = 1.0_f32.next_down(),
+                        }
+                        let (_, _, pass) = run(kernel, &bones, &vec![[0.25; 4]; n]);
+                        assert!(!pass.clean, "{kernel:?} n {n} bone {bone} lane {lane}");
+                    }
+                    let mut bones = vec![BoneTransform::IDENTITY; n];
+                    bones[bone].translation = Vec3::splat(-MAX_COORDINATE);
+                    let (_, _, pass) = run(kernel, &bones, &vec![[0.25; 4]; n]);
+                    assert!(pass.clean, "{kernel:?}: the range edge itself is accepted");
+                }
+            }
+        }
+    }
+}
