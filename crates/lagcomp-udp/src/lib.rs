@@ -12,6 +12,7 @@
 //!   the real clock, and their agreement tally. The engine of `lagcomp bots`.
 //! - [`channel`]: the protocol id, renet channels and socket waiting both sides share.
 //! - [`stats`]: the tick-time histogram.
+//! - `transport`: the server's end of netcode on its socket, sending once a tick.
 //!
 //! # Example
 //!
@@ -44,6 +45,7 @@ pub mod channel;
 pub mod proxy;
 pub mod server;
 pub mod stats;
+mod transport;
 
 pub use bots::{BotsConfig, BotsError, BotsReport};
 pub use proxy::{Proxy, ProxyConfig, ProxyError, ProxyStats, StopHandle};

@@ -25,31 +25,35 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 use std::net::{SocketAddr, UdpSocket};
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use lagcomp::{BoneTransform, EntityId, EntityState, HistoryConfig, Tick};
 use lagcomp_service::batch::validate_batch;
-use lagcomp_sim::body::{Arena, BONES};
+use lagcomp_sim::body::{ArenaError, ArenaSpec, BONES};
 use lagcomp_sim::client::ClientInput;
+use lagcomp_sim::interest::{Interest, InterestConfig};
 use lagcomp_sim::server::{CoreConfig, CoreError, ServerCore, rules};
 use lagcomp_validate::recording::RecordingWriter;
 use lagcomp_validate::{AuditLog, ClientTiming, ShotClaim, Verdict};
 use lagcomp_wire::{
-    ClientMessage, EncodeError, EntityFrame, GuardConfig, GuardConfigError, MalformedGuard,
-    Penalty, Probe, ServerMessage, ShotOutcome, ShotResult, SnapshotEncoder, Welcome,
+    ClientMessage, EncodeError, EncodedEntities, EntityFrame, GuardConfig, GuardConfigError,
+    MalformedGuard, Penalty, Probe, ServerMessage, ShotOutcome, ShotResult, SnapshotEncoder,
+    Welcome,
 };
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use renet::{ClientId, RenetServer, ServerEvent};
-use renet_netcode::{NetcodeServerTransport, ServerAuthentication, ServerConfig};
+use renet_netcode::{ServerAuthentication, ServerConfig};
 
 use crate::channel::{
     PROTOCOL_ID, RESULTS, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
     widen_receive_buffer,
 };
 use crate::stats::TickTimes;
+use crate::transport::ServerTransport;
 
 /// The highest tick rate accepted, Hz.
 pub const MAX_TICK_RATE: f64 = 128.0;
@@ -59,6 +63,13 @@ pub const MAX_CLIENTS: usize = 1024;
 
 /// The most overdue ticks run back to back; beyond that they are skipped.
 pub const MAX_CATCH_UP: usize = 4;
+
+/// Who each client is sent by default: the bodies within 40 m (most of the standard
+/// arena), kept until 45 m.
+pub const DEFAULT_INTEREST: InterestConfig = InterestConfig {
+    radius: 40.0,
+    hysteresis: 5.0,
+};
 
 /// How a server is set up.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,11 +92,17 @@ pub struct ServeConfig {
     pub snapshot_budget: usize,
     /// When a client is disconnected for malformed messages.
     pub guard: GuardConfig,
+    /// The arena, sent to every client in its welcome.
+    pub arena: ArenaSpec,
+    /// Which entities each client is sent: those near it ([`InterestConfig`]), or
+    /// everyone (`None`).
+    pub interest: Option<InterestConfig>,
 }
 
 impl ServeConfig {
     /// The defaults (64 Hz ticks and snapshots, a 0.5 s window, the simulator's respawn
-    /// rate, 256 players) on `listen`.
+    /// rate, 256 players, the standard arena, each client sent the bodies within
+    /// [`DEFAULT_INTEREST`]) on `listen`.
     #[must_use]
     pub fn new(listen: SocketAddr) -> Self {
         Self {
@@ -98,6 +115,8 @@ impl ServeConfig {
             max_clients: 256,
             snapshot_budget: SnapshotEncoder::DEFAULT_BUDGET,
             guard: GuardConfig::default(),
+            arena: ArenaSpec::STANDARD,
+            interest: Some(DEFAULT_INTEREST),
         }
     }
 
@@ -139,6 +158,19 @@ pub enum ServeError {
     /// The history refused the configuration.
     #[error(transparent)]
     Core(#[from] CoreError),
+    /// The arena cannot be built.
+    #[error(transparent)]
+    Arena(#[from] ArenaError),
+    /// The interest radius or hysteresis is not a distance.
+    #[error(
+        "interest radius {radius} m and hysteresis {hysteresis} m must be finite and at least 0"
+    )]
+    Interest {
+        /// The radius.
+        radius: f32,
+        /// The hysteresis.
+        hysteresis: f32,
+    },
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -217,6 +249,12 @@ pub struct Status {
     pub malformed: u64,
     /// Clients disconnected for them.
     pub kicked: u64,
+    /// Snapshots sent (one per client whose turn it was, in however many parts).
+    pub snapshots: u64,
+    /// Snapshot parts sent (messages).
+    pub snapshot_parts: u64,
+    /// Entities in the snapshots sent (with interest management, each client's view).
+    pub snapshot_entities: u64,
     /// Players that joined.
     pub joined: u64,
     /// Players that left.
@@ -257,6 +295,15 @@ impl std::fmt::Display for Status {
                 .collect();
             write!(f, " ({})", verdicts.join(", "))?;
         }
+        if self.snapshots > 0 {
+            write!(
+                f,
+                " | snapshots {} ({:.1} parts, {:.1} entities each)",
+                self.snapshots,
+                self.snapshot_parts as f64 / self.snapshots as f64,
+                self.snapshot_entities as f64 / self.snapshots as f64
+            )?;
+        }
         write!(f, " | malformed {}", self.malformed)?;
         if self.kicked > 0 {
             write!(f, " ({} disconnected)", self.kicked)?;
@@ -281,6 +328,9 @@ struct Counters {
     verdicts: BTreeMap<&'static str, u64>,
     malformed: u64,
     kicked: u64,
+    snapshots: u64,
+    snapshot_parts: u64,
+    snapshot_entities: u64,
     joined: u64,
     left: u64,
 }
@@ -304,10 +354,29 @@ impl Counters {
             verdicts: self.verdicts.clone(),
             malformed: self.malformed,
             kicked: self.kicked,
+            snapshots: self.snapshots,
+            snapshot_parts: self.snapshot_parts,
+            snapshot_entities: self.snapshot_entities,
             joined: self.joined,
             left: self.left,
         }
     }
+}
+
+/// What sending a tick's snapshots keeps from tick to tick, so it stops allocating once
+/// grown (but for the one buffer a tick that every client's queue shares).
+#[derive(Debug, Default)]
+struct EntityScratch {
+    /// Every body's entity and feet, for interest management.
+    bodies: Vec<(EntityId, lagcomp::Vec3)>,
+    /// Every body encoded once.
+    entities: EncodedEntities,
+    /// Each due client's parts: connection index, its range in `ranges`, entities in them.
+    views: Vec<(usize, Range<usize>, u64)>,
+    /// Parts, as ranges of the tick's buffer.
+    ranges: Vec<Range<usize>>,
+    /// The largest tick buffer so far, to allocate the next one at once.
+    last_len: usize,
 }
 
 /// A connected client.
@@ -335,7 +404,7 @@ pub struct GameServer {
     config: ServeConfig,
     core: ServerCore,
     renet: RenetServer,
-    transport: NetcodeServerTransport,
+    transport: ServerTransport,
     /// The transport's socket, shared, to wait on.
     socket: [UdpSocket; 1],
     local_addr: SocketAddr,
@@ -344,6 +413,10 @@ pub struct GameServer {
     guard: MalformedGuard<ClientId>,
     encoder: SnapshotEncoder,
     frames: Vec<EntityFrame>,
+    /// Who each client is sent, when not everyone.
+    interest: Option<Interest>,
+    /// This tick's entities, each encoded once, for every client's view.
+    encoded: EntityScratch,
     claims: Vec<(ShotClaim, f64)>,
     scratch: Vec<u8>,
     join_rng: Pcg64Mcg,
@@ -379,7 +452,7 @@ pub struct Summary {
 }
 
 impl GameServer {
-    /// Binds the socket and sets up the world (the standard arena), the history and the
+    /// Binds the socket and sets up the world (the configured arena), the history and the
     /// outputs (the recording's header, rules and walls are written now).
     ///
     /// # Errors
@@ -401,6 +474,14 @@ impl GameServer {
         if !(1..=MAX_CLIENTS).contains(&config.max_clients) {
             return Err(ServeError::MaxClients(config.max_clients));
         }
+        if let Some(interest) = config.interest
+            && !interest.is_valid()
+        {
+            return Err(ServeError::Interest {
+                radius: interest.radius,
+                hysteresis: interest.hysteresis,
+            });
+        }
         let encoder = SnapshotEncoder::new(config.snapshot_budget).map_err(ServeError::Budget)?;
         let guard = MalformedGuard::new(config.guard)?;
         let core = ServerCore::new(
@@ -409,7 +490,7 @@ impl GameServer {
                 max_rewind: config.max_rewind,
                 respawn_rate: config.respawn_rate,
             },
-            Arena::standard(),
+            config.arena.build()?,
         )?;
         let bind_error = |source| ServeError::Bind {
             addr: config.listen,
@@ -419,7 +500,7 @@ impl GameServer {
         widen_receive_buffer(&socket);
         let local_addr = socket.local_addr().map_err(bind_error)?;
         let waiter = socket.try_clone().map_err(bind_error)?;
-        let transport = NetcodeServerTransport::new(
+        let transport = ServerTransport::new(
             ServerConfig {
                 current_time: SystemTime::now()
                     .duration_since(UNIX_EPOCH)
@@ -454,6 +535,7 @@ impl GameServer {
             }
             None => None,
         };
+        let interest = config.interest.map(Interest::new);
         Ok(Self {
             join_rng: Pcg64Mcg::seed_from_u64(config.seed),
             config,
@@ -467,6 +549,8 @@ impl GameServer {
             guard,
             encoder,
             frames: Vec::new(),
+            interest,
+            encoded: EntityScratch::default(),
             claims: Vec::new(),
             scratch: Vec::new(),
             audit: outputs.audit,
@@ -616,12 +700,9 @@ impl GameServer {
         let delta = Duration::from_secs_f64((now - self.last_update).max(0.0));
         self.last_update = now;
         self.renet.update(delta);
-        if let Err(error) = self.transport.update(delta, &mut self.renet) {
-            return Err(ServeError::Socket(match error {
-                renet_netcode::NetcodeTransportError::IO(e) => e,
-                other => io::Error::other(other.to_string()),
-            }));
-        }
+        self.transport
+            .receive(delta, &mut self.renet)
+            .map_err(ServeError::Socket)?;
         while let Some(event) = self.renet.get_event() {
             match event {
                 ServerEvent::ClientConnected { client_id } => self.connect(client_id)?,
@@ -646,7 +727,11 @@ impl GameServer {
                             newest_tick: input.newest_tick,
                         };
                         if let Some(pong) = self.core.receive(entity, input, now) {
+                            // At once, so its times are the ping's arrival and the answer's
+                            // departure; to this client alone (everyone else's packets go
+                            // out with the tick).
                             self.send(client, UNRELIABLE, &ServerMessage::Pong(pong))?;
+                            self.transport.send_to_client(&mut self.renet, client);
                         }
                     }
                     Err(error) => {
@@ -663,7 +748,6 @@ impl GameServer {
                 }
             }
         }
-        self.transport.send_packets(&mut self.renet);
         Ok(())
     }
 
@@ -696,7 +780,13 @@ impl GameServer {
             send_rate: self.config.tick_rate / f64::from(self.config.send_every()),
             max_rewind: self.config.max_rewind,
             bones: BONES as u16,
+            arena_half_size: self.config.arena.half_size,
+            arena_walls: self.config.arena.walls,
+            arena_seed: self.config.arena.seed,
         });
+        if let Some(interest) = &mut self.interest {
+            interest.add_viewer(entity);
+        }
         self.send(client, WELCOME, &welcome)
     }
 
@@ -708,6 +798,9 @@ impl GameServer {
         };
         self.connections.retain(|c| c.client != client);
         self.timings.remove(&entity);
+        if let Some(interest) = &mut self.interest {
+            interest.remove_viewer(entity);
+        }
         if self.core.leave(entity) {
             self.second.left += 1;
             self.total.left += 1;
@@ -754,7 +847,8 @@ impl GameServer {
         }
         let validated = Instant::now();
         self.send_snapshot(tick, time, now)?;
-        self.transport.send_packets(&mut self.renet);
+        self.transport.maintain(&mut self.renet);
+        self.transport.send_all(&mut self.renet);
         let sent = Instant::now();
         for counters in [&mut self.second, &mut self.total] {
             counters.record.record((recorded - began).as_secs_f64());
@@ -827,8 +921,9 @@ impl GameServer {
         Ok(())
     }
 
-    /// The world at `tick` in parts to every ready client due one (with its shot
-    /// acknowledgement), and a probe to every ready client when one is due.
+    /// The world at `tick` in parts to every ready client due one (only what is in its
+    /// view, with interest management; with its shot acknowledgement), and a probe to
+    /// every ready client when one is due.
     fn send_snapshot(&mut self, tick: Tick, time: f64, now: f64) -> Result<(), ServeError> {
         let every = self.config.send_every();
         let due = |c: &Connection| c.ready && tick.0.wrapping_add(c.phase).is_multiple_of(every);
@@ -840,23 +935,48 @@ impl GameServer {
         if !probing && !any_due {
             return Ok(());
         }
-        let mut parts: Vec<Bytes> = Vec::new();
+        // Every part of this tick, for every client, in one buffer shared by their queues:
+        // a part is a slice of it, so no part is copied or allocated on its own.
+        let mut buffer = Vec::with_capacity(self.encoded.last_len);
+        let mut shared: Vec<Range<usize>> = Vec::new();
         if any_due {
-            self.frames.clear();
-            self.frames
-                .extend(self.core.snapshot(time).into_iter().map(|e| EntityFrame {
-                    id: e.id,
-                    alive: true,
-                    last_teleport: e.last_teleport,
-                    protected: e.protected,
-                    velocity: e.velocity,
-                    bones: e.bones,
-                }));
-            parts.extend(
-                self.encoder
-                    .encode(tick, time, &self.frames)?
-                    .map(Bytes::copy_from_slice),
-            );
+            self.fill_frames(time);
+            if let Some(interest) = &mut self.interest {
+                self.encoded.bodies.clear();
+                self.encoded
+                    .bodies
+                    .extend(self.core.bodies(time).map(|b| (b.id, b.position)));
+                interest.update(tick, &self.encoded.bodies);
+                self.encoded.entities.encode(tick, time, &self.frames)?;
+            } else {
+                for part in self.encoder.encode(tick, time, &self.frames)? {
+                    let begin = buffer.len();
+                    buffer.extend_from_slice(part);
+                    shared.push(begin..buffer.len());
+                }
+            }
+        }
+        // Each due client's own parts (with interest management), as ranges of `buffer`.
+        self.encoded.views.clear();
+        self.encoded.ranges.clear();
+        if let (true, Some(interest)) = (any_due, &self.interest) {
+            for (c, connection) in self.connections.iter().enumerate() {
+                if !due(connection) {
+                    continue;
+                }
+                let view = interest.view(connection.entity);
+                let entities = view.len() as u64;
+                let view = view.iter().map(|e| (e.index, Some(e.since)));
+                let first = self.encoded.ranges.len();
+                for part in self.encoder.encode_view(&self.encoded.entities, view)? {
+                    let begin = buffer.len();
+                    buffer.extend_from_slice(part);
+                    self.encoded.ranges.push(begin..buffer.len());
+                }
+                self.encoded
+                    .views
+                    .push((c, first..self.encoded.ranges.len(), entities));
+            }
         }
         let probe = if probing {
             let id = self.core.probe(now);
@@ -865,16 +985,39 @@ impl GameServer {
                 server_time: now,
             })
             .encode(&mut self.scratch)?;
-            Some(Bytes::copy_from_slice(&self.scratch))
+            let begin = buffer.len();
+            buffer.extend_from_slice(&self.scratch);
+            Some(begin..buffer.len())
         } else {
             None
         };
+        self.encoded.last_len = self.encoded.last_len.max(buffer.len());
+        let buffer = Bytes::from(buffer);
+        let world = self.frames.len() as u64;
+        let mut next_view = 0;
         for i in 0..self.connections.len() {
             let connection = self.connections[i];
             if due(&connection) {
-                for part in &parts {
-                    self.renet
-                        .send_message(connection.client, UNRELIABLE, part.clone());
+                // Its own parts with interest management, or the world's shared ones.
+                let (own, entities) = match self.encoded.views.get(next_view) {
+                    Some((c, parts, entities)) if *c == i => {
+                        next_view += 1;
+                        (parts.clone(), *entities)
+                    }
+                    _ => (0..0, world),
+                };
+                let parts = (shared.len() + own.len()) as u64;
+                for range in shared.iter().chain(&self.encoded.ranges[own]) {
+                    self.renet.send_message(
+                        connection.client,
+                        UNRELIABLE,
+                        buffer.slice(range.clone()),
+                    );
+                }
+                for counters in [&mut self.second, &mut self.total] {
+                    counters.snapshots += 1;
+                    counters.snapshot_parts += parts;
+                    counters.snapshot_entities += entities;
                 }
                 if let Some(up_to) = self.core.shot_ack(connection.entity) {
                     self.send(
@@ -886,9 +1029,39 @@ impl GameServer {
             }
             if let (Some(probe), true) = (&probe, connection.ready) {
                 self.renet
-                    .send_message(connection.client, UNRELIABLE, probe.clone());
+                    .send_message(connection.client, UNRELIABLE, buffer.slice(probe.clone()));
             }
         }
+        self.encoded.views.clear();
+        self.encoded.ranges.clear();
         Ok(())
+    }
+
+    /// Every body as of the latest tick into `frames`, in place (no allocation once the
+    /// frames have grown).
+    fn fill_frames(&mut self, time: f64) {
+        let bodies = self.core.bodies(time);
+        self.frames.truncate(bodies.len());
+        for (i, body) in bodies.enumerate() {
+            if i == self.frames.len() {
+                self.frames.push(EntityFrame {
+                    id: body.id,
+                    alive: true,
+                    last_teleport: None,
+                    protected: false,
+                    in_view_since: None,
+                    velocity: body.velocity,
+                    bones: Vec::new(),
+                });
+            }
+            let frame = &mut self.frames[i];
+            frame.id = body.id;
+            frame.alive = true;
+            frame.last_teleport = body.last_teleport;
+            frame.protected = body.protected;
+            frame.velocity = body.velocity;
+            frame.bones.clear();
+            frame.bones.extend_from_slice(body.bones);
+        }
     }
 }
