@@ -67,6 +67,10 @@ pub(crate) struct Args {
     /// A body in a client's view leaves it only this many metres past the view radius.
     #[arg(long, value_name = "METRES", default_value_t = 5.0, value_parser = distance)]
     view_hysteresis: f32,
+    /// Validate each tick's shots on a thread pool instead of the tick's thread (faster
+    /// only with cores to spare).
+    #[arg(long)]
+    parallel_validation: bool,
 }
 
 /// `--view-radius`: metres, or everyone.
@@ -106,6 +110,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     if let Some(seed) = args.arena_seed {
         config.arena.seed = seed;
     }
+    config.parallel_validation = args.parallel_validation;
     config.interest = args.view_radius.0.map(|radius| InterestConfig {
         radius,
         hysteresis: args.view_hysteresis,
@@ -210,6 +215,12 @@ fn print_summary(out: &mut impl Write, s: &Status) -> io::Result<()> {
         ms(s.record_p99),
         ms(s.validate_p99),
         ms(s.send_p99)
+    )?;
+    writeln!(
+        out,
+        "  tick CPU time (the server thread's own, without waiting for a core): p50 {}, p99 {}",
+        ms(s.cpu_p50),
+        ms(s.cpu_p99)
     )?;
     if s.snapshots > 0 {
         writeln!(

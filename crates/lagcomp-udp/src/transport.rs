@@ -6,9 +6,10 @@
 //! anything since. A server that reads its socket many times a tick, and answers each
 //! clock-sync ping at once, then sent every client an acknowledgement at every read: at
 //! 200 clients, about 65,000 datagrams a second where snapshots need about 25,000
-//! (counted with `perf stat -e syscalls:sys_enter_sendto`). Here a ping's answer goes to its
-//! client alone ([`ServerTransport::send_to_client`]); everyone's packets, the
-//! acknowledgements with them, go out once a tick ([`ServerTransport::send_all`]).
+//! (counted with `perf stat -e syscalls:sys_enter_sendto`). Here the server says which
+//! client to send to ([`ServerTransport::send_to_client`]): a ping's answer goes to its
+//! client alone, and at the end of a tick each client sent something gets it all, with
+//! renet's acknowledgement.
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -103,17 +104,6 @@ impl ServerTransport {
                 Err(_) => return,
             }
         }
-    }
-
-    /// [`ServerTransport::send_to_client`] for every client.
-    pub(crate) fn send_all(&mut self, renet: &mut RenetServer) {
-        let mut clients = std::mem::take(&mut self.clients);
-        clients.clear();
-        clients.extend(renet.clients_id_iter());
-        for &client in &clients {
-            self.send_to_client(renet, client);
-        }
-        self.clients = clients;
     }
 
     /// Tells every client goodbye at once (a server stopping).

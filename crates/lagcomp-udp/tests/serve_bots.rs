@@ -373,6 +373,15 @@ fn a_crowd_on_an_arena_sized_for_it_sees_only_its_neighbours_and_every_shot_is_a
     // Bodies come in and out of view: the hits drawn are still the server's.
     assert!(honest.client_hits >= 20, "{report:?}");
     assert!(honest.agreement >= 0.97, "{report:?}");
+    // The thread's own CPU time is part of the tick's wall time.
+    let (cpu, wall) = (
+        status.cpu_p50.expect("measured"),
+        status.tick_max.expect("ticks ran"),
+    );
+    assert!(
+        cpu > 0.0 && cpu <= wall,
+        "CPU p50 {cpu} s, longest tick {wall} s"
+    );
     // Each client was sent its own body and its neighbours, not all sixteen.
     assert!(status.snapshots > 0);
     let per_snapshot = status.snapshot_entities as f64 / status.snapshots as f64;
