@@ -65,7 +65,7 @@ use crate::channel::{
     widen_receive_buffer,
 };
 use crate::stats::TickTimes;
-use crate::transport::ServerTransport;
+use crate::transport::{Acks, ServerTransport};
 
 /// The highest tick rate accepted, Hz.
 pub const MAX_TICK_RATE: f64 = 128.0;
@@ -75,6 +75,10 @@ pub const MAX_CLIENTS: usize = 1024;
 
 /// The most overdue ticks run back to back; beyond that they are skipped.
 pub const MAX_CATCH_UP: usize = 4;
+
+/// How often a client is sent renet's acknowledgement of what it sent (about; see
+/// `transport.rs`): it sends nothing reliable, so they only keep renet's statistics.
+const ACKS_PER_SECOND: f64 = 8.0;
 
 /// Who each client is sent by default: the bodies within 40 m (most of the standard
 /// arena), kept until 45 m.
@@ -772,7 +776,8 @@ impl GameServer {
                             // departure; to this client alone (everyone else's packets go
                             // out with the tick).
                             self.send(client, UNRELIABLE, &ServerMessage::Pong(pong))?;
-                            self.transport.send_to_client(&mut self.renet, client);
+                            self.transport
+                                .send_to_client(&mut self.renet, client, Acks::Hold);
                         }
                     }
                     Err(error) => {
@@ -903,14 +908,24 @@ impl GameServer {
         self.renet_updated = now;
         self.transport.maintain(&mut self.renet);
         // Those sent something this tick, and those not yet playing (their welcome is
-        // resent until it arrives): below the tick rate, the others' reliable resends and
-        // acknowledgements wait for their next snapshot.
+        // resent until it arrives): below the tick rate, the others' reliable resends
+        // wait for their next snapshot. Renet's acknowledgements of what a client sent go
+        // with its packets on about 8 ticks a second (spread over the clients), and
+        // always to clients not yet playing.
+        let ack_every = ((self.config.tick_rate / ACKS_PER_SECOND) as u32).max(1);
         for i in 0..self.connections.len() {
             let connection = &mut self.connections[i];
             if connection.outgoing || !connection.ready {
                 connection.outgoing = false;
+                let acks = if !connection.ready
+                    || tick.0.wrapping_add(i as u32).is_multiple_of(ack_every)
+                {
+                    Acks::Send
+                } else {
+                    Acks::Hold
+                };
                 let client = connection.client;
-                self.transport.send_to_client(&mut self.renet, client);
+                self.transport.send_to_client(&mut self.renet, client, acks);
             }
         }
         let sent = Instant::now();
