@@ -345,7 +345,7 @@ fn after(text: &str, key: &str) -> f64 {
 /// `LAGCOMP_LOAD_BOTS`, `LAGCOMP_LOAD_SECS`, `LAGCOMP_LOAD_SEND_RATE` (snapshots a second
 /// to each bot, 64), `LAGCOMP_LOAD_FPS` (bot frames a second, 60),
 /// `LAGCOMP_LOAD_THREADS` (bot threads, 2), `LAGCOMP_LOAD_FIRE_RATE` (shots a second per
-/// bot, 10) and `LAGCOMP_LOAD_VIEW` (the server's view radius, metres, 40) change the load.
+/// bot, 10) and `LAGCOMP_LOAD_VIEW` (the server's view radius, metres, 20) change the load.
 #[test]
 #[ignore = "minutes long, and it loads every core: run it on purpose"]
 fn load_many_bots_firing_fast_for_minutes() {
@@ -355,7 +355,7 @@ fn load_many_bots_firing_fast_for_minutes() {
     let fps = setting("LAGCOMP_LOAD_FPS", 60.0);
     let threads = setting("LAGCOMP_LOAD_THREADS", 2.0) as usize;
     let fire_rate = setting("LAGCOMP_LOAD_FIRE_RATE", 10.0);
-    let view = setting("LAGCOMP_LOAD_VIEW", 40.0);
+    let view = setting("LAGCOMP_LOAD_VIEW", 20.0);
     let mut server = Process::start(
         "lagcomp serve",
         &[

@@ -50,6 +50,8 @@ pub(crate) struct ServerTransport {
     buffer: Box<[u8; NETCODE_MAX_PACKET_BYTES]>,
     /// Scratch: the clients to send to.
     clients: Vec<ClientId>,
+    /// The clients whose payloads the latest [`ServerTransport::receive`] handed to renet.
+    heard: Vec<ClientId>,
 }
 
 impl std::fmt::Debug for ServerTransport {
@@ -69,6 +71,7 @@ impl ServerTransport {
             netcode: NetcodeServer::new(config),
             buffer: Box::new([0; NETCODE_MAX_PACKET_BYTES]),
             clients: Vec::new(),
+            heard: Vec::new(),
         })
     }
 
@@ -80,10 +83,17 @@ impl ServerTransport {
     /// The socket's, other than "nothing more to read" and a refused earlier send.
     pub(crate) fn receive(&mut self, elapsed: Duration, renet: &mut RenetServer) -> io::Result<()> {
         self.netcode.update(elapsed);
+        self.heard.clear();
         loop {
             match self.socket.recv_from(&mut self.buffer[..]) {
                 Ok((len, addr)) => {
                     let result = self.netcode.process_packet(addr, &mut self.buffer[..len]);
+                    if let ServerResult::Payload { client_id, .. } = result
+                        && self.heard.last() != Some(&client_id)
+                        && !self.heard.contains(&client_id)
+                    {
+                        self.heard.push(client_id);
+                    }
                     handle(result, &self.socket, renet);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -98,6 +108,12 @@ impl ServerTransport {
             handle(result, &self.socket, renet);
         }
         Ok(())
+    }
+
+    /// The clients the latest [`ServerTransport::receive`] gave renet something from, so
+    /// the server reads messages of those only rather than ask every connection.
+    pub(crate) fn heard(&self) -> &[ClientId] {
+        &self.heard
     }
 
     /// Netcode's keep-alives and time-outs for every client. Once a tick is often enough
@@ -202,7 +218,10 @@ mod tests {
         }
         let packets = server.get_packets_to_send(7).expect("connected");
         assert_eq!(packets.len(), 1);
-        assert!(is_ack(&packets[0]), "renet's ack packet starts with {RENET_ACK}");
+        assert!(
+            is_ack(&packets[0]),
+            "renet's ack packet starts with {RENET_ACK}"
+        );
         // With messages on both kinds of channel: only the last packet is the ack.
         server.send_message(7, UNRELIABLE, vec![2_u8; 1000]);
         server.send_message(7, RESULTS, vec![3_u8; 10]);
