@@ -61,8 +61,9 @@ pub(crate) struct Args {
     #[arg(long, value_name = "SEED")]
     arena_seed: Option<u64>,
     /// Send each client only the bodies within this many metres of its own (interest
-    /// management), or "all" to send everyone to everyone.
-    #[arg(long, value_name = "METRES|all", default_value = "40", value_parser = view_radius)]
+    /// management), or "all" to send everyone to everyone. The default covers the whole
+    /// standard arena.
+    #[arg(long, value_name = "METRES|all", default_value = "70", value_parser = view_radius)]
     view_radius: ViewRadius,
     /// A body in a client's view leaves it only this many metres past the view radius.
     #[arg(long, value_name = "METRES", default_value_t = 5.0, value_parser = distance)]

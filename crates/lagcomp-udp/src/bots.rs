@@ -5,10 +5,14 @@
 //!
 //! Bots are spread over a few threads; each thread waits on all its bots' sockets with
 //! `ppoll(2)` until a datagram arrives or a bot's next frame is due, so arrivals are
-//! timestamped as they happen (clock sync depends on it). A bot connects, waits for its
-//! [`lagcomp_wire::Welcome`], plays for the configured time after it, then stops firing
-//! and waits (a few seconds at most) for the verdicts of the shots still in flight before
-//! it disconnects.
+//! timestamped as they happen (clock sync depends on it), or its next steady shot is due
+//! ([`BotsConfig::fire_rate`]: a load test's bots fire on time, not at the next frame). A
+//! bot connects, waits for its [`lagcomp_wire::Welcome`], builds the arena the welcome
+//! names (so it traces shots against the server's walls), plays for the configured time
+//! after it, then stops firing and waits (a few seconds at most) for the verdicts of the
+//! shots still in flight before it disconnects. A server sending each client only the
+//! bodies near it is fine: a body whose snapshots stop is no longer drawn, one that comes
+//! back is not blended across its absence (`lagcomp_sim::client`).
 //!
 //! The tally is the simulator's for its full mode: every shot whose verdict came back
 //! counts as arrived; an honest one is a client hit when the bot drew a hit, agreed when

@@ -6,8 +6,9 @@
 //!   duplication, reordering, per direction, seeded), with one upstream socket per client,
 //!   counters and a measured scheduling error. The engine of `lagcomp proxy`.
 //! - [`server`]: [`GameServer`], the simulator's server on a fixed tick over renet and
-//!   netcode: snapshots, clock sync, probes, shot validation, audit log and match
-//!   recording. The engine of `lagcomp serve`.
+//!   netcode: snapshots of the bodies near each client (interest management), clock sync,
+//!   probes, shot validation, audit log and match recording. The engine of `lagcomp
+//!   serve`.
 //! - [`bots`]: many clients in one process running the simulator's client logic against
 //!   the real clock, and their agreement tally. The engine of `lagcomp bots`.
 //! - [`channel`]: the protocol id, renet channels and socket waiting both sides share.

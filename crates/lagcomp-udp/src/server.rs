@@ -80,10 +80,15 @@ pub const MAX_CATCH_UP: usize = 4;
 /// `transport.rs`): it sends nothing reliable, so they only keep renet's statistics.
 const ACKS_PER_SECOND: f64 = 8.0;
 
-/// Who each client is sent by default: the bodies within 40 m (most of the standard
-/// arena), kept until 45 m.
+/// Who each client is sent by default: the bodies within 70 m, kept until 75 m. That is
+/// all of the standard arena (46 m square, 65 m corner to corner), so a match there plays
+/// as it did before interest management; a bigger arena's clients get their part of it.
+///
+/// A rifle reaches 200 m, further than that: a shot that misses what its shooter drew
+/// can hit a body the shooter was never sent, and the server confirms it (the body was
+/// there; validation uses everyone). Bots count such a hit as a false confirmation.
 pub const DEFAULT_INTEREST: InterestConfig = InterestConfig {
-    radius: 40.0,
+    radius: 70.0,
     hysteresis: 5.0,
 };
 
@@ -432,6 +437,8 @@ struct Connection {
     /// phase is a multiple of the ticks between snapshots, so the clients' snapshots are
     /// spread over the ticks instead of all on one.
     phase: u32,
+    /// The tick of the latest round-trip probe it was sent.
+    probed: Option<u32>,
     /// Whether something was queued for it this tick (its packets go out at the tick's
     /// end; a client with nothing new is not sent renet's acknowledgement alone).
     outgoing: bool,
@@ -834,6 +841,7 @@ impl GameServer {
             client,
             entity,
             ready: false,
+            probed: None,
             outgoing: true,
             phase,
         });
@@ -1021,15 +1029,21 @@ impl GameServer {
     }
 
     /// The world at `tick` in parts to every ready client due one (only what is in its
-    /// view, with interest management; with its shot acknowledgement), and a probe to
-    /// every ready client when one is due.
+    /// view, with interest management; with its shot acknowledgement, and a round-trip
+    /// probe when one is due).
     fn send_snapshot(&mut self, tick: Tick, time: f64, now: f64) -> Result<(), ServeError> {
         let every = self.config.send_every();
         let due = |c: &Connection| c.ready && tick.0.wrapping_add(c.phase).is_multiple_of(every);
-        // Four probes a second, as the simulator's server sends them.
+        // Four probes a second to each client, as the simulator's server sends them, each
+        // with a snapshot of its own (below the tick rate, a probe on a tick without one
+        // would be a datagram of its own).
         let probe_every = ((self.config.tick_rate / 4.0) as u32).max(1);
-        let probing =
-            tick.0.is_multiple_of(probe_every) && self.connections.iter().any(|c| c.ready);
+        let probe_due = |c: &Connection| {
+            due(c)
+                && c.probed
+                    .is_none_or(|at| tick.0.wrapping_sub(at) >= probe_every)
+        };
+        let probing = self.connections.iter().any(probe_due);
         let any_due = self.connections.iter().any(due);
         if !probing && !any_due {
             return Ok(());
@@ -1096,7 +1110,11 @@ impl GameServer {
         let mut next_view = 0;
         for i in 0..self.connections.len() {
             let connection = self.connections[i];
-            self.connections[i].outgoing |= due(&connection) || probe.is_some();
+            let probed = probe.is_some() && probe_due(&connection);
+            self.connections[i].outgoing |= due(&connection);
+            if probed {
+                self.connections[i].probed = Some(tick.0);
+            }
             if due(&connection) {
                 // Its own parts with interest management, or the world's shared ones.
                 let (own, entities) = match self.encoded.views.get(next_view) {
@@ -1127,7 +1145,7 @@ impl GameServer {
                     )?;
                 }
             }
-            if let (Some(probe), true) = (&probe, connection.ready) {
+            if let (Some(probe), true) = (&probe, probed) {
                 self.renet
                     .send_message(connection.client, UNRELIABLE, buffer.slice(probe.clone()));
             }
