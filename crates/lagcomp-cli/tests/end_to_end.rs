@@ -495,6 +495,18 @@ fn bad_arguments_are_refused_and_a_timed_server_stops_by_itself() {
         "MIN,MAX in ms",
     );
     refused(
+        &["bots", "--server", "127.0.0.1:9", "--fire-rate", "12"],
+        "at most 10 (the rifle's rate)",
+    );
+    refused(
+        &["serve", "--listen", "127.0.0.1:0", "--view-radius", "1e9"],
+        "must be 0 to 1e5 metres",
+    );
+    refused(
+        &["serve", "--listen", "127.0.0.1:0", "--arena-for", "many"],
+        "invalid digit",
+    );
+    refused(
         &[
             "bots",
             "--server",
