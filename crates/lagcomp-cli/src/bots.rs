@@ -47,6 +47,12 @@ pub(crate) struct Args {
     /// while a target is in view (a load test).
     #[arg(long, value_name = "MIN,MAX", default_value = "20,500", value_parser = pause)]
     pause_ms: Pause,
+    /// Fire this many shots a second (up to the rifle's 10) from the end of the warm-up,
+    /// whatever is in view: at the nearest opponent drawn, or along the view when none is
+    /// (a load test; cheating bots ignore it). Without it bots fire only at a target in
+    /// view, pausing as --pause-ms says.
+    #[arg(long, value_name = "HZ", value_parser = positive)]
+    fire_rate: Option<f64>,
     /// Print the whole report as JSON on stdout (the table goes to stderr).
     #[arg(long)]
     json: bool,
@@ -58,6 +64,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     config.seed = args.seed;
     config.fps = args.fps;
     config.pause = (args.pause_ms.0 / 1000.0, args.pause_ms.1 / 1000.0);
+    config.fire_rate = args.fire_rate;
     if let Some(threads) = args.threads {
         config.threads = threads.max(1);
     }

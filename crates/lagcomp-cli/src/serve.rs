@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
+use lagcomp_sim::body::ArenaSpec;
+use lagcomp_sim::interest::InterestConfig;
 use lagcomp_udp::server::{GameServer, MAX_TICK_RATE, Outputs, ServeConfig, Status};
 use lagcomp_validate::AuditLog;
 
@@ -50,6 +52,50 @@ pub(crate) struct Args {
     /// The most players at once (up to 1024).
     #[arg(long, default_value_t = 256)]
     max_clients: usize,
+    /// Size the arena for this many players: the standard arena's floor per player and
+    /// walls in proportion (default: the standard arena, 46 m square, sized for 8). Sent
+    /// to every client in its welcome.
+    #[arg(long, value_name = "PLAYERS")]
+    arena_for: Option<usize>,
+    /// Seed of the arena's walls (default: the standard arena's).
+    #[arg(long, value_name = "SEED")]
+    arena_seed: Option<u64>,
+    /// Send each client only the bodies within this many metres of its own (interest
+    /// management), or "all" to send everyone to everyone. The default covers the whole
+    /// standard arena.
+    #[arg(long, value_name = "METRES|all", default_value = "70", value_parser = view_radius)]
+    view_radius: ViewRadius,
+    /// A body in a client's view leaves it only this many metres past the view radius.
+    #[arg(long, value_name = "METRES", default_value_t = 5.0, value_parser = distance)]
+    view_hysteresis: f32,
+    /// Validate each tick's shots on a thread pool instead of the tick's thread (faster
+    /// only with cores to spare).
+    #[arg(long)]
+    parallel_validation: bool,
+}
+
+/// `--view-radius`: metres, or everyone.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct ViewRadius(Option<f32>);
+
+fn view_radius(text: &str) -> Result<ViewRadius, String> {
+    if text.trim() == "all" {
+        return Ok(ViewRadius(None));
+    }
+    distance(text).map(|m| ViewRadius(Some(m)))
+}
+
+/// A finite number of metres, at least 0.
+fn distance(text: &str) -> Result<f32, String> {
+    let value: f32 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of metres"))?;
+    if value.is_finite() && (0.0..=1.0e5).contains(&value) {
+        Ok(value)
+    } else {
+        Err("must be 0 to 1e5 metres".to_owned())
+    }
 }
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
@@ -59,6 +105,17 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     config.max_rewind = args.max_rewind;
     config.seed = args.seed;
     config.max_clients = args.max_clients;
+    if let Some(players) = args.arena_for {
+        config.arena = ArenaSpec::for_players(players);
+    }
+    if let Some(seed) = args.arena_seed {
+        config.arena.seed = seed;
+    }
+    config.parallel_validation = args.parallel_validation;
+    config.interest = args.view_radius.0.map(|radius| InterestConfig {
+        radius,
+        hysteresis: args.view_hysteresis,
+    });
     let mut outputs = Outputs::default();
     if let Some(path) = &args.audit {
         let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
@@ -81,6 +138,21 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         c.max_rewind,
         c.max_clients,
         c.seed
+    )?;
+    writeln!(
+        out,
+        "  arena {} m square, {} walls (seed {}); {}",
+        2.0 * c.arena.half_size,
+        c.arena.walls,
+        c.arena.seed,
+        c.interest.map_or_else(
+            || "every client sent every body".to_owned(),
+            |i| format!(
+                "each client sent the bodies within {} m (kept to {} m)",
+                i.radius,
+                i.radius + i.hysteresis
+            )
+        )
     )?;
     out.flush()?;
     drop(out);
@@ -145,6 +217,21 @@ fn print_summary(out: &mut impl Write, s: &Status) -> io::Result<()> {
         ms(s.validate_p99),
         ms(s.send_p99)
     )?;
+    writeln!(
+        out,
+        "  tick CPU time (the server thread's own, without waiting for a core): p50 {}, p99 {}",
+        ms(s.cpu_p50),
+        ms(s.cpu_p99)
+    )?;
+    if s.snapshots > 0 {
+        writeln!(
+            out,
+            "  snapshots: {} to clients, {:.2} parts and {:.2} entities each",
+            s.snapshots,
+            s.snapshot_parts as f64 / s.snapshots as f64,
+            s.snapshot_entities as f64 / s.snapshots as f64
+        )?;
+    }
     writeln!(
         out,
         "  players: {} joined, {} left; malformed messages: {} ({} clients disconnected)",

@@ -1,5 +1,6 @@
 //! Bots' bodies: the humanoid rig the server records, how bots move (strafing with random
-//! reversals, running, crouching, respawning), and the arena's walls.
+//! reversals, running, crouching, respawning), and the arena: its walls, and the
+//! [`ArenaSpec`] a server sends its clients so they build the same one.
 
 use std::sync::Arc;
 
@@ -228,17 +229,104 @@ pub struct Arena {
     pub walls: Vec<(Shape, Pose)>,
 }
 
-/// The seed of [`Arena::standard`]'s walls.
-const STANDARD_SEED: u64 = 0x00a7_e4a0;
+/// What a client needs to build the very arena the server plays on: its size, how many
+/// walls and the seed they are drawn from. `lagcomp serve` sends it in its welcome and
+/// `lagcomp bots` builds the arena from it ([`ArenaSpec::build`]), so both trace shots
+/// against the same walls bit for bit (same code, same seeded generator).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ArenaSpec {
+    /// Half the side of the square floor, metres.
+    pub half_size: f32,
+    /// How many walls.
+    pub walls: u16,
+    /// The seed the walls are drawn from.
+    pub seed: u64,
+}
+
+/// Why an [`ArenaSpec`] cannot be built.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum ArenaError {
+    /// The half size is not a finite number of metres in
+    /// [`ArenaSpec::MIN_HALF_SIZE`]`..=`[`ArenaSpec::MAX_HALF_SIZE`].
+    #[error(
+        "arena half size {0} m is not between {min} and {max} m",
+        min = ArenaSpec::MIN_HALF_SIZE,
+        max = ArenaSpec::MAX_HALF_SIZE
+    )]
+    HalfSize(f32),
+    /// More walls than [`ArenaSpec::MAX_WALLS`].
+    #[error("{0} arena walls is more than {max}", max = ArenaSpec::MAX_WALLS)]
+    Walls(u16),
+}
+
+impl ArenaSpec {
+    /// The standard arena: 46 m square with 5 walls, the simulator's size for 8 players.
+    pub const STANDARD: Self = Self {
+        half_size: 23.0,
+        walls: 5,
+        seed: 0x00a7_e4a0,
+    };
+
+    /// Players the standard arena is sized for.
+    pub const STANDARD_PLAYERS: usize = 8;
+
+    /// The smallest half size, metres: room for a body and a wall.
+    pub const MIN_HALF_SIZE: f32 = 5.0;
+
+    /// The largest half size, metres (well inside the history's coordinate range).
+    pub const MAX_HALF_SIZE: f32 = 5000.0;
+
+    /// The most walls (each is a static collider of the history and a client's trace).
+    pub const MAX_WALLS: u16 = 4096;
+
+    /// An arena sized for `players`: the standard arena's floor per player and walls in
+    /// the same proportion (so a 200-player match is as crowded as an 8-player one), never
+    /// smaller than the standard arena; the standard walls' seed.
+    #[must_use]
+    pub fn for_players(players: usize) -> Self {
+        let scale = (players as f64 / Self::STANDARD_PLAYERS as f64).max(1.0);
+        let half_size = (f64::from(Self::STANDARD.half_size) * scale.sqrt())
+            .min(f64::from(Self::MAX_HALF_SIZE)) as f32;
+        let walls = (f64::from(Self::STANDARD.walls) * scale)
+            .round()
+            .min(f64::from(Self::MAX_WALLS)) as u16;
+        Self {
+            half_size,
+            walls,
+            ..Self::STANDARD
+        }
+    }
+
+    /// The arena: the same walls for the same spec on every run and every machine.
+    ///
+    /// # Errors
+    /// [`ArenaError`]: a size or wall count out of range (a spec from the network is
+    /// checked here before anything is built).
+    pub fn build(&self) -> Result<Arena, ArenaError> {
+        use rand::SeedableRng;
+        if !(Self::MIN_HALF_SIZE..=Self::MAX_HALF_SIZE).contains(&self.half_size) {
+            return Err(ArenaError::HalfSize(self.half_size));
+        }
+        if self.walls > Self::MAX_WALLS {
+            return Err(ArenaError::Walls(self.walls));
+        }
+        Ok(Arena::new(
+            self.half_size,
+            usize::from(self.walls),
+            &mut Pcg64Mcg::seed_from_u64(self.seed),
+        ))
+    }
+}
 
 impl Arena {
-    /// The arena `lagcomp serve` and `lagcomp bots` play in: 46 m square with 5 walls
-    /// (the simulator's size for 8 bots), the same on every run. The protocol has no
-    /// message for the map, so both programs build it from this.
+    /// The standard arena ([`ArenaSpec::STANDARD`]), the same on every run.
     #[must_use]
     pub fn standard() -> Self {
-        use rand::SeedableRng;
-        Self::new(23.0, 5, &mut Pcg64Mcg::seed_from_u64(STANDARD_SEED))
+        Self::new(
+            ArenaSpec::STANDARD.half_size,
+            usize::from(ArenaSpec::STANDARD.walls),
+            &mut rand::SeedableRng::seed_from_u64(ArenaSpec::STANDARD.seed),
+        )
     }
 
     /// A square arena of `half_size` with `walls` walls 2.5 m tall, 4-8 m long, seeded.
@@ -289,6 +377,56 @@ mod tests {
             let q = look_along(d);
             assert!((q * Vec3::NEG_Z - d.normalize()).length() < 1e-5, "{d}");
         }
+    }
+
+    #[test]
+    fn an_arena_spec_builds_the_same_walls_every_time_and_scales_with_players() {
+        // The standard spec is the standard arena, wall for wall.
+        let standard = ArenaSpec::STANDARD.build().expect("valid");
+        assert_eq!(format!("{standard:?}"), format!("{:?}", Arena::standard()));
+        assert_eq!(ArenaSpec::for_players(8), ArenaSpec::STANDARD);
+        // Fewer players never shrink it.
+        assert_eq!(ArenaSpec::for_players(0), ArenaSpec::STANDARD);
+        // 25 times the players: 25 times the floor (5 times the side) and the walls.
+        let big = ArenaSpec::for_players(200);
+        assert!((big.half_size - 115.0).abs() < 1e-3, "{big:?}");
+        assert_eq!(big.walls, 125);
+        let (a, b) = (big.build().expect("valid"), big.build().expect("valid"));
+        assert_eq!(a.walls.len(), 125);
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        assert!(
+            a.walls
+                .iter()
+                .all(|(_, pose)| pose.translation.x.abs() < 115.0
+                    && pose.translation.z.abs() < 115.0)
+        );
+        // Another seed, other walls.
+        let other = ArenaSpec { seed: 7, ..big }.build().expect("valid");
+        assert_ne!(format!("{a:?}"), format!("{other:?}"));
+    }
+
+    #[test]
+    fn an_arena_spec_out_of_range_is_refused() {
+        for half_size in [f32::NAN, f32::INFINITY, -1.0, 0.0, 4.9, 5000.5] {
+            let spec = ArenaSpec {
+                half_size,
+                ..ArenaSpec::STANDARD
+            };
+            assert!(
+                matches!(spec.build(), Err(ArenaError::HalfSize(_))),
+                "{half_size}"
+            );
+        }
+        let spec = ArenaSpec {
+            walls: ArenaSpec::MAX_WALLS + 1,
+            ..ArenaSpec::STANDARD
+        };
+        assert_eq!(
+            spec.build().unwrap_err(),
+            ArenaError::Walls(ArenaSpec::MAX_WALLS + 1)
+        );
+        // A huge player count is capped, never out of range.
+        assert!(ArenaSpec::for_players(usize::MAX).build().is_ok());
     }
 
     #[test]

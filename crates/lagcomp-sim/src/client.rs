@@ -11,9 +11,16 @@
 //! the machine's monotonic clock.
 //!
 //! Entities are known by [`EntityId`] in the order they were first seen. An entity whose
-//! snapshots stop while newer ones of the world arrive (it left the server) is no longer
-//! drawn once its last snapshot is older than the moment drawn; in the simulator every
-//! entity is in every snapshot.
+//! snapshots stop while newer ones of the world arrive (it left the server, or left this
+//! client's view on a server that sends each client only the entities near it) is no
+//! longer drawn once its last snapshot is older than the moment drawn; one that comes
+//! back into view after such a gap starts afresh ([`EntityUpdate::in_view_since`]), never
+//! blended from where it was before. In the simulator every entity is in every snapshot.
+//!
+//! A brain plays as a person does by default: it fires at a target it has had in view for
+//! a moment, with a pause between shots. For load tests [`BrainConfig::fire_rate`] makes
+//! an honest brain fire at a steady rate instead, at the nearest opponent drawn or along
+//! its view when none is ([`BotBrain::next_shot`] says when the next shot is due).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -35,6 +42,10 @@ use crate::server::RIFLE;
 /// Seconds before any shot is fired: clocks sync and snapshot buffers fill.
 pub const WARM_UP: f64 = 2.0;
 
+/// The rifle's least interval between shots, seconds (its `min_interval` in
+/// [`crate::server::rules`]): a steady rate is never faster.
+pub const RIFLE_INTERVAL: f64 = 0.1;
+
 /// The pause a player takes between shots beyond the weapon's 0.1 s, seconds: uniform in
 /// this range.
 pub const HUMAN_PAUSE: (f64, f64) = (0.02, 0.5);
@@ -50,6 +61,13 @@ pub struct BrainConfig {
     /// max)`; [`HUMAN_PAUSE`] unless a load test wants shots as fast as the weapon allows.
     /// A range that is empty, negative or not finite means [`HUMAN_PAUSE`].
     pub pause: (f64, f64),
+    /// Shots a second for a load test, `None` to play as a person does. With a rate, an
+    /// honest brain fires every `1 / rate` seconds (never faster than the rifle's
+    /// interval) from the end of its warm-up: at the nearest opponent it draws (shown
+    /// unprotected, no protected body near the line), or along its view when there is
+    /// none (a miss is still a shot the server validates). A cheating brain ignores it;
+    /// a rate that is not a positive number means `None`.
+    pub fire_rate: Option<f64>,
 }
 
 impl BrainConfig {
@@ -61,6 +79,7 @@ impl BrainConfig {
             tick_rate,
             cheat,
             pause: HUMAN_PAUSE,
+            fire_rate: None,
         }
     }
 }
@@ -80,6 +99,12 @@ pub struct EntityUpdate {
     pub last_teleport: Option<Tick>,
     /// Whether its lag compensation is off (just respawned, invulnerable).
     pub protected: bool,
+    /// The tick since which the server has sent this entity to this client without a
+    /// break (`None`: always, as the simulator's server sends everyone). When it is newer
+    /// than the newest snapshot of the entity the brain holds, the entity was out of view
+    /// in between: what the brain holds is dropped rather than blended into the new
+    /// snapshots.
+    pub in_view_since: Option<Tick>,
 }
 
 /// What a brain sends in one frame: one input.
@@ -188,6 +213,8 @@ pub struct BotBrain {
     firing: bool,
     /// The pause between shots (a valid range).
     pause: (f64, f64),
+    /// Seconds between shots when firing at a steady rate for a load test.
+    steady: Option<f64>,
 }
 
 impl BotBrain {
@@ -230,6 +257,10 @@ impl BotBrain {
                 }
                 _ => HUMAN_PAUSE,
             },
+            steady: config
+                .fire_rate
+                .filter(|rate| rate.is_finite() && *rate > 0.0 && config.cheat.is_none())
+                .map(|rate| (1.0 / rate).max(RIFLE_INTERVAL)),
         };
         for &id in entities {
             brain.remote(id);
@@ -274,6 +305,17 @@ impl BotBrain {
     /// bot can wait for every verdict before it leaves.
     pub fn cease_fire(&mut self) {
         self.firing = false;
+    }
+
+    /// When firing at a steady rate ([`BrainConfig::fire_rate`]), the client time its
+    /// next shot is due, so whoever drives the brain can run a frame then rather than at
+    /// the next frame (at 60 frames a second, waiting for a frame would stretch a 100 ms
+    /// interval to 117 ms half the time). `None` when not firing at a steady rate, not
+    /// firing any more, or before its first shot.
+    #[must_use]
+    pub fn next_shot(&self) -> Option<f64> {
+        self.steady?;
+        (self.firing && self.next_fire.is_finite()).then_some(self.next_fire)
     }
 
     /// The slot of entity `id`, added when new.
@@ -326,6 +368,16 @@ impl BotBrain {
             }
             let i = self.remote(e.id);
             let remote = &mut self.remotes[i];
+            if e.in_view_since
+                .is_some_and(|since| remote.newest_tick.is_some_and(|n| since > n))
+            {
+                // Out of view since the newest snapshot held: where it was then says nothing
+                // of where it went, so nothing is blended from it.
+                remote.buffer.clear();
+                remote.flags.clear();
+                remote.newest_tick = None;
+                remote.newest_time = f64::NEG_INFINITY;
+            }
             // Teleported since the newest snapshot this client holds, received or not.
             let newest = remote.newest_tick;
             let teleport = lagcomp_net::teleported_since(e.last_teleport, newest);
@@ -403,14 +455,15 @@ impl BotBrain {
         let render = estimate - lag;
         let newest_time = self.newest_time;
         for remote in &mut self.remotes {
-            remote.view = remote.buffer.sample(render, 0.25, &mut remote.scratch);
-            if remote.newest_time < render && newest_time >= render {
-                // Its snapshots stopped while the world's go on: it left the server (or
-                // lost a lag's worth of parts in a row). It is not drawn rather than drawn
-                // where it no longer is. Never so in the simulator, whose every snapshot
-                // holds every entity.
-                remote.view = None;
-            }
+            remote.view = if remote.newest_time < render && newest_time >= render {
+                // Its snapshots stopped while the world's go on: it left the server or this
+                // client's view (or lost a lag's worth of parts in a row). It is not drawn
+                // rather than drawn where it no longer is. Never so in the simulator, whose
+                // every snapshot holds every entity.
+                None
+            } else {
+                remote.buffer.sample(render, 0.25, &mut remote.scratch)
+            };
         }
         let Some(me) = self.index.get(&self.me).copied() else {
             return;
@@ -419,6 +472,12 @@ impl BotBrain {
             return;
         }
         let eye = self.remotes[me].scratch[EYE as usize].translation;
+        if let Some(interval) = self.steady {
+            self.decide_steady(
+                interval, me, eye, now, local, render, arena, rig, input, fired,
+            );
+            return;
+        }
         self.choose_target(me, now, eye, arena);
         if self.remotes[self.target].view.is_none() {
             return;
@@ -483,6 +542,109 @@ impl BotBrain {
                 *fired = Some(shot);
             }
         }
+    }
+
+    /// A frame of a brain firing at a steady rate: aims at the nearest opponent it may
+    /// shoot, and fires when a shot is due, at it or along its view.
+    #[expect(clippy::too_many_arguments, reason = "one step of the frame")]
+    fn decide_steady(
+        &mut self,
+        interval: f64,
+        me: usize,
+        eye: Vec3,
+        now: f64,
+        local: f64,
+        render: f64,
+        arena: &Arena,
+        rig: &Rig,
+        input: &mut ClientInput,
+        fired: &mut Option<FiredShot>,
+    ) {
+        let chest = |remote: &Remote| remote.scratch[body::CHEST as usize].translation;
+        let target = (0..self.remotes.len())
+            .filter(|&i| {
+                i != me && self.remotes[i].view.is_some() && self.shown_protected(i) == Some(false)
+            })
+            .map(|i| ((chest(&self.remotes[i]) - eye).length_squared(), i))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, i)| i)
+            .filter(|&i| !self.protected_near_line(me, eye, chest(&self.remotes[i])));
+        if let Some(target) = target
+            && local >= self.hold_aim_until
+        {
+            self.aim = look_along(chest(&self.remotes[target]) - eye);
+        }
+        input.aim = self.reported_aim();
+        if !(self.firing && now >= WARM_UP && local >= self.next_fire) {
+            return;
+        }
+        // From when the shot was due, not from now, so a late frame does not slow the rate;
+        // never sooner than the weapon allows after this shot.
+        self.next_fire = if self.next_fire.is_finite() {
+            (self.next_fire + interval).max(local + RIFLE_INTERVAL)
+        } else {
+            local + interval
+        };
+        let shot = match target {
+            Some(target) => {
+                self.target = target;
+                self.fire(me, eye, render, arena, rig, false)
+            }
+            None => self.fire_along_view(me, eye, arena, rig),
+        };
+        if let Some((claim, shot)) = shot {
+            self.aim = look_along(claim.direction);
+            self.hold_aim_until = local + 0.15;
+            input.aim = self.reported_aim();
+            self.sender.fire(shot.seq, claim);
+            *fired = Some(shot);
+        }
+    }
+
+    /// A shot along the view with no target in it: stamped with the moment its own body
+    /// is drawn at (its muzzle is its eye as drawn), traced against everyone drawn.
+    fn fire_along_view(
+        &mut self,
+        me: usize,
+        eye: Vec3,
+        arena: &Arena,
+        rig: &Rig,
+    ) -> Option<(ShotClaim, FiredShot)> {
+        let direction = (self.aim * Vec3::NEG_Z).normalize_or_zero();
+        if direction == Vec3::ZERO {
+            return None;
+        }
+        let hit = self.client_trace(me, eye, direction, arena, rig, true, None);
+        let shown = hit.map_or(me, |(i, _, _)| i);
+        let view = self.remotes[shown].view?;
+        let render_time = match stamp(&view) {
+            Stamp::Ticks { from, to, fraction } => RenderTime::Ticks { from, to, fraction },
+            Stamp::Extrapolated { .. } => return None,
+        };
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let claim = ShotClaim {
+            shooter: self.me,
+            weapon: RIFLE,
+            seq,
+            render_time,
+            origin: eye,
+            direction,
+            hit: hit.map(|(i, hitbox, at)| ClaimedHit {
+                target: self.remotes[i].id,
+                hitbox: Some(hitbox),
+                point: Some(at),
+            }),
+        };
+        let shot = FiredShot {
+            fingerprint: fingerprint(&claim),
+            seq,
+            client_hit: hit.map(|(i, h, _)| (self.remotes[i].id, h)),
+            drawn: self.remotes[shown].scratch.clone(),
+            clean_view: matches!(view, View::Exact { .. } | View::Interpolated { .. }),
+            cheat: false,
+        };
+        Some((claim, shot))
     }
 
     /// The view this client reports in its inputs.

@@ -5,6 +5,7 @@
 //! - [`cheat`]: the cheat classes.
 //! - [`client`]: [`client::BotBrain`], a bot's client logic, clock- and transport-agnostic.
 //! - [`server`]: [`server::ServerCore`], the server's game state and per-tick logic.
+//! - [`interest`]: which entities each player is sent (near it, with hysteresis).
 //! - [`skirmish`]: one simulated match: both of the above over emulated links.
 //! - [`scenario`]: what a `lagcomp simulate` run plays.
 //! - [`result`]: what a run measured (table, JSON, report).
@@ -13,6 +14,7 @@
 pub mod body;
 pub mod cheat;
 pub mod client;
+pub mod interest;
 pub mod report;
 pub mod result;
 pub mod scenario;

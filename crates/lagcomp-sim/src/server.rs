@@ -100,6 +100,23 @@ pub struct EntitySnapshot {
     pub protected: bool,
 }
 
+/// One player as of the latest tick, borrowed from the core.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BodyView<'a> {
+    /// The entity.
+    pub id: EntityId,
+    /// Where its feet are.
+    pub position: Vec3,
+    /// Its bones' world transforms at the tick.
+    pub bones: &'a [BoneTransform],
+    /// Its velocity.
+    pub velocity: Vec3,
+    /// The tick of its latest teleport (respawn).
+    pub last_teleport: Option<Tick>,
+    /// Whether its lag compensation is off (invulnerable after a respawn).
+    pub protected: bool,
+}
+
 /// A shot claim as it arrived, waiting for the next tick's validation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueuedShot {
@@ -404,16 +421,28 @@ impl ServerCore {
     /// Every player as of the latest tick, recorded at server time `time`.
     #[must_use]
     pub fn snapshot(&self, time: f64) -> Vec<EntitySnapshot> {
-        self.players
-            .iter()
-            .map(|p| EntitySnapshot {
-                id: p.id,
-                bones: p.bones.clone(),
-                velocity: p.body.velocity,
-                last_teleport: p.last_teleport,
-                protected: p.body.invulnerable(time),
+        self.bodies(time)
+            .map(|b| EntitySnapshot {
+                id: b.id,
+                bones: b.bones.to_vec(),
+                velocity: b.velocity,
+                last_teleport: b.last_teleport,
+                protected: b.protected,
             })
             .collect()
+    }
+
+    /// Every player as of the latest tick, recorded at server time `time`, borrowed (what
+    /// [`ServerCore::snapshot`] copies), in join order.
+    pub fn bodies(&self, time: f64) -> impl ExactSizeIterator<Item = BodyView<'_>> {
+        self.players.iter().map(move |p| BodyView {
+            id: p.id,
+            position: p.body.position,
+            bones: &p.bones,
+            velocity: p.body.velocity,
+            last_teleport: p.last_teleport,
+            protected: p.body.invulnerable(time),
+        })
     }
 }
 

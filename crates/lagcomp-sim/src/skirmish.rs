@@ -123,6 +123,7 @@ impl SimClient {
                 velocity: e.velocity,
                 last_teleport: e.last_teleport,
                 protected: e.protected,
+                in_view_since: None,
             });
             self.brain
                 .on_snapshot(local, snapshot.tick, snapshot.time, entities);

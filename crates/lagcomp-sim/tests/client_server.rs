@@ -107,6 +107,7 @@ fn brains_fed_straight_from_a_core_agree_with_its_verdicts() {
                     velocity: e.velocity,
                     last_teleport: e.last_teleport,
                     protected: e.protected,
+                    in_view_since: None,
                 }),
             );
             if time >= cease_at {
@@ -209,4 +210,237 @@ fn a_player_who_leaves_is_despawned_and_its_queued_shots_dropped() {
     assert_eq!(core.recorded().count(), 1);
     assert_eq!(core.participant(a), None);
     assert_eq!(core.timing(a), None);
+}
+
+/// Brains firing ten shots a second, each sent only the bodies near it (interest
+/// management, bodies walking in and out of view): they fire at the rifle's rate, every
+/// claim names two neighbouring ticks (nothing is blended across the time a body was out
+/// of view), and what they saw hit the server confirms.
+#[test]
+fn steady_fire_with_interest_management_blends_nothing_across_a_gap_and_agrees() {
+    use lagcomp_sim::body::ArenaSpec;
+    use lagcomp_sim::interest::{Interest, InterestConfig};
+
+    let mut core = ServerCore::new(
+        CoreConfig {
+            tick_rate: 64.0,
+            max_rewind: 0.5,
+            respawn_rate: 0.0,
+        },
+        ArenaSpec::for_players(12).build().expect("a valid arena"),
+    )
+    .expect("a valid configuration");
+    let mut rng = Pcg64Mcg::seed_from_u64(8);
+    let ids: Vec<EntityId> = (0..12).map(|_| core.join(&mut rng)).collect();
+    let arena = core.arena().clone();
+    let rig = std::sync::Arc::clone(core.rig());
+    let mut interest = Interest::new(InterestConfig {
+        radius: 5.0,
+        hysteresis: 0.25,
+    });
+    let mut brains: Vec<BotBrain> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| {
+            interest.add_viewer(id);
+            BotBrain::new(
+                BrainConfig {
+                    fire_rate: Some(10.0),
+                    ..BrainConfig::new(64.0, None)
+                },
+                id,
+                &[],
+                Pcg64Mcg::seed_from_u64(20 + i as u64),
+            )
+        })
+        .collect();
+    let mut fired: HashMap<(EntityId, u32), FiredShot> = HashMap::new();
+    let (mut shots, mut hits, mut agreed, mut widest) = (0, 0, 0, 0);
+    let (mut entered, mut left, mut returned) = (0, 0, 0);
+    let mut previous: HashMap<EntityId, Vec<EntityId>> = HashMap::new();
+    let mut ever: HashMap<EntityId, Vec<EntityId>> = HashMap::new();
+    let dt = 1.0 / 64.0;
+    let play = 12.0;
+    for tick in 0..((WARM_UP + play) / dt) as u32 {
+        let time = f64::from(tick) * dt;
+        let mut tick_rng = Pcg64Mcg::seed_from_u64(u64::from(tick));
+        for queued in core
+            .tick(Tick(tick), time, dt, &mut tick_rng)
+            .expect("ticks increase")
+        {
+            let verdict = core.validate(&queued.claim, queued.received);
+            let shot = &fired[&(queued.shooter, queued.claim.seq)];
+            if let Some((target, _)) = shot.client_hit {
+                hits += 1;
+                if matches!(verdict.outcome, Outcome::Confirmed(hit) if hit.target == target) {
+                    agreed += 1;
+                }
+            }
+        }
+        let bodies: Vec<_> = core.bodies(time).map(|b| (b.id, b.position)).collect();
+        interest.update(Tick(tick), &bodies);
+        let snapshot = core.snapshot(time);
+        let probe = tick.is_multiple_of(16).then(|| core.probe(time));
+        for (brain, &id) in brains.iter_mut().zip(&ids) {
+            let view = interest.view(id);
+            let seen: Vec<EntityId> = view.iter().map(|e| e.id).collect();
+            let before = previous.insert(id, seen.clone()).unwrap_or_default();
+            let known = ever.entry(id).or_default();
+            for e in seen.iter().filter(|e| !before.contains(e)) {
+                entered += 1;
+                if known.contains(e) {
+                    returned += 1;
+                } else {
+                    known.push(*e);
+                }
+            }
+            left += before.iter().filter(|e| !seen.contains(e)).count();
+            brain.on_snapshot(
+                time,
+                Tick(tick),
+                time,
+                view.iter().map(|e| {
+                    let s = &snapshot[e.index];
+                    EntityUpdate {
+                        id: s.id,
+                        bones: s.bones.clone(),
+                        velocity: s.velocity,
+                        last_teleport: s.last_teleport,
+                        protected: s.protected,
+                        in_view_since: Some(e.since),
+                    }
+                }),
+            );
+            if let Some(probe) = probe {
+                brain.on_probe(probe);
+            }
+            let frame = brain.frame(time, time, &arena, &rig);
+            if let Some(shot) = frame.fired {
+                shots += 1;
+                fired.insert((id, shot.seq), shot);
+            }
+            for (_, claim) in &frame.input.shots {
+                if let RenderTime::Ticks { from, to, .. } = claim.render_time {
+                    widest = widest.max(to.0 - from.0);
+                }
+            }
+            if let Some(pong) = core.receive(id, frame.input, time) {
+                brain.on_pong(pong, time);
+            }
+            assert!(
+                brain
+                    .next_shot()
+                    .is_none_or(|at| at > time && at <= time + 0.1 + 1e-9),
+                "the next shot is due within the rifle's interval"
+            );
+        }
+    }
+    // Bodies walked in and out of each other's views (and now and then back in).
+    assert!(
+        entered >= 12 + 20 && left >= 15 && returned >= 5,
+        "{entered} in ({returned} back in), {left} out"
+    );
+    // One frame a tick: a shot every 7 frames (109 ms) at most, never faster than 100 ms.
+    let per_second = f64::from(shots) / play / 12.0;
+    assert!((8.5..=10.0).contains(&per_second), "{per_second} shots/s");
+    assert!(widest <= 1, "a claim blended across {widest} ticks");
+    assert!(hits >= 50, "{hits} hits of {shots} shots");
+    assert!(
+        f64::from(agreed) >= 0.97 * f64::from(hits),
+        "{agreed} of {hits} hits confirmed"
+    );
+}
+
+#[test]
+fn a_cheating_brain_ignores_the_steady_fire_rate() {
+    let brain = BotBrain::new(
+        BrainConfig {
+            fire_rate: Some(10.0),
+            ..BrainConfig::new(64.0, Some(lagcomp_sim::cheat::Cheat::Backtrack))
+        },
+        EntityId::from_bits(1),
+        &[],
+        Pcg64Mcg::seed_from_u64(1),
+    );
+    assert_eq!(brain.next_shot(), None);
+}
+
+/// Two players; the second drops out of the first's snapshots now and then (out of its
+/// view) and comes back. Told when it came back into view, the brain never blends across
+/// the gap; not told (as the simulator's brains are never told), it does, which is what
+/// the in-view tick is for.
+#[test]
+fn a_body_back_in_view_is_not_blended_across_the_gap() {
+    let widest = |told: bool| {
+        let mut core = core();
+        let mut rng = Pcg64Mcg::seed_from_u64(4);
+        let (me, other) = (core.join(&mut rng), core.join(&mut rng));
+        let arena = core.arena().clone();
+        let rig = std::sync::Arc::clone(core.rig());
+        let mut brain = BotBrain::new(
+            BrainConfig {
+                fire_rate: Some(10.0),
+                ..BrainConfig::new(64.0, None)
+            },
+            me,
+            &[],
+            Pcg64Mcg::seed_from_u64(5),
+        );
+        let dt = 1.0 / 64.0;
+        let (mut widest, mut aimed_at_it) = (0, 0);
+        let mut since = Tick(0);
+        for tick in 0..((WARM_UP + 8.0) / dt) as u32 {
+            let time = f64::from(tick) * dt;
+            let mut tick_rng = Pcg64Mcg::seed_from_u64(u64::from(tick));
+            for queued in core
+                .tick(Tick(tick), time, dt, &mut tick_rng)
+                .expect("ticks increase")
+            {
+                core.validate(&queued.claim, queued.received);
+            }
+            // Out of view for half a second of every second and a half, after the warm-up.
+            let out = time > WARM_UP && (tick % 96) >= 64;
+            if out {
+                since = Tick(tick + 1);
+            }
+            let snapshot = core.snapshot(time);
+            brain.on_snapshot(
+                time,
+                Tick(tick),
+                time,
+                snapshot
+                    .iter()
+                    .filter(|s| s.id == me || !out)
+                    .map(|s| EntityUpdate {
+                        id: s.id,
+                        bones: s.bones.clone(),
+                        velocity: s.velocity,
+                        last_teleport: s.last_teleport,
+                        protected: s.protected,
+                        in_view_since: (told && s.id == other).then_some(since),
+                    }),
+            );
+            if tick.is_multiple_of(16) {
+                brain.on_probe(core.probe(time));
+            }
+            let frame = brain.frame(time, time, &arena, &rig);
+            if let Some(shot) = &frame.fired
+                && shot.client_hit.is_some_and(|(id, _)| id == other)
+            {
+                aimed_at_it += 1;
+            }
+            for (_, claim) in &frame.input.shots {
+                if let RenderTime::Ticks { from, to, .. } = claim.render_time {
+                    widest = widest.max(to.0 - from.0);
+                }
+            }
+            if let Some(pong) = core.receive(me, frame.input, time) {
+                brain.on_pong(pong, time);
+            }
+        }
+        assert!(aimed_at_it >= 10, "{aimed_at_it} hits on the other body");
+        widest
+    };
+    assert_eq!(widest(true), 1, "told, nothing is blended across a gap");
+    assert!(widest(false) > 16, "not told, a gap is blended across");
 }

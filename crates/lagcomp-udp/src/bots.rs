@@ -5,10 +5,14 @@
 //!
 //! Bots are spread over a few threads; each thread waits on all its bots' sockets with
 //! `ppoll(2)` until a datagram arrives or a bot's next frame is due, so arrivals are
-//! timestamped as they happen (clock sync depends on it). A bot connects, waits for its
-//! [`lagcomp_wire::Welcome`], plays for the configured time after it, then stops firing
-//! and waits (a few seconds at most) for the verdicts of the shots still in flight before
-//! it disconnects.
+//! timestamped as they happen (clock sync depends on it), or its next steady shot is due
+//! ([`BotsConfig::fire_rate`]: a load test's bots fire on time, not at the next frame). A
+//! bot connects, waits for its [`lagcomp_wire::Welcome`], builds the arena the welcome
+//! names (so it traces shots against the server's walls), plays for the configured time
+//! after it, then stops firing and waits (a few seconds at most) for the verdicts of the
+//! shots still in flight before it disconnects. A server sending each client only the
+//! bodies near it is fine: a body whose snapshots stop is no longer drawn, one that comes
+//! back is not blended across its absence (`lagcomp_sim::client`).
 //!
 //! The tally is the simulator's for its full mode: every shot whose verdict came back
 //! counts as arrived; an honest one is a client hit when the bot drew a hit, agreed when
@@ -23,7 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use lagcomp::Rig;
-use lagcomp_sim::body::{self, Arena, BONES};
+use lagcomp_sim::body::{self, Arena, ArenaSpec, BONES};
 use lagcomp_sim::cheat::Cheat;
 use lagcomp_sim::client::{BotBrain, BrainConfig, EntityUpdate, FiredShot, HUMAN_PAUSE};
 use lagcomp_sim::result::{CheatResult, ModeResult};
@@ -65,6 +69,10 @@ pub struct BotsConfig {
     /// range): [`HUMAN_PAUSE`] plays like the simulator; a tiny one fires as fast as the
     /// weapon allows, for load tests.
     pub pause: (f64, f64),
+    /// Shots a second each honest bot fires from the end of its warm-up, whatever it has
+    /// in view ([`BrainConfig::fire_rate`]), for load tests; `None` plays as a person
+    /// does (and as `pause` says).
+    pub fire_rate: Option<f64>,
     /// Seed of the bots' aim and pacing.
     pub seed: u64,
 }
@@ -84,6 +92,7 @@ impl BotsConfig {
             fps: 60.0,
             threads: count.clamp(1, 2),
             pause: HUMAN_PAUSE,
+            fire_rate: None,
             seed: 1,
         }
     }
@@ -105,6 +114,9 @@ pub enum BotsError {
     /// A pause range that is empty, negative or not finite.
     #[error("pause between shots {0:?} s is not a range of seconds from 0 up")]
     Pause((f64, f64)),
+    /// A fire rate that is not a positive number up to the rifle's 10 shots a second.
+    #[error("fire rate {0} shots a second is not more than 0 and at most 10 (the rifle's rate)")]
+    FireRate(f64),
     /// A duration, frame rate or timeout that is not a positive number.
     #[error("{what} must be a positive number of seconds or frames, not {value}")]
     NotPositive {
@@ -166,6 +178,11 @@ pub fn run(config: &BotsConfig) -> Result<BotsReport, BotsError> {
     let (min, max) = config.pause;
     if !(min.is_finite() && max.is_finite() && 0.0 <= min && min < max) {
         return Err(BotsError::Pause(config.pause));
+    }
+    if let Some(rate) = config.fire_rate
+        && !(rate > 0.0 && rate <= 1.0 / lagcomp_sim::client::RIFLE_INTERVAL)
+    {
+        return Err(BotsError::FireRate(rate));
     }
     for (what, value) in [
         ("duration", config.duration),
@@ -243,6 +260,7 @@ struct Outcome {
 struct Bot {
     cheat: Option<Cheat>,
     pause: (f64, f64),
+    fire_rate: Option<f64>,
     client: RenetClient,
     transport: NetcodeClientTransport,
     /// The transport's socket, shared, to wait on.
@@ -252,6 +270,10 @@ struct Bot {
     brain: Option<BotBrain>,
     /// Local time of the welcome (the brain's time zero).
     welcomed_at: f64,
+    /// The arena the welcome named.
+    arena: Option<Arena>,
+    /// Local time of its latest frame.
+    last_frame: f64,
     phase: Phase,
     next_frame: f64,
     last_update: f64,
@@ -295,12 +317,15 @@ impl Bot {
         Ok(Self {
             cheat,
             pause: config.pause,
+            fire_rate: config.fire_rate,
             client: RenetClient::new(connection_config()),
             transport,
             socket: waiter,
             rng: Some(rng),
             brain: None,
             welcomed_at: 0.0,
+            arena: None,
+            last_frame: f64::NEG_INFINITY,
             phase: Phase::Connecting { since: 0.0 },
             next_frame,
             last_update: 0.0,
@@ -363,6 +388,18 @@ impl Bot {
                     ));
                     return;
                 }
+                let spec = ArenaSpec {
+                    half_size: welcome.arena_half_size,
+                    walls: welcome.arena_walls,
+                    seed: welcome.arena_seed,
+                };
+                match spec.build() {
+                    Ok(arena) => self.arena = Some(arena),
+                    Err(error) => {
+                        self.drop_out(format!("the server's arena: {error}"));
+                        return;
+                    }
+                }
                 let rng = self
                     .rng
                     .take()
@@ -370,6 +407,7 @@ impl Bot {
                 self.brain = Some(BotBrain::new(
                     BrainConfig {
                         pause: self.pause,
+                        fire_rate: self.fire_rate,
                         ..BrainConfig::new(welcome.tick_rate, self.cheat)
                     },
                     welcome.you,
@@ -397,6 +435,7 @@ impl Bot {
                     velocity: e.velocity,
                     last_teleport: e.last_teleport,
                     protected: e.protected,
+                    in_view_since: e.in_view_since,
                 });
                 brain.on_snapshot(local, part.tick, part.server_time, entities);
             }
@@ -424,7 +463,8 @@ impl Bot {
     }
 
     /// One frame: the brain decides, the input goes out.
-    fn frame(&mut self, local: f64, config: &BotsConfig, arena: &Arena, rig: &Rig) {
+    fn frame(&mut self, local: f64, config: &BotsConfig, rig: &Rig) {
+        self.last_frame = local;
         match self.phase {
             Phase::Done => return,
             Phase::Connecting { since } => {
@@ -460,7 +500,7 @@ impl Bot {
             }
             Phase::Playing { .. } | Phase::Draining { .. } => {}
         }
-        if let Some(brain) = &mut self.brain {
+        if let (Some(brain), Some(arena)) = (&mut self.brain, &self.arena) {
             let frame = brain.frame(local - self.welcomed_at, local, arena, rig);
             if let Some(shot) = frame.fired {
                 if !shot.cheat {
@@ -490,6 +530,16 @@ impl Bot {
         if let Err(error) = self.transport.send_packets(&mut self.client) {
             self.drop_out(format!("sending: {error}"));
         }
+    }
+
+    /// When its brain's next steady shot is due, if it fires at a steady rate and that
+    /// shot is still ahead of its latest frame (one that came due and was not fired, for
+    /// want of a view of itself, waits for the next frame rather than spin).
+    fn next_shot(&self) -> Option<f64> {
+        self.brain
+            .as_ref()?
+            .next_shot()
+            .filter(|&at| at > self.last_frame)
     }
 
     /// Leaves at the end of the run.
@@ -559,7 +609,6 @@ fn play(
     start: Instant,
 ) -> Result<Vec<Outcome>, BotsError> {
     let _timers = TightTimers::new();
-    let arena = Arena::standard();
     let rig: Arc<Rig> = body::humanoid();
     let interval = 1.0 / config.fps;
     let local = start.elapsed().as_secs_f64();
@@ -582,21 +631,30 @@ fn play(
         }
         let local = start.elapsed().as_secs_f64();
         for bot in &mut bots {
-            if bot.phase == Phase::Done || local < bot.next_frame {
+            if bot.phase == Phase::Done {
+                continue;
+            }
+            let shot_due = bot.next_shot().is_some_and(|at| local >= at);
+            if local < bot.next_frame && !shot_due {
                 continue;
             }
             bot.pump(local);
-            bot.frame(local, config, &arena, &rig);
-            bot.next_frame += interval;
-            if bot.next_frame < local {
-                // Fell behind (a stall): skip the frames missed rather than burst them.
-                bot.next_frame = local + interval;
+            bot.frame(local, config, &rig);
+            if local >= bot.next_frame {
+                bot.next_frame += interval;
+                if bot.next_frame < local {
+                    // Fell behind (a stall): skip the frames missed rather than burst them.
+                    bot.next_frame = local + interval;
+                }
             }
         }
         let next = bots
             .iter()
             .filter(|b| b.phase != Phase::Done)
-            .map(|b| b.next_frame)
+            .map(|b| {
+                b.next_shot()
+                    .map_or(b.next_frame, |at| at.min(b.next_frame))
+            })
             .fold(f64::INFINITY, f64::min);
         if !next.is_finite() {
             break;

@@ -6,12 +6,14 @@
 //!   duplication, reordering, per direction, seeded), with one upstream socket per client,
 //!   counters and a measured scheduling error. The engine of `lagcomp proxy`.
 //! - [`server`]: [`GameServer`], the simulator's server on a fixed tick over renet and
-//!   netcode: snapshots, clock sync, probes, shot validation, audit log and match
-//!   recording. The engine of `lagcomp serve`.
+//!   netcode: snapshots of the bodies near each client (interest management), clock sync,
+//!   probes, shot validation, audit log and match recording. The engine of `lagcomp
+//!   serve`.
 //! - [`bots`]: many clients in one process running the simulator's client logic against
 //!   the real clock, and their agreement tally. The engine of `lagcomp bots`.
 //! - [`channel`]: the protocol id, renet channels and socket waiting both sides share.
 //! - [`stats`]: the tick-time histogram.
+//! - `transport`: the server's end of netcode on its socket, sending once a tick.
 //!
 //! # Example
 //!
@@ -44,6 +46,7 @@ pub mod channel;
 pub mod proxy;
 pub mod server;
 pub mod stats;
+mod transport;
 
 pub use bots::{BotsConfig, BotsError, BotsReport};
 pub use proxy::{Proxy, ProxyConfig, ProxyError, ProxyStats, StopHandle};

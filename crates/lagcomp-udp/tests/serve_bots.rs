@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use lagcomp_sim::body::ArenaSpec;
 use lagcomp_sim::cheat::Cheat;
+use lagcomp_sim::interest::InterestConfig;
 use lagcomp_udp::bots::{self, BotsConfig, BotsError};
 use lagcomp_udp::channel::{PROTOCOL_ID, UNRELIABLE, connection_config};
 use lagcomp_udp::server::{GameServer, Outputs, ServeConfig, ServeError, Summary};
@@ -234,8 +236,9 @@ fn send_until_disconnected(server: SocketAddr, message: &[u8], limit: Duration) 
 #[test]
 fn a_client_sending_garbage_is_disconnected_past_the_guard_threshold() {
     let server = Running::start(loopback(), Outputs::default());
-    // A lagcomp input header (version 1) with nothing after it: malformed, not foreign.
-    let truncated = [b'L', b'W', 1, 0, 0x01];
+    // A lagcomp input header (this version) with nothing after it: malformed, not foreign.
+    let [low, high] = lagcomp_wire::PROTOCOL_VERSION.to_le_bytes();
+    let truncated = [b'L', b'W', low, high, 0x01];
     let (sent, disconnected) =
         send_until_disconnected(server.addr, &truncated, Duration::from_secs(20));
     let summary = server.stop();
@@ -251,8 +254,9 @@ fn a_client_sending_garbage_is_disconnected_past_the_guard_threshold() {
 #[test]
 fn a_client_of_another_protocol_version_is_disconnected_at_its_first_message() {
     let server = Running::start(loopback(), Outputs::default());
-    // A well-formed header of version 2: the magic, the version, the input kind.
-    let foreign = [b'L', b'W', 2, 0, 0x01];
+    // A well-formed header of the next version: the magic, the version, the input kind.
+    let [low, high] = (lagcomp_wire::PROTOCOL_VERSION + 1).to_le_bytes();
+    let foreign = [b'L', b'W', low, high, 0x01];
     let (_, disconnected) = send_until_disconnected(server.addr, &foreign, Duration::from_secs(20));
     let status = server.stop().status;
     assert!(disconnected);
@@ -338,4 +342,64 @@ fn bad_settings_are_typed_errors() {
             ..
         })
     ));
+}
+
+#[test]
+fn a_crowd_on_an_arena_sized_for_it_sees_only_its_neighbours_and_every_shot_is_answered() {
+    let mut config = loopback();
+    // 16 players: a 65 m square with 10 walls, built by the bots from their welcome.
+    config.arena = ArenaSpec::for_players(16);
+    config.interest = Some(InterestConfig {
+        radius: 12.0,
+        hysteresis: 3.0,
+    });
+    let server = Running::start(config, Outputs::default());
+    let mut bots_config = BotsConfig::new(server.addr, 16, 6.0);
+    // Ten shots a second each from the end of the warm-up, whatever is in view.
+    bots_config.fire_rate = Some(10.0);
+    let report = bots::run(&bots_config).expect("the bots run");
+    server.wait_until_empty();
+    let status = server.stop().status;
+    assert_eq!(report.connected, 16, "{report:?}");
+    assert!(report.dropped.is_empty(), "{report:?}");
+    let honest = &report.honest;
+    // Four seconds of play after the warm-up: up to 40 shots a bot. A loaded machine
+    // runs frames late, never early.
+    assert!(honest.shots_sent >= 16 * 20, "{report:?}");
+    assert!(honest.shots_sent <= 16 * 42, "{report:?}");
+    assert_eq!(report.unanswered, 0, "{report:?}");
+    assert_eq!(honest.shots_arrived, honest.shots_sent, "{report:?}");
+    assert_eq!(status.shots, honest.shots_arrived + report.unexpected);
+    // Bodies come in and out of view: the hits drawn are still the server's.
+    assert!(honest.client_hits >= 20, "{report:?}");
+    assert!(honest.agreement >= 0.97, "{report:?}");
+    // The thread's own CPU time is part of the tick's wall time.
+    let (cpu, wall) = (
+        status.cpu_p50.expect("measured"),
+        status.tick_max.expect("ticks ran"),
+    );
+    assert!(
+        cpu > 0.0 && cpu <= wall,
+        "CPU p50 {cpu} s, longest tick {wall} s"
+    );
+    // Each client was sent its own body and its neighbours, not all sixteen.
+    assert!(status.snapshots > 0);
+    let per_snapshot = status.snapshot_entities as f64 / status.snapshots as f64;
+    assert!(
+        (1.0..8.0).contains(&per_snapshot),
+        "{per_snapshot} entities a snapshot: {status:?}"
+    );
+}
+
+#[test]
+fn bots_refuse_a_fire_rate_faster_than_the_rifle() {
+    let silent = UdpSocket::bind("127.0.0.1:0").expect("a socket");
+    for rate in [0.0, -1.0, 10.5, f64::NAN] {
+        let mut config = BotsConfig::new(silent.local_addr().expect("bound"), 1, 1.0);
+        config.fire_rate = Some(rate);
+        assert!(
+            matches!(bots::run(&config), Err(BotsError::FireRate(_))),
+            "{rate}"
+        );
+    }
 }

@@ -224,6 +224,18 @@ impl<'a> Writer<'a> {
         Self { out, start }
     }
 
+    /// Appends fields after whatever `out` holds, with no header (pieces of a message
+    /// encoded ahead of it).
+    pub(crate) fn continue_at(out: &'a mut Vec<u8>) -> Self {
+        let start = out.len();
+        Self { out, start }
+    }
+
+    /// Appends bytes already encoded.
+    pub(crate) fn bytes(&mut self, bytes: &[u8]) {
+        self.out.extend_from_slice(bytes);
+    }
+
     /// Checks the length cap.
     pub(crate) fn finish(&self) -> Result<(), EncodeError> {
         let len = self.out.len() - self.start;

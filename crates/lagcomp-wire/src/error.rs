@@ -232,6 +232,14 @@ pub enum EncodeError {
         /// The reason's code.
         code: u16,
     },
+    /// A view names an entity the encoded snapshot does not hold.
+    #[error("entity {index} of a snapshot of {len}")]
+    UnknownEntity {
+        /// The index asked for.
+        index: usize,
+        /// Entities encoded.
+        len: usize,
+    },
     /// A snapshot part budget outside what a part can be.
     #[error("snapshot part budget of {budget} bytes is outside {min}..={max}")]
     Budget {

@@ -106,6 +106,13 @@ pub struct Welcome {
     pub max_rewind: f64,
     /// Bones in every entity's rig (what a snapshot entity carries).
     pub bones: u16,
+    /// The arena: half the side of its square floor, metres.
+    pub arena_half_size: f32,
+    /// The arena: how many walls.
+    pub arena_walls: u16,
+    /// The arena: the seed its walls are drawn from. With the size and the count, a
+    /// client builds the very walls the server traces shots against.
+    pub arena_seed: u64,
 }
 
 impl Welcome {
@@ -115,6 +122,9 @@ impl Welcome {
         w.f64(self.send_rate, "welcome.send_rate")?;
         w.f64(self.max_rewind, "welcome.max_rewind")?;
         w.u16(self.bones);
+        w.f32(self.arena_half_size, "welcome.arena_half_size")?;
+        w.u16(self.arena_walls);
+        w.u64(self.arena_seed);
         Ok(())
     }
 
@@ -125,6 +135,9 @@ impl Welcome {
             send_rate: r.f64("welcome.send_rate")?,
             max_rewind: r.f64("welcome.max_rewind")?,
             bones: r.u16("welcome.bones")?,
+            arena_half_size: r.f32("welcome.arena_half_size")?,
+            arena_walls: r.u16("welcome.arena_walls")?,
+            arena_seed: r.u64("welcome.arena_seed")?,
         })
     }
 }

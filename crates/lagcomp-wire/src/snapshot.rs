@@ -4,6 +4,11 @@
 //! A part is self-contained (it carries the tick and server time), so a client pushes the
 //! entities of every part it gets into their interpolation buffers and loses only the
 //! entities of a part that was dropped, never the whole tick.
+//!
+//! A server that sends each client only the entities near it encodes each entity once a
+//! tick ([`EncodedEntities`]) and packs every client's view from those bytes
+//! ([`SnapshotEncoder::encode_view`]), adding the tick each entity came into that
+//! client's view ([`EntityFrame::in_view_since`]).
 
 use std::ops::Range;
 
@@ -30,6 +35,11 @@ pub struct EntityFrame {
     /// Invulnerable, dodging or otherwise not lag compensated (the server records
     /// `lag_compensated = !protected`); an honest client does not shoot at it.
     pub protected: bool,
+    /// The tick since which this client has been sent the entity without a break (a
+    /// server sending each client only the entities near it), `None` when it sends
+    /// everyone. A client holding only older snapshots of the entity drops them rather
+    /// than blend across the time it was out of view.
+    pub in_view_since: Option<Tick>,
     /// Linear velocity, units per second (for extrapolation only).
     pub velocity: Vec3,
     /// World transforms of the rig's bones, in bone order, exactly as the server recorded
@@ -47,7 +57,9 @@ impl EntityFrame {
             BONE_BYTES
         };
         let teleport = if self.last_teleport.is_some() { 4 } else { 0 };
-        (ENTITY_HEADER_BYTES + teleport).saturating_add(self.bones.len().saturating_mul(per_bone))
+        let in_view = if self.in_view_since.is_some() { 4 } else { 0 };
+        (ENTITY_HEADER_BYTES + teleport + in_view)
+            .saturating_add(self.bones.len().saturating_mul(per_bone))
     }
 
     /// Whether the entity teleported after `newest_held`, the newest tick of this entity
@@ -95,6 +107,8 @@ const TELEPORTED: u8 = 1 << 1;
 const PROTECTED: u8 = 1 << 2;
 /// Every bone carries its scale (some bone's is not exactly one).
 const SCALED: u8 = 1 << 3;
+/// The tick it came into the client's view follows (after the teleport tick).
+const IN_VIEW: u8 = 1 << 4;
 
 /// Tick, server time, part, parts, entity count.
 const PART_HEADER_BYTES: usize = 4 + 8 + 1 + 1 + 2;
@@ -208,6 +222,15 @@ fn write_part(
 }
 
 fn write_entity(w: &mut Writer<'_>, entity: &EntityFrame) -> Result<(), EncodeError> {
+    write_entity_with(w, entity, entity.in_view_since)
+}
+
+/// Writes `entity` as if its [`EntityFrame::in_view_since`] were `in_view_since`.
+fn write_entity_with(
+    w: &mut Writer<'_>,
+    entity: &EntityFrame,
+    in_view_since: Option<Tick>,
+) -> Result<(), EncodeError> {
     if entity.bones.len() > MAX_BONES {
         return Err(EncodeError::TooMany {
             field: "snapshot.entities.bones",
@@ -221,6 +244,7 @@ fn write_entity(w: &mut Writer<'_>, entity: &EntityFrame) -> Result<(), EncodeEr
         (entity.last_teleport.is_some(), TELEPORTED),
         (entity.protected, PROTECTED),
         (scaled, SCALED),
+        (in_view_since.is_some(), IN_VIEW),
     ]
     .into_iter()
     .filter(|(on, _)| *on)
@@ -229,6 +253,9 @@ fn write_entity(w: &mut Writer<'_>, entity: &EntityFrame) -> Result<(), EncodeEr
     w.u8(flags);
     w.vec3(entity.velocity, "snapshot.entities.velocity")?;
     if let Some(tick) = entity.last_teleport {
+        w.u32(tick.0);
+    }
+    if let Some(tick) = in_view_since {
         w.u32(tick.0);
     }
     // At most MAX_BONES, checked above.
@@ -248,11 +275,16 @@ fn read_entity(r: &mut Reader<'_>) -> Result<EntityFrame, DecodeError> {
     let flags_offset = r.offset();
     let flags = r.flags(
         "snapshot.entities.flags",
-        ALIVE | TELEPORTED | PROTECTED | SCALED,
+        ALIVE | TELEPORTED | PROTECTED | SCALED | IN_VIEW,
     )?;
     let velocity = r.vec3("snapshot.entities.velocity")?;
     let last_teleport = if flags & TELEPORTED != 0 {
         Some(Tick(r.u32("snapshot.entities.last_teleport")?))
+    } else {
+        None
+    };
+    let in_view_since = if flags & IN_VIEW != 0 {
+        Some(Tick(r.u32("snapshot.entities.in_view_since")?))
     } else {
         None
     };
@@ -297,6 +329,7 @@ fn read_entity(r: &mut Reader<'_>) -> Result<EntityFrame, DecodeError> {
         alive: flags & ALIVE != 0,
         last_teleport,
         protected: flags & PROTECTED != 0,
+        in_view_since,
         velocity,
         bones,
     })
@@ -320,6 +353,7 @@ fn read_entity(r: &mut Reader<'_>) -> Result<EntityFrame, DecodeError> {
 ///         alive: true,
 ///         last_teleport: None,
 ///         protected: false,
+///         in_view_since: None,
 ///         velocity: Vec3::X,
 ///         bones: vec![BoneTransform::IDENTITY; 15],
 ///     })
@@ -456,6 +490,228 @@ impl SnapshotEncoder {
             self.parts.push(begin..self.buffer.len());
         }
         Ok(())
+    }
+}
+
+impl SnapshotEncoder {
+    /// Encodes one client's view of a tick: the entities of `world` at the indices `view`
+    /// names, in that order, each with the tick it came into this client's view (its
+    /// [`EntityFrame::in_view_since`]), packed into as few parts as the budget allows,
+    /// exactly as [`SnapshotEncoder::encode`] would pack the same frames. Only bytes are
+    /// copied: the entities were encoded once, for every client, by
+    /// [`EncodedEntities::encode`].
+    ///
+    /// # Errors
+    /// [`EncodeError::UnknownEntity`] for an index past the world's entities, a view that
+    /// needs more than [`MAX_SNAPSHOT_PARTS`] parts or more than `u16::MAX` entities in a
+    /// part. Nothing is encoded then.
+    pub fn encode_view<I>(
+        &mut self,
+        world: &EncodedEntities,
+        view: I,
+    ) -> Result<SnapshotParts<'_>, EncodeError>
+    where
+        I: IntoIterator<Item = (usize, Option<Tick>)>,
+        I::IntoIter: Clone,
+    {
+        self.buffer.clear();
+        self.groups.clear();
+        self.parts.clear();
+        let result = self.encode_view_parts(world, view.into_iter());
+        if result.is_err() {
+            self.buffer.clear();
+            self.parts.clear();
+        }
+        result.map(|()| SnapshotParts {
+            buffer: &self.buffer,
+            parts: self.parts.iter(),
+        })
+    }
+
+    fn encode_view_parts(
+        &mut self,
+        world: &EncodedEntities,
+        view: impl Iterator<Item = (usize, Option<Tick>)> + Clone,
+    ) -> Result<(), EncodeError> {
+        // The same greedy packing as `encode_parts`, over positions in the view.
+        let empty = HEADER_BYTES + PART_HEADER_BYTES;
+        let (mut start, mut size, mut count) = (0, empty, 0);
+        for (position, (index, since)) in view.clone().enumerate() {
+            let entity = world
+                .entities
+                .get(index)
+                .ok_or(EncodeError::UnknownEntity {
+                    index,
+                    len: world.entities.len(),
+                })?;
+            let bytes = entity.bytes.len() + if since.is_some() { 4 } else { 0 };
+            if position > start && size + bytes > self.budget {
+                self.groups.push(start..position);
+                start = position;
+                size = empty;
+            }
+            size += bytes;
+            count = position + 1;
+        }
+        self.groups.push(start..count);
+        let parts = u8::try_from(self.groups.len())
+            .ok()
+            .filter(|&n| usize::from(n) <= MAX_SNAPSHOT_PARTS)
+            .ok_or(EncodeError::TooMany {
+                field: "snapshot parts",
+                count: self.groups.len(),
+                max: MAX_SNAPSHOT_PARTS,
+            })?;
+        let mut view = view;
+        for (part, group) in self.groups.iter().enumerate() {
+            let begin = self.buffer.len();
+            let entities = u16::try_from(group.len()).map_err(|_| EncodeError::TooMany {
+                field: "snapshot.entities",
+                count: group.len(),
+                max: usize::from(u16::MAX),
+            })?;
+            let mut w = Writer::append(&mut self.buffer, kind::SNAPSHOT);
+            w.u32(world.tick.0);
+            w.f64(world.server_time, "snapshot.server_time")?;
+            // `part < parts <= 255`.
+            w.u8(part as u8);
+            w.u8(parts);
+            w.u16(entities);
+            for (index, since) in view.by_ref().take(group.len()) {
+                // Checked in the first pass.
+                let entity = &world.entities[index];
+                let bytes = &world.bytes[entity.bytes.clone()];
+                match since {
+                    None => w.bytes(bytes),
+                    Some(since) => {
+                        // The flags byte gains IN_VIEW and the tick goes in after the
+                        // teleport tick: the layout `write_entity` writes.
+                        let (head, bones) = bytes.split_at(entity.in_view_at);
+                        w.bytes(&head[..FLAGS_AT]);
+                        w.u8(head[FLAGS_AT] | IN_VIEW);
+                        w.bytes(&head[FLAGS_AT + 1..]);
+                        w.u32(since.0);
+                        w.bytes(bones);
+                    }
+                }
+            }
+            w.finish()?;
+            self.parts.push(begin..self.buffer.len());
+        }
+        Ok(())
+    }
+}
+
+/// Where an entity's flags byte is in its encoding (after its id).
+const FLAGS_AT: usize = 8;
+
+/// One tick's entities, each encoded once (without [`EntityFrame::in_view_since`]), for
+/// [`SnapshotEncoder::encode_view`] to pack into every client's view. Keeps its buffers:
+/// a server that holds one allocates nothing per tick once they have grown.
+///
+/// ```
+/// use lagcomp::{BoneTransform, EntityId, Tick, Vec3};
+/// use lagcomp_wire::{EncodedEntities, EntityFrame, ServerMessage, SnapshotEncoder};
+///
+/// let world: Vec<EntityFrame> = (0..6)
+///     .map(|i| EntityFrame {
+///         id: EntityId::from_bits(i),
+///         alive: true,
+///         last_teleport: None,
+///         protected: false,
+///         in_view_since: None,
+///         velocity: Vec3::X,
+///         bones: vec![BoneTransform::IDENTITY; 8],
+///     })
+///     .collect();
+/// let mut encoded = EncodedEntities::default();
+/// encoded.encode(Tick(40), 0.625, &world)?;
+/// // One client sees entities 4 and 1, the second since tick 31.
+/// let mut encoder = SnapshotEncoder::default();
+/// let parts: Vec<Vec<u8>> = encoder
+///     .encode_view(&encoded, [(4, None), (1, Some(Tick(31)))])?
+///     .map(<[u8]>::to_vec)
+///     .collect();
+/// let ServerMessage::Snapshot(part) = ServerMessage::decode(&parts[0])? else { panic!() };
+/// assert_eq!(part.entities[0], world[4]);
+/// assert_eq!(part.entities[1].in_view_since, Some(Tick(31)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct EncodedEntities {
+    tick: Tick,
+    server_time: f64,
+    bytes: Vec<u8>,
+    entities: Vec<EncodedEntity>,
+}
+
+/// One entity's bytes in [`EncodedEntities`].
+#[derive(Debug, Clone)]
+struct EncodedEntity {
+    bytes: Range<usize>,
+    /// Where, within them, the in-view tick goes: after the teleport tick.
+    in_view_at: usize,
+}
+
+impl EncodedEntities {
+    /// Encodes `entities` (their `in_view_since` is left out: each client's view adds its
+    /// own) at `tick` and `server_time`, replacing what was held.
+    ///
+    /// # Errors
+    /// A non-finite number, an entity with more than [`MAX_BONES`] bones. Nothing is held
+    /// then.
+    pub fn encode(
+        &mut self,
+        tick: Tick,
+        server_time: f64,
+        entities: &[EntityFrame],
+    ) -> Result<(), EncodeError> {
+        self.bytes.clear();
+        self.entities.clear();
+        let result = self.encode_all(tick, server_time, entities);
+        if result.is_err() {
+            self.bytes.clear();
+            self.entities.clear();
+        }
+        result
+    }
+
+    fn encode_all(
+        &mut self,
+        tick: Tick,
+        server_time: f64,
+        entities: &[EntityFrame],
+    ) -> Result<(), EncodeError> {
+        if !server_time.is_finite() {
+            return Err(EncodeError::NonFinite {
+                field: "snapshot.server_time",
+            });
+        }
+        self.tick = tick;
+        self.server_time = server_time;
+        for entity in entities {
+            let begin = self.bytes.len();
+            let mut w = Writer::continue_at(&mut self.bytes);
+            write_entity_with(&mut w, entity, None)?;
+            let teleport = if entity.last_teleport.is_some() { 4 } else { 0 };
+            self.entities.push(EncodedEntity {
+                bytes: begin..self.bytes.len(),
+                in_view_at: FLAGS_AT + 1 + 12 + teleport,
+            });
+        }
+        Ok(())
+    }
+
+    /// Entities held.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.entities.len()
+    }
+
+    /// Whether none are held.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.entities.is_empty()
     }
 }
 

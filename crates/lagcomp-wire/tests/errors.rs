@@ -56,6 +56,9 @@ fn welcome() -> ServerMessage {
         send_rate: 32.0,
         max_rewind: 1.0,
         bones: 15,
+        arena_half_size: 23.0,
+        arena_walls: 5,
+        arena_seed: 0x00a7_e4a0,
     })
 }
 
@@ -137,6 +140,43 @@ fn non_finite_numbers_are_refused_where_they_are() {
         error.to_string(),
         "non-finite number at byte 26 in input.interp_delay"
     );
+}
+
+#[test]
+fn a_welcome_with_a_non_finite_arena_is_refused_both_ways() {
+    let bytes = encoded_server(&welcome());
+    // Header 5, entity 8, three f64 rates 24, bones 2: the arena's half size at byte 39.
+    assert_eq!(&bytes[39..43], &23.0_f32.to_le_bytes());
+    let mut bad = bytes.clone();
+    bad[39..43].copy_from_slice(&f32::NAN.to_le_bytes());
+    assert_eq!(
+        ServerMessage::decode(&bad),
+        Err(DecodeError::NonFinite {
+            offset: 39,
+            field: "welcome.arena_half_size"
+        })
+    );
+    let ServerMessage::Welcome(mut infinite) = welcome() else {
+        unreachable!()
+    };
+    infinite.arena_half_size = f32::INFINITY;
+    let mut out = vec![7];
+    assert_eq!(
+        ServerMessage::Welcome(infinite).encode(&mut out),
+        Err(EncodeError::NonFinite {
+            field: "welcome.arena_half_size"
+        })
+    );
+    assert!(out.is_empty());
+    // Cut inside the seed: truncated there.
+    let cut = &bytes[..bytes.len() - 3];
+    assert!(matches!(
+        ServerMessage::decode(cut),
+        Err(DecodeError::Truncated {
+            field: "welcome.arena_seed",
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -305,6 +345,7 @@ fn frame(bones: usize, scale: Vec3) -> EntityFrame {
         alive: true,
         last_teleport: None,
         protected: true,
+        in_view_since: None,
         velocity: Vec3::ZERO,
         bones: vec![
             BoneTransform {

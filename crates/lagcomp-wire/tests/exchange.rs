@@ -107,6 +107,9 @@ fn shots_sent_as_bytes_rebuild_the_bones_the_client_drew() {
         send_rate: RATE / 2.0,
         max_rewind: 1.0,
         bones: BONES,
+        arena_half_size: 23.0,
+        arena_walls: 5,
+        arena_seed: 0x00a7_e4a0,
     })
     .encode(&mut out)
     .expect("valid");
@@ -134,6 +137,7 @@ fn shots_sent_as_bytes_rebuild_the_bones_the_client_drew() {
                 alive: true,
                 last_teleport: None,
                 protected: false,
+                in_view_since: None,
                 velocity: Vec3::ZERO,
                 bones: Vec::new(),
             });

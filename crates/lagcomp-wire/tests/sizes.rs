@@ -111,6 +111,9 @@ fn measured(kind: u8) -> (usize, usize) {
                 send_rate: 32.0,
                 max_rewind: 1.0,
                 bones: 15,
+                arena_half_size: 23.0,
+                arena_walls: 5,
+                arena_seed: 0x00a7_e4a0,
             }));
             (n, n)
         }
@@ -128,6 +131,7 @@ fn measured(kind: u8) -> (usize, usize) {
                 alive: true,
                 last_teleport: None,
                 protected: false,
+                in_view_since: None,
                 velocity: Vec3::ZERO,
                 bones: vec![BoneTransform::IDENTITY; 15],
             });
@@ -139,7 +143,13 @@ fn measured(kind: u8) -> (usize, usize) {
                 size(&ServerMessage::Snapshot(part.clone())) - empty,
                 443 + 4
             );
+            part.entities[0].in_view_since = Some(Tick(3));
+            assert_eq!(
+                size(&ServerMessage::Snapshot(part.clone())) - empty,
+                443 + 8
+            );
             part.entities[0].last_teleport = None;
+            part.entities[0].in_view_since = None;
             part.entities[0].bones[0].scale = Vec3::splat(2.0);
             assert_eq!(size(&ServerMessage::Snapshot(part)) - empty, 23 + 15 * 40);
             (empty, empty)

@@ -3,8 +3,8 @@
 
 use lagcomp::{BoneTransform, EntityId, Quat, Tick, Vec3};
 use lagcomp_wire::{
-    EncodeError, EntityFrame, MAX_BONES, MAX_MESSAGE_BYTES, MAX_SNAPSHOT_PARTS, ServerMessage,
-    SnapshotEncoder, SnapshotPart,
+    EncodeError, EncodedEntities, EntityFrame, MAX_BONES, MAX_MESSAGE_BYTES, MAX_SNAPSHOT_PARTS,
+    ServerMessage, SnapshotEncoder, SnapshotPart,
 };
 
 fn humanoid(i: u64, bones: usize) -> EntityFrame {
@@ -13,6 +13,7 @@ fn humanoid(i: u64, bones: usize) -> EntityFrame {
         alive: !i.is_multiple_of(3),
         last_teleport: i.is_multiple_of(5).then_some(Tick(i as u32)),
         protected: i.is_multiple_of(7),
+        in_view_since: None,
         velocity: Vec3::new(i as f32, 0.0, -1.5),
         bones: (0..bones)
             .map(|b| BoneTransform {
@@ -196,4 +197,107 @@ fn decoded_frames_feed_the_interpolation_buffer_unchanged() {
     assert_eq!((snapshot.tick, snapshot.time), (Tick(77), 1.203125));
     assert_eq!(snapshot.velocity, world[1].velocity);
     assert!(!never.into_snapshot(tick, time, Some(Tick(75))).teleport);
+}
+
+/// Each client's view packed from entities encoded once is byte for byte what encoding
+/// that client's frames directly gives.
+#[test]
+fn a_view_packed_from_entities_encoded_once_is_what_direct_encoding_gives() {
+    let mut world: Vec<EntityFrame> = (0..30).map(|i| humanoid(i, 8)).collect();
+    world[3].bones[1].scale = Vec3::splat(1.5); // a scaled one travels too
+    let mut encoded = EncodedEntities::default();
+    encoded.encode(Tick(77), 1.203125, &world).expect("valid");
+    assert_eq!(encoded.len(), 30);
+    // Rows: which entities a client sees (in this order), and since when.
+    let views: [Vec<(usize, Option<Tick>)>; 5] = [
+        vec![],                                                   // nothing: one empty part
+        vec![(0, None)],                                          // its own body only
+        vec![(3, Some(Tick(70))), (5, None), (0, Some(Tick(0)))], // scaled, teleported
+        (0..30).map(|i| (i, Some(Tick(i as u32)))).collect(),     // everyone, several parts
+        vec![(7, Some(Tick(u32::MAX))), (7, None)],               // the same twice
+    ];
+    for budget in [SnapshotEncoder::MIN_BUDGET, 700, 1100, MAX_MESSAGE_BYTES] {
+        let mut by_view = SnapshotEncoder::new(budget).expect("valid");
+        let mut direct = SnapshotEncoder::new(budget).expect("valid");
+        for view in &views {
+            let frames: Vec<EntityFrame> = view
+                .iter()
+                .map(|&(i, since)| EntityFrame {
+                    in_view_since: since,
+                    ..world[i].clone()
+                })
+                .collect();
+            let expected: Vec<Vec<u8>> = direct
+                .encode(Tick(77), 1.203125, &frames)
+                .expect("valid")
+                .map(<[u8]>::to_vec)
+                .collect();
+            let got: Vec<Vec<u8>> = by_view
+                .encode_view(&encoded, view.iter().copied())
+                .expect("valid")
+                .map(<[u8]>::to_vec)
+                .collect();
+            assert_eq!(got, expected, "budget {budget}, view {view:?}");
+            let decoded: Vec<EntityFrame> = got
+                .iter()
+                .flat_map(|bytes| match ServerMessage::decode(bytes) {
+                    Ok(ServerMessage::Snapshot(part)) => part.entities,
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            assert_eq!(decoded, frames);
+        }
+    }
+}
+
+#[test]
+fn a_view_of_an_entity_not_encoded_is_refused_and_leaves_nothing() {
+    let world: Vec<EntityFrame> = (0..3).map(|i| humanoid(i, 8)).collect();
+    let mut encoded = EncodedEntities::default();
+    encoded.encode(Tick(1), 0.5, &world).expect("valid");
+    let mut encoder = SnapshotEncoder::default();
+    assert_eq!(
+        encoder.encode_view(&encoded, [(0, None), (3, None)]).err(),
+        Some(EncodeError::UnknownEntity { index: 3, len: 3 })
+    );
+    // A bad world holds nothing afterwards.
+    let mut nan = humanoid(9, 2);
+    nan.velocity.y = f32::NAN;
+    assert!(
+        encoded
+            .encode(Tick(2), 0.5, &[world[0].clone(), nan])
+            .is_err()
+    );
+    assert!(encoded.is_empty());
+    assert!(encoded.encode(Tick(2), f64::NAN, &world).is_err());
+    assert!(encoded.is_empty());
+    assert_eq!(
+        encoder.encode_view(&encoded, [(0, None)]).err(),
+        Some(EncodeError::UnknownEntity { index: 0, len: 0 })
+    );
+}
+
+#[test]
+fn views_stop_allocating_once_warm() {
+    let world: Vec<EntityFrame> = (0..24).map(|i| humanoid(i, 8)).collect();
+    let mut encoded = EncodedEntities::default();
+    let mut encoder = SnapshotEncoder::default();
+    let view: Vec<(usize, Option<Tick>)> = (0..24).step_by(2).map(|i| (i, Some(Tick(1)))).collect();
+    encoded.encode(Tick(1), 0.0, &world).expect("valid");
+    let first = encoder
+        .encode_view(&encoded, view.iter().copied())
+        .expect("valid")
+        .next()
+        .map(<[u8]>::as_ptr);
+    for tick in 2..10 {
+        encoded
+            .encode(Tick(tick), f64::from(tick) / 64.0, &world)
+            .expect("valid");
+        let pointer = encoder
+            .encode_view(&encoded, view.iter().copied())
+            .expect("valid")
+            .next()
+            .map(<[u8]>::as_ptr);
+        assert_eq!(pointer, first, "the buffer moved");
+    }
 }

@@ -164,15 +164,17 @@ pub(crate) fn entity_frame() -> impl Strategy<Value = EntityFrame> {
         entity_id(),
         any::<[bool; 2]>(),
         proptest::option::of(any::<u32>().prop_map(Tick)),
+        proptest::option::of(any::<u32>().prop_map(Tick)),
         vec3(),
         any::<bool>().prop_flat_map(|scaled| prop::collection::vec(bone(scaled), 0..24)),
     )
         .prop_map(
-            |(id, [alive, protected], last_teleport, velocity, bones)| EntityFrame {
+            |(id, [alive, protected], last_teleport, in_view_since, velocity, bones)| EntityFrame {
                 id,
                 alive,
                 last_teleport,
                 protected,
+                in_view_since,
                 velocity,
                 bones,
             },
@@ -216,17 +218,23 @@ pub(crate) fn server_message() -> impl Strategy<Value = ServerMessage> {
             f64_finite(),
             f64_finite(),
             f64_finite(),
-            any::<u16>()
+            any::<u16>(),
+            (f32_finite(), any::<u16>(), any::<u64>()),
         )
-            .prop_map(|(you, tick_rate, send_rate, max_rewind, bones)| {
-                ServerMessage::Welcome(Welcome {
-                    you,
-                    tick_rate,
-                    send_rate,
-                    max_rewind,
-                    bones,
-                })
-            }),
+            .prop_map(
+                |(you, tick_rate, send_rate, max_rewind, bones, (half_size, walls, seed))| {
+                    ServerMessage::Welcome(Welcome {
+                        you,
+                        tick_rate,
+                        send_rate,
+                        max_rewind,
+                        bones,
+                        arena_half_size: half_size,
+                        arena_walls: walls,
+                        arena_seed: seed,
+                    })
+                }
+            ),
         snapshot_part().prop_map(ServerMessage::Snapshot),
         (any::<u32>(), f64_finite(), f64_finite(), f64_finite()).prop_map(
             |(id, client_send, server_receive, server_send)| ServerMessage::Pong(Pong {
