@@ -426,18 +426,60 @@ impl SnapshotEncoder {
         server_time: f64,
         entities: &[EntityFrame],
     ) -> Result<SnapshotParts<'_>, EncodeError> {
+        self.clear();
+        let result = self.encode_parts(tick, server_time, entities);
+        self.finish(result)
+    }
+
+    /// Forgets the previous encoding.
+    fn clear(&mut self) {
         self.buffer.clear();
         self.groups.clear();
         self.parts.clear();
-        let result = self.encode_parts(tick, server_time, entities);
+    }
+
+    /// The parts just encoded, or nothing if encoding failed.
+    fn finish(
+        &mut self,
+        result: Result<(), EncodeError>,
+    ) -> Result<SnapshotParts<'_>, EncodeError> {
         if result.is_err() {
-            self.buffer.clear();
-            self.parts.clear();
+            self.clear();
         }
         result.map(|()| SnapshotParts {
             buffer: &self.buffer,
             parts: self.parts.iter(),
         })
+    }
+
+    /// Packs entities of these encoded sizes greedily into parts under the budget (each
+    /// part takes at least one entity), as index ranges into `self.groups`; returns how many
+    /// parts. The first size that is an error is returned as it is.
+    fn group(
+        &mut self,
+        sizes: impl Iterator<Item = Result<usize, EncodeError>>,
+    ) -> Result<u8, EncodeError> {
+        let empty = HEADER_BYTES + PART_HEADER_BYTES;
+        let (mut start, mut size, mut count) = (0, empty, 0);
+        for (i, bytes) in sizes.enumerate() {
+            let bytes = bytes?;
+            if i > start && size + bytes > self.budget {
+                self.groups.push(start..i);
+                start = i;
+                size = empty;
+            }
+            size += bytes;
+            count = i + 1;
+        }
+        self.groups.push(start..count);
+        u8::try_from(self.groups.len())
+            .ok()
+            .filter(|&n| usize::from(n) <= MAX_SNAPSHOT_PARTS)
+            .ok_or(EncodeError::TooMany {
+                field: "snapshot parts",
+                count: self.groups.len(),
+                max: MAX_SNAPSHOT_PARTS,
+            })
     }
 
     fn encode_parts(
@@ -446,10 +488,7 @@ impl SnapshotEncoder {
         server_time: f64,
         entities: &[EntityFrame],
     ) -> Result<(), EncodeError> {
-        let empty = HEADER_BYTES + PART_HEADER_BYTES;
-        let mut start = 0;
-        let mut size = empty;
-        for (i, entity) in entities.iter().enumerate() {
+        let parts = self.group(entities.iter().map(|entity| {
             if entity.bones.len() > MAX_BONES {
                 return Err(EncodeError::TooMany {
                     field: "snapshot.entities.bones",
@@ -457,23 +496,8 @@ impl SnapshotEncoder {
                     max: MAX_BONES,
                 });
             }
-            let bytes = entity.wire_bytes();
-            if i > start && size + bytes > self.budget {
-                self.groups.push(start..i);
-                start = i;
-                size = empty;
-            }
-            size += bytes;
-        }
-        self.groups.push(start..entities.len());
-        let parts = u8::try_from(self.groups.len())
-            .ok()
-            .filter(|&n| usize::from(n) <= MAX_SNAPSHOT_PARTS)
-            .ok_or(EncodeError::TooMany {
-                field: "snapshot parts",
-                count: self.groups.len(),
-                max: MAX_SNAPSHOT_PARTS,
-            })?;
+            Ok(entity.wire_bytes())
+        }))?;
         for (part, group) in self.groups.iter().enumerate() {
             let begin = self.buffer.len();
             let mut w = Writer::append(&mut self.buffer, kind::SNAPSHOT);
@@ -514,18 +538,9 @@ impl SnapshotEncoder {
         I: IntoIterator<Item = (usize, Option<Tick>)>,
         I::IntoIter: Clone,
     {
-        self.buffer.clear();
-        self.groups.clear();
-        self.parts.clear();
+        self.clear();
         let result = self.encode_view_parts(world, view.into_iter());
-        if result.is_err() {
-            self.buffer.clear();
-            self.parts.clear();
-        }
-        result.map(|()| SnapshotParts {
-            buffer: &self.buffer,
-            parts: self.parts.iter(),
-        })
+        self.finish(result)
     }
 
     fn encode_view_parts(
@@ -534,9 +549,7 @@ impl SnapshotEncoder {
         view: impl Iterator<Item = (usize, Option<Tick>)> + Clone,
     ) -> Result<(), EncodeError> {
         // The same greedy packing as `encode_parts`, over positions in the view.
-        let empty = HEADER_BYTES + PART_HEADER_BYTES;
-        let (mut start, mut size, mut count) = (0, empty, 0);
-        for (position, (index, since)) in view.clone().enumerate() {
+        let parts = self.group(view.clone().map(|(index, since)| {
             let entity = world
                 .entities
                 .get(index)
@@ -544,24 +557,8 @@ impl SnapshotEncoder {
                     index,
                     len: world.entities.len(),
                 })?;
-            let bytes = entity.bytes.len() + if since.is_some() { 4 } else { 0 };
-            if position > start && size + bytes > self.budget {
-                self.groups.push(start..position);
-                start = position;
-                size = empty;
-            }
-            size += bytes;
-            count = position + 1;
-        }
-        self.groups.push(start..count);
-        let parts = u8::try_from(self.groups.len())
-            .ok()
-            .filter(|&n| usize::from(n) <= MAX_SNAPSHOT_PARTS)
-            .ok_or(EncodeError::TooMany {
-                field: "snapshot parts",
-                count: self.groups.len(),
-                max: MAX_SNAPSHOT_PARTS,
-            })?;
+            Ok(entity.bytes.len() + if since.is_some() { 4 } else { 0 })
+        }))?;
         let mut view = view;
         for (part, group) in self.groups.iter().enumerate() {
             let begin = self.buffer.len();
