@@ -188,7 +188,50 @@ impl Body {
         now < self.invulnerable_until
     }
 
+    /// What its bones are computed from.
+    #[must_use]
+    pub fn stance(&self) -> Stance {
+        Stance {
+            position: self.position,
+            yaw: self.yaw,
+            crouch: self.crouch,
+            phase: self.phase,
+            aim: self.aim,
+        }
+    }
+
+    /// The world transform of every bone: [`Stance::pose`] of its [`Body::stance`].
+    pub fn pose(&self, out: &mut [BoneTransform]) {
+        self.stance().pose(out);
+    }
+}
+
+/// What the humanoid's bones are a pure function of ([`Stance::pose`]): where it stands,
+/// which way it faces and looks, how far it crouches, where it is in its walk cycle.
+///
+/// A server can send this instead of the 8 bones (`lagcomp serve` does): a client that
+/// runs [`Stance::pose`] on the same numbers gets the bones the server recorded bit for
+/// bit, as long as both run this code with the same `sin`/`cos` (glam calls `std`'s, which
+/// are the platform C library's: the same on one platform).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stance {
+    /// Feet position.
+    pub position: Vec3,
+    /// Facing (about +Y), radians.
+    pub yaw: f32,
+    /// 0 standing, 1 fully crouched.
+    pub crouch: f32,
+    /// Walk cycle phase, radians.
+    pub phase: f32,
+    /// The view (the eye bone's rotation, normalised when posed).
+    pub aim: Quat,
+}
+
+impl Stance {
     /// The world transform of every bone.
+    ///
+    /// # Panics
+    /// When `out` does not hold exactly [`BONES`] transforms.
     pub fn pose(&self, out: &mut [BoneTransform]) {
         assert_eq!(out.len(), BONES, "one transform per bone");
         let turn = Quat::from_rotation_y(self.yaw);

@@ -22,7 +22,7 @@ use lagcomp_net::shot::{Delivery, ShotReceiver};
 use lagcomp_validate::{ClientTiming, Participant, RuleSet, ShotClaim, Validator, WeaponId};
 use rand_pcg::Pcg64Mcg;
 
-use crate::body::{self, Arena, BONES, Body, EYE};
+use crate::body::{self, Arena, BONES, Body, EYE, Stance};
 use crate::client::{ClientInput, fingerprint};
 
 /// The weapon every bot carries.
@@ -109,6 +109,9 @@ pub struct BodyView<'a> {
     pub position: Vec3,
     /// Its bones' world transforms at the tick.
     pub bones: &'a [BoneTransform],
+    /// What those bones were computed from ([`Stance::pose`] of it is `bones`, bit for
+    /// bit): what a server sends instead of the bones.
+    pub stance: Stance,
     /// Its velocity.
     pub velocity: Vec3,
     /// The tick of its latest teleport (respawn).
@@ -142,8 +145,10 @@ struct Player {
     last_teleport: Option<Tick>,
     /// The newest input frame applied.
     last_frame: Option<u32>,
-    /// Its bones and state as recorded at the latest tick.
+    /// Its bones, the stance they were computed from and its state as recorded at the
+    /// latest tick.
     bones: Vec<BoneTransform>,
+    stance: Stance,
     state: EntityState,
 }
 
@@ -195,6 +200,7 @@ impl ServerCore {
         self.next_team = self.next_team.wrapping_add(1);
         self.validator.register(id, participant(team));
         let body = Body::spawn(&self.arena, rng);
+        let stance = body.stance();
         self.players.push(Player {
             id,
             team,
@@ -206,6 +212,7 @@ impl ServerCore {
             last_teleport: None,
             last_frame: None,
             bones: vec![BoneTransform::IDENTITY; BONES],
+            stance,
             state: EntityState::default(),
         });
         id
@@ -391,7 +398,11 @@ impl ServerCore {
                 if tick.0 > 0 {
                     body.step(&self.arena, time, dt, self.config.respawn_rate, rng);
                 }
-                body.pose(&mut player.bones);
+                // The stance is kept as well as the bones: an input between this tick and
+                // the snapshot may change the body's aim, and what is sent must be what
+                // was recorded.
+                player.stance = body.stance();
+                player.stance.pose(&mut player.bones);
                 if body.teleported {
                     player.last_teleport = Some(tick);
                 }
@@ -439,6 +450,7 @@ impl ServerCore {
             id: p.id,
             position: p.body.position,
             bones: &p.bones,
+            stance: p.stance,
             velocity: p.body.velocity,
             last_teleport: p.last_teleport,
             protected: p.body.invulnerable(time),

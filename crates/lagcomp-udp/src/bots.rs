@@ -32,7 +32,8 @@ use lagcomp_sim::cheat::Cheat;
 use lagcomp_sim::client::{BotBrain, BrainConfig, EntityUpdate, FiredShot, HUMAN_PAUSE};
 use lagcomp_sim::result::{CheatResult, ModeResult};
 use lagcomp_wire::{
-    ClientMessage, Input, MAX_SHOTS_PER_INPUT, ProbeReply, ServerMessage, ShotOutcome, ShotResult,
+    ClientMessage, EntityPose, Input, MAX_SHOTS_PER_INPUT, ProbeReply, ServerMessage, ShotOutcome,
+    ShotResult,
 };
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -44,6 +45,7 @@ use crate::channel::{
     PROTOCOL_ID, RESULTS, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
     widen_receive_buffer,
 };
+use crate::stance;
 
 /// How the bots are set up.
 #[derive(Debug, Clone, PartialEq)]
@@ -429,15 +431,31 @@ impl Bot {
         };
         match message {
             ServerMessage::Snapshot(part) => {
-                let entities = part.entities.into_iter().map(|e| EntityUpdate {
-                    id: e.id,
-                    bones: e.bones,
-                    velocity: e.velocity,
-                    last_teleport: e.last_teleport,
-                    protected: e.protected,
-                    in_view_since: e.in_view_since,
+                let mut refused = 0;
+                let entities = part.entities.into_iter().filter_map(|e| {
+                    let bones = match e.pose {
+                        EntityPose::Bones(bones) => bones,
+                        // The server's own pose code on the numbers it recorded from.
+                        EntityPose::Humanoid(stance) => match stance::rebuild(&stance) {
+                            Some(bones) => bones,
+                            None => {
+                                refused += 1;
+                                return None;
+                            }
+                        },
+                    };
+                    Some(EntityUpdate {
+                        id: e.id,
+                        bones,
+                        velocity: e.velocity,
+                        last_teleport: e.last_teleport,
+                        protected: e.protected,
+                        in_view_since: e.in_view_since,
+                    })
                 });
                 brain.on_snapshot(local, part.tick, part.server_time, entities);
+                // A stance that poses no valid bones is a malformed entity: dropped.
+                self.outcome.malformed += refused;
             }
             ServerMessage::Pong(pong) => brain.on_pong(pong, local),
             ServerMessage::Probe(probe) => brain.on_probe(probe.id),

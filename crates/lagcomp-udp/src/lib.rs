@@ -13,6 +13,8 @@
 //!   the real clock, and their agreement tally. The engine of `lagcomp bots`.
 //! - [`channel`]: the protocol id, renet channels and socket waiting both sides share.
 //! - [`stats`]: the tick-time histogram.
+//! - `stance`: the humanoid's stance between the simulator and the wire (what the server
+//!   sends instead of bones, and the client's rebuild of the bones from it).
 //! - `transport`: the server's end of netcode on its socket, sending once a tick.
 //!
 //! # Example
@@ -45,6 +47,7 @@ pub mod bots;
 pub mod channel;
 pub mod proxy;
 pub mod server;
+mod stance;
 pub mod stats;
 mod transport;
 

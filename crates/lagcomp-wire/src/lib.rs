@@ -27,7 +27,7 @@
 //! - [`guard`]: the per-sender malformed-message guard.
 //! - [`error`]: decode and encode errors.
 //!
-//! # Byte layout (version 2)
+//! # Byte layout (version 3)
 //!
 //! All integers and floats little-endian; floats are IEEE 754 bits as they are (never
 //! quantized, never NaN or infinite). Every message starts with a 5-byte header:
@@ -41,7 +41,7 @@
 //! | --- | --- | --- |
 //! | `0x01` | [`Input`] | frame `u32`, flags, \[ping\], \[probe reply\], aim `4×f32`, interp delay `f64`, \[newest tick\], shots `u8` × (seq `u32`, claim) |
 //! | `0x81` | [`Welcome`] | entity `u64`, tick rate, send rate, max rewind `f64`, bones `u16`, arena half size `f32`, walls `u16`, seed `u64` |
-//! | `0x82` | [`SnapshotPart`] | tick `u32`, server time `f64`, part `u8`, parts `u8`, entities `u16` × (id `u64`, flags, velocity, \[last teleport `u32`\], \[in view since `u32`\], bones `u16` × (translation, rotation, \[scale\])) |
+//! | `0x82` | [`SnapshotPart`] | tick `u32`, server time `f64`, part `u8`, parts `u8`, entities `u16` × (id `u64`, flags, velocity, \[last teleport `u32`\], \[in view since `u32`\], bones `u16` × (translation, rotation, \[scale\]) \| stance (position, yaw, crouch, phase `f32`, aim)) |
 //! | `0x83` | [`lagcomp_net::Pong`] | id `u32`, three `f64` times |
 //! | `0x84` | [`Probe`] | id `u32`, server time `f64` |
 //! | `0x85` | shot ack | up-to sequence `u32` |
@@ -99,14 +99,17 @@ pub use client::{ClientMessage, Input, ProbeReply};
 pub use error::{DecodeError, Direction, EncodeError};
 pub use guard::{GuardConfig, GuardConfigError, MalformedGuard, Penalty};
 pub use server::{Probe, ServerMessage, ShotOutcome, ShotResult, Welcome};
-pub use snapshot::{EncodedEntities, EntityFrame, SnapshotEncoder, SnapshotPart, SnapshotParts};
+pub use snapshot::{
+    EncodedEntities, EntityFrame, EntityPose, HumanoidStance, SnapshotEncoder, SnapshotPart,
+    SnapshotParts,
+};
 
 /// The first two bytes of every message.
 pub const MAGIC: [u8; 2] = *b"LW";
 
 /// The protocol version this build speaks; a message of any other version is refused.
 /// Bump it with any change to a message's layout (including a new rejection reason).
-pub const PROTOCOL_VERSION: u16 = 2;
+pub const PROTOCOL_VERSION: u16 = 3;
 
 /// No message is longer than this, bytes; a longer one is refused before it is read.
 /// A snapshot entity with [`MAX_BONES`] scaled bones still fits in one part.

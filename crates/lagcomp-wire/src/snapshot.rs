@@ -1,5 +1,12 @@
-//! Snapshots on the wire: every entity's bones at one tick, exact to the bit, split into
+//! Snapshots on the wire: every entity's pose at one tick, exact to the bit, split into
 //! parts that each fit a budget.
+//!
+//! An entity's pose travels as its bones' world transforms ([`EntityPose::Bones`], any
+//! rig), or, for the humanoid of `lagcomp serve`, as the few numbers its bones are a pure
+//! function of ([`EntityPose::Humanoid`]: a [`HumanoidStance`], 40 bytes against 224 for
+//! 8 bones). A client rebuilds the bones from a stance by the very function the server
+//! records them with (`lagcomp_sim::body::Stance::pose`), so it draws the server's bones
+//! bit for bit: same code, same inputs (see [`HumanoidStance`] for the condition).
 //!
 //! A part is self-contained (it carries the tick and server time), so a client pushes the
 //! entities of every part it gets into their interpolation buffers and loses only the
@@ -12,7 +19,7 @@
 
 use std::ops::Range;
 
-use glam::Vec3;
+use glam::{Quat, Vec3};
 use lagcomp::{BoneTransform, EntityId, Tick};
 use lagcomp_net::Snapshot;
 
@@ -42,24 +49,79 @@ pub struct EntityFrame {
     pub in_view_since: Option<Tick>,
     /// Linear velocity, units per second (for extrapolation only).
     pub velocity: Vec3,
+    /// The pose: its bones, or what drives them.
+    pub pose: EntityPose,
+}
+
+/// What a client draws an entity from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EntityPose {
     /// World transforms of the rig's bones, in bone order, exactly as the server recorded
-    /// them. At most [`MAX_BONES`]. Scales travel only when some bone is scaled.
-    pub bones: Vec<BoneTransform>,
+    /// them. At most [`MAX_BONES`]. Scales travel only when some bone is scaled. Any rig.
+    Bones(Vec<BoneTransform>),
+    /// A humanoid's stance: the client rebuilds its bones (see [`HumanoidStance`]).
+    Humanoid(HumanoidStance),
+}
+
+/// What drives the pose of `lagcomp serve`'s humanoid (`lagcomp_sim::body::Stance`, field
+/// for field): its 8 bones are a pure function of these numbers. Sent instead of the
+/// bones, it takes 40 bytes instead of 224, so a client's whole view fits one datagram.
+///
+/// Bit-identical bones on both ends need the same function on the same inputs: the
+/// numbers travel as their exact bits, and both ends run `lagcomp_sim`'s pose code, whose
+/// `sin`/`cos` are the platform's (Rust's `std` calls the C library's `sinf`/`cosf`,
+/// through glam). Server and clients built from this workspace on the same platform
+/// agree bit for bit; across platforms whose C libraries round `sin` differently they
+/// could differ in the last bit. glam's `libm` feature (a Rust `sin` everywhere) would
+/// remove that condition; it is not switched on, since it changes the simulator's
+/// numbers and has not been measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HumanoidStance {
+    /// Feet position.
+    pub position: Vec3,
+    /// Facing about +Y, radians.
+    pub yaw: f32,
+    /// 0 standing, 1 fully crouched.
+    pub crouch: f32,
+    /// Walk cycle phase, radians.
+    pub phase: f32,
+    /// The view (the eye bone's rotation before normalising).
+    pub aim: Quat,
+}
+
+impl EntityPose {
+    /// The bones, when they travel as bones.
+    #[must_use]
+    pub fn bones(&self) -> Option<&[BoneTransform]> {
+        match self {
+            Self::Bones(bones) => Some(bones),
+            Self::Humanoid(_) => None,
+        }
+    }
+
+    /// Bytes the pose takes in an entity, after its header.
+    fn wire_bytes(&self) -> usize {
+        match self {
+            Self::Bones(bones) => {
+                let per_bone = if is_scaled(bones) {
+                    SCALED_BONE_BYTES
+                } else {
+                    BONE_BYTES
+                };
+                2_usize.saturating_add(bones.len().saturating_mul(per_bone))
+            }
+            Self::Humanoid(_) => STANCE_BYTES,
+        }
+    }
 }
 
 impl EntityFrame {
     /// Bytes this entity takes in a snapshot part.
     #[must_use]
     pub fn wire_bytes(&self) -> usize {
-        let per_bone = if is_scaled(&self.bones) {
-            SCALED_BONE_BYTES
-        } else {
-            BONE_BYTES
-        };
         let teleport = if self.last_teleport.is_some() { 4 } else { 0 };
         let in_view = if self.in_view_since.is_some() { 4 } else { 0 };
-        (ENTITY_HEADER_BYTES + teleport + in_view)
-            .saturating_add(self.bones.len().saturating_mul(per_bone))
+        (ENTITY_HEAD_BYTES + teleport + in_view).saturating_add(self.pose.wire_bytes())
     }
 
     /// Whether the entity teleported after `newest_held`, the newest tick of this entity
@@ -72,14 +134,27 @@ impl EntityFrame {
 
     /// The frame as a [`lagcomp_net::SnapshotBuffer`] entry at `tick` and `time` (the
     /// part's), moving the bones; `newest_held` is the newest tick of this entity the
-    /// client held before this frame (see [`EntityFrame::teleported_since`]).
+    /// client held before this frame (see [`EntityFrame::teleported_since`]). A
+    /// [`EntityPose::Humanoid`] frame's bones are `rebuild`'s (the client's copy of the
+    /// server's pose function); a [`EntityPose::Bones`] frame does not call it.
     #[must_use]
-    pub fn into_snapshot(self, tick: Tick, time: f64, newest_held: Option<Tick>) -> Snapshot {
+    pub fn into_snapshot(
+        self,
+        tick: Tick,
+        time: f64,
+        newest_held: Option<Tick>,
+        rebuild: impl FnOnce(&HumanoidStance) -> Vec<BoneTransform>,
+    ) -> Snapshot {
+        let teleport = self.teleported_since(newest_held);
+        let bones = match self.pose {
+            EntityPose::Bones(bones) => bones,
+            EntityPose::Humanoid(stance) => rebuild(&stance),
+        };
         Snapshot {
             tick,
             time,
-            teleport: self.teleported_since(newest_held),
-            bones: self.bones,
+            teleport,
+            bones,
             velocity: self.velocity,
         }
     }
@@ -109,11 +184,17 @@ const PROTECTED: u8 = 1 << 2;
 const SCALED: u8 = 1 << 3;
 /// The tick it came into the client's view follows (after the teleport tick).
 const IN_VIEW: u8 = 1 << 4;
+/// A [`HumanoidStance`] follows instead of bones (never with [`SCALED`]).
+const HUMANOID: u8 = 1 << 5;
 
 /// Tick, server time, part, parts, entity count.
 const PART_HEADER_BYTES: usize = 4 + 8 + 1 + 1 + 2;
-/// Id, flags, velocity, bone count (and 4 more with a teleport tick).
-const ENTITY_HEADER_BYTES: usize = 8 + 1 + 12 + 2;
+/// Id, flags, velocity (and 4 more with a teleport tick, 4 with an in-view tick).
+const ENTITY_HEAD_BYTES: usize = 8 + 1 + 12;
+/// The smallest entity: its head and a bone count of zero.
+const ENTITY_HEADER_BYTES: usize = ENTITY_HEAD_BYTES + 2;
+/// Position, yaw, crouch, phase, aim.
+const STANCE_BYTES: usize = 12 + 4 + 4 + 4 + 16;
 /// Translation and rotation.
 const BONE_BYTES: usize = 12 + 16;
 /// Translation, rotation and scale.
@@ -231,20 +312,26 @@ fn write_entity_with(
     entity: &EntityFrame,
     in_view_since: Option<Tick>,
 ) -> Result<(), EncodeError> {
-    if entity.bones.len() > MAX_BONES {
-        return Err(EncodeError::TooMany {
-            field: "snapshot.entities.bones",
-            count: entity.bones.len(),
-            max: MAX_BONES,
-        });
-    }
-    let scaled = is_scaled(&entity.bones);
+    let (scaled, humanoid) = match &entity.pose {
+        EntityPose::Bones(bones) => {
+            if bones.len() > MAX_BONES {
+                return Err(EncodeError::TooMany {
+                    field: "snapshot.entities.bones",
+                    count: bones.len(),
+                    max: MAX_BONES,
+                });
+            }
+            (is_scaled(bones), false)
+        }
+        EntityPose::Humanoid(_) => (false, true),
+    };
     let flags = [
         (entity.alive, ALIVE),
         (entity.last_teleport.is_some(), TELEPORTED),
         (entity.protected, PROTECTED),
         (scaled, SCALED),
         (in_view_since.is_some(), IN_VIEW),
+        (humanoid, HUMANOID),
     ]
     .into_iter()
     .filter(|(on, _)| *on)
@@ -258,13 +345,24 @@ fn write_entity_with(
     if let Some(tick) = in_view_since {
         w.u32(tick.0);
     }
-    // At most MAX_BONES, checked above.
-    w.u16(entity.bones.len() as u16);
-    for bone in &entity.bones {
-        w.vec3(bone.translation, "snapshot.entities.bones.translation")?;
-        w.quat(bone.rotation, "snapshot.entities.bones.rotation")?;
-        if scaled {
-            w.vec3(bone.scale, "snapshot.entities.bones.scale")?;
+    match &entity.pose {
+        EntityPose::Bones(bones) => {
+            // At most MAX_BONES, checked above.
+            w.u16(bones.len() as u16);
+            for bone in bones {
+                w.vec3(bone.translation, "snapshot.entities.bones.translation")?;
+                w.quat(bone.rotation, "snapshot.entities.bones.rotation")?;
+                if scaled {
+                    w.vec3(bone.scale, "snapshot.entities.bones.scale")?;
+                }
+            }
+        }
+        EntityPose::Humanoid(stance) => {
+            w.vec3(stance.position, "snapshot.entities.stance.position")?;
+            w.f32(stance.yaw, "snapshot.entities.stance.yaw")?;
+            w.f32(stance.crouch, "snapshot.entities.stance.crouch")?;
+            w.f32(stance.phase, "snapshot.entities.stance.phase")?;
+            w.quat(stance.aim, "snapshot.entities.stance.aim")?;
         }
     }
     Ok(())
@@ -275,8 +373,16 @@ fn read_entity(r: &mut Reader<'_>) -> Result<EntityFrame, DecodeError> {
     let flags_offset = r.offset();
     let flags = r.flags(
         "snapshot.entities.flags",
-        ALIVE | TELEPORTED | PROTECTED | SCALED | IN_VIEW,
+        ALIVE | TELEPORTED | PROTECTED | SCALED | IN_VIEW | HUMANOID,
     )?;
+    if flags & SCALED != 0 && flags & HUMANOID != 0 {
+        // A stance has no scales to announce.
+        return Err(DecodeError::BadFlags {
+            offset: flags_offset,
+            field: "snapshot.entities.flags",
+            bits: flags,
+        });
+    }
     let velocity = r.vec3("snapshot.entities.velocity")?;
     let last_teleport = if flags & TELEPORTED != 0 {
         Some(Tick(r.u32("snapshot.entities.last_teleport")?))
@@ -288,7 +394,34 @@ fn read_entity(r: &mut Reader<'_>) -> Result<EntityFrame, DecodeError> {
     } else {
         None
     };
-    let scaled = flags & SCALED != 0;
+    let pose = if flags & HUMANOID != 0 {
+        EntityPose::Humanoid(HumanoidStance {
+            position: r.vec3("snapshot.entities.stance.position")?,
+            yaw: r.f32("snapshot.entities.stance.yaw")?,
+            crouch: r.f32("snapshot.entities.stance.crouch")?,
+            phase: r.f32("snapshot.entities.stance.phase")?,
+            aim: r.quat("snapshot.entities.stance.aim")?,
+        })
+    } else {
+        EntityPose::Bones(read_bones(r, flags & SCALED != 0, flags_offset)?)
+    };
+    Ok(EntityFrame {
+        id,
+        alive: flags & ALIVE != 0,
+        last_teleport,
+        protected: flags & PROTECTED != 0,
+        in_view_since,
+        velocity,
+        pose,
+    })
+}
+
+/// An entity's bones, scaled or not; `flags_offset` is where its flags byte was.
+fn read_bones(
+    r: &mut Reader<'_>,
+    scaled: bool,
+    flags_offset: usize,
+) -> Result<Vec<BoneTransform>, DecodeError> {
     let offset = r.offset();
     let count = usize::from(r.u16("snapshot.entities.bones.count")?);
     let count = r.check_count(
@@ -324,15 +457,7 @@ fn read_entity(r: &mut Reader<'_>) -> Result<EntityFrame, DecodeError> {
             field: "snapshot.entities.flags",
         });
     }
-    Ok(EntityFrame {
-        id,
-        alive: flags & ALIVE != 0,
-        last_teleport,
-        protected: flags & PROTECTED != 0,
-        in_view_since,
-        velocity,
-        bones,
-    })
+    Ok(bones)
 }
 
 /// Splits a whole world's snapshot into parts that each fit a byte budget, encoding them
@@ -345,7 +470,7 @@ fn read_entity(r: &mut Reader<'_>) -> Result<EntityFrame, DecodeError> {
 ///
 /// ```
 /// use lagcomp::{BoneTransform, EntityId, Tick, Vec3};
-/// use lagcomp_wire::{EntityFrame, ServerMessage, SnapshotEncoder};
+/// use lagcomp_wire::{EntityFrame, EntityPose, ServerMessage, SnapshotEncoder};
 ///
 /// let entities: Vec<EntityFrame> = (0..16)
 ///     .map(|i| EntityFrame {
@@ -355,7 +480,7 @@ fn read_entity(r: &mut Reader<'_>) -> Result<EntityFrame, DecodeError> {
 ///         protected: false,
 ///         in_view_since: None,
 ///         velocity: Vec3::X,
-///         bones: vec![BoneTransform::IDENTITY; 15],
+///         pose: EntityPose::Bones(vec![BoneTransform::IDENTITY; 15]),
 ///     })
 ///     .collect();
 /// let mut encoder = SnapshotEncoder::default();
@@ -489,10 +614,12 @@ impl SnapshotEncoder {
         entities: &[EntityFrame],
     ) -> Result<(), EncodeError> {
         let parts = self.group(entities.iter().map(|entity| {
-            if entity.bones.len() > MAX_BONES {
+            if let EntityPose::Bones(bones) = &entity.pose
+                && bones.len() > MAX_BONES
+            {
                 return Err(EncodeError::TooMany {
                     field: "snapshot.entities.bones",
-                    count: entity.bones.len(),
+                    count: bones.len(),
                     max: MAX_BONES,
                 });
             }
@@ -583,12 +710,12 @@ impl SnapshotEncoder {
                     Some(since) => {
                         // The flags byte gains IN_VIEW and the tick goes in after the
                         // teleport tick: the layout `write_entity` writes.
-                        let (head, bones) = bytes.split_at(entity.in_view_at);
+                        let (head, pose) = bytes.split_at(entity.in_view_at);
                         w.bytes(&head[..FLAGS_AT]);
                         w.u8(head[FLAGS_AT] | IN_VIEW);
                         w.bytes(&head[FLAGS_AT + 1..]);
                         w.u32(since.0);
-                        w.bytes(bones);
+                        w.bytes(pose);
                     }
                 }
             }
@@ -608,7 +735,7 @@ const FLAGS_AT: usize = 8;
 ///
 /// ```
 /// use lagcomp::{BoneTransform, EntityId, Tick, Vec3};
-/// use lagcomp_wire::{EncodedEntities, EntityFrame, ServerMessage, SnapshotEncoder};
+/// use lagcomp_wire::{EncodedEntities, EntityFrame, EntityPose, ServerMessage, SnapshotEncoder};
 ///
 /// let world: Vec<EntityFrame> = (0..6)
 ///     .map(|i| EntityFrame {
@@ -618,7 +745,7 @@ const FLAGS_AT: usize = 8;
 ///         protected: false,
 ///         in_view_since: None,
 ///         velocity: Vec3::X,
-///         bones: vec![BoneTransform::IDENTITY; 8],
+///         pose: EntityPose::Bones(vec![BoneTransform::IDENTITY; 8]),
 ///     })
 ///     .collect();
 /// let mut encoded = EncodedEntities::default();

@@ -4,9 +4,9 @@ use lagcomp::{BoneTransform, EntityId, HitboxId, Quat, Tick, Vec3};
 use lagcomp_net::Ping;
 use lagcomp_validate::{ClaimedHit, RejectReason, RenderTime, ShotClaim, WeaponId};
 use lagcomp_wire::{
-    ClientMessage, DecodeError, Direction, EncodeError, EntityFrame, Input, MAGIC, MAX_BONES,
-    MAX_MESSAGE_BYTES, MAX_SHOTS_PER_INPUT, PROTOCOL_VERSION, ServerMessage, ShotOutcome,
-    ShotResult, SnapshotPart, Welcome,
+    ClientMessage, DecodeError, Direction, EncodeError, EntityFrame, EntityPose, HumanoidStance,
+    Input, MAGIC, MAX_BONES, MAX_MESSAGE_BYTES, MAX_SHOTS_PER_INPUT, PROTOCOL_VERSION,
+    ServerMessage, ShotOutcome, ShotResult, SnapshotPart, Welcome,
 };
 
 fn claim(seq: u32) -> ShotClaim {
@@ -347,14 +347,14 @@ fn frame(bones: usize, scale: Vec3) -> EntityFrame {
         protected: true,
         in_view_since: None,
         velocity: Vec3::ZERO,
-        bones: vec![
+        pose: EntityPose::Bones(vec![
             BoneTransform {
                 translation: Vec3::ONE,
                 rotation: Quat::IDENTITY,
                 scale,
             };
             bones
-        ],
+        ]),
     }
 }
 
@@ -416,7 +416,68 @@ fn snapshots_are_capped_and_canonical() {
     let ServerMessage::Snapshot(decoded) = ServerMessage::decode(&scaled).expect("valid") else {
         panic!("not a snapshot");
     };
-    assert_eq!(decoded.entities[0].bones[1].scale, Vec3::new(1.0, 1.0, 0.5));
+    let bones = decoded.entities[0].pose.bones().expect("bones");
+    assert_eq!(bones[1].scale, Vec3::new(1.0, 1.0, 0.5));
+}
+
+#[test]
+fn a_stance_is_never_scaled_and_never_truncated() {
+    let stance = part(vec![EntityFrame {
+        pose: EntityPose::Humanoid(HumanoidStance {
+            position: Vec3::new(1.0, 0.0, -2.0),
+            yaw: 0.5,
+            crouch: 0.25,
+            phase: 3.0,
+            aim: Quat::IDENTITY,
+        }),
+        ..frame(0, Vec3::ONE)
+    }]);
+    let bytes = encoded_server(&stance);
+    let flags_at = 5 + 4 + 8 + 2 + 2 + 8;
+    // Alive, protected, humanoid.
+    assert_eq!(bytes[flags_at], 0b10_0101);
+    assert_eq!(bytes.len(), flags_at + 1 + 12 + 40);
+    assert_eq!(ServerMessage::decode(&bytes).as_ref(), Ok(&stance));
+    // The scaled bit means nothing to a stance: refused, not ignored.
+    let mut scaled = bytes.clone();
+    scaled[flags_at] |= 0b1000;
+    assert_eq!(
+        ServerMessage::decode(&scaled),
+        Err(DecodeError::BadFlags {
+            offset: flags_at,
+            field: "snapshot.entities.flags",
+            bits: 0b10_1101
+        })
+    );
+    // A stance cut short, at every length, is refused: too short for the entity count
+    // while under an entity's smallest size, truncated after (never a panic, never bones).
+    for len in flags_at - 8..bytes.len() {
+        let expected = if len - (flags_at - 8) < 23 {
+            "TooMany"
+        } else {
+            "Truncated"
+        };
+        let got = ServerMessage::decode(&bytes[..len]).expect_err("short");
+        assert!(format!("{got:?}").starts_with(expected), "{len}: {got:?}");
+    }
+    // An infinite crouch is refused where it is.
+    let mut inf = bytes.clone();
+    let crouch_at = flags_at + 1 + 12 + 12 + 4;
+    inf[crouch_at..crouch_at + 4].copy_from_slice(&f32::INFINITY.to_le_bytes());
+    assert_eq!(
+        ServerMessage::decode(&inf),
+        Err(DecodeError::NonFinite {
+            offset: crouch_at,
+            field: "snapshot.entities.stance.crouch"
+        })
+    );
+    // Without the humanoid bit, the same bytes are bones: a count of 0 and trailing bytes.
+    let mut unflagged = bytes;
+    unflagged[flags_at] &= !0b10_0000;
+    assert!(matches!(
+        ServerMessage::decode(&unflagged),
+        Err(DecodeError::TrailingBytes { .. } | DecodeError::TooMany { .. })
+    ));
 }
 
 #[test]

@@ -17,8 +17,8 @@ use lagcomp_net::{
 };
 use lagcomp_validate::{RenderTime, ShotClaim, WeaponId};
 use lagcomp_wire::{
-    ClientMessage, EntityFrame, GuardConfig, Input, MalformedGuard, Penalty, Probe, ProbeReply,
-    ServerMessage, SnapshotEncoder, Welcome,
+    ClientMessage, EntityFrame, EntityPose, GuardConfig, Input, MalformedGuard, Penalty, Probe,
+    ProbeReply, ServerMessage, SnapshotEncoder, Welcome,
 };
 
 const RATE: f64 = 64.0;
@@ -139,13 +139,12 @@ fn shots_sent_as_bytes_rebuild_the_bones_the_client_drew() {
                 protected: false,
                 in_view_since: None,
                 velocity: Vec3::ZERO,
-                bones: Vec::new(),
+                pose: EntityPose::Bones(Vec::new()),
             });
             for (e, frame) in frames.iter_mut().enumerate() {
                 frame.id = ids[e];
                 frame.last_teleport = (e == 1 && tick >= RESPAWN).then_some(Tick(RESPAWN));
-                frame.bones.clear();
-                frame.bones.extend(pose(e, tick));
+                frame.pose = EntityPose::Bones(pose(e, tick));
             }
             for part in encoder.encode(Tick(tick), now, &frames).expect("valid") {
                 to_client.send(now, part.to_vec());
@@ -190,7 +189,10 @@ fn shots_sent_as_bytes_rebuild_the_bones_the_client_drew() {
                             newest_held.insert(frame.id, part.tick);
                         }
                         let id = frame.id;
-                        let snapshot = frame.into_snapshot(part.tick, part.server_time, held);
+                        let snapshot =
+                            frame.into_snapshot(part.tick, part.server_time, held, |_| {
+                                panic!("this server sends bones")
+                            });
                         teleports_seen += usize::from(snapshot.teleport);
                         buffers.entry(id).or_default().push(snapshot);
                     }

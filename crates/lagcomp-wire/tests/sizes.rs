@@ -4,8 +4,8 @@ use lagcomp::{BoneTransform, EntityId, HitboxId, Quat, Tick, Vec3};
 use lagcomp_net::{Ping, Pong};
 use lagcomp_validate::{ClaimedHit, RejectReason, RenderTime, ShotClaim, WeaponId};
 use lagcomp_wire::{
-    ClientMessage, EntityFrame, Input, MAX_SHOTS_PER_INPUT, Probe, ProbeReply, ServerMessage,
-    ShotOutcome, ShotResult, SnapshotPart, Welcome,
+    ClientMessage, EntityFrame, EntityPose, HumanoidStance, Input, MAX_SHOTS_PER_INPUT, Probe,
+    ProbeReply, ServerMessage, ShotOutcome, ShotResult, SnapshotPart, Welcome,
 };
 
 const WIRE_MD: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/WIRE.md"));
@@ -133,7 +133,7 @@ fn measured(kind: u8) -> (usize, usize) {
                 protected: false,
                 in_view_since: None,
                 velocity: Vec3::ZERO,
-                bones: vec![BoneTransform::IDENTITY; 15],
+                pose: EntityPose::Bones(vec![BoneTransform::IDENTITY; 15]),
             });
             let humanoid = size(&ServerMessage::Snapshot(part.clone())) - empty;
             assert_eq!(humanoid, 443);
@@ -150,8 +150,25 @@ fn measured(kind: u8) -> (usize, usize) {
             );
             part.entities[0].last_teleport = None;
             part.entities[0].in_view_since = None;
-            part.entities[0].bones[0].scale = Vec3::splat(2.0);
-            assert_eq!(size(&ServerMessage::Snapshot(part)) - empty, 23 + 15 * 40);
+            if let EntityPose::Bones(bones) = &mut part.entities[0].pose {
+                bones[0].scale = Vec3::splat(2.0);
+            }
+            assert_eq!(
+                size(&ServerMessage::Snapshot(part.clone())) - empty,
+                23 + 15 * 40
+            );
+            // The humanoid sent as its stance: 61 bytes, 65 with an in-view tick.
+            part.entities[0].pose = EntityPose::Humanoid(HumanoidStance {
+                position: Vec3::ZERO,
+                yaw: 0.0,
+                crouch: 0.0,
+                phase: 0.0,
+                aim: Quat::IDENTITY,
+            });
+            assert_eq!(size(&ServerMessage::Snapshot(part.clone())) - empty, 61);
+            assert!(WIRE_MD.contains("as its stance is 61 bytes (65 with an in-view tick)"));
+            part.entities[0].in_view_since = Some(Tick(3));
+            assert_eq!(size(&ServerMessage::Snapshot(part)) - empty, 65);
             (empty, empty)
         }
         0x83 => {

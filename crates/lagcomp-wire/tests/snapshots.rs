@@ -3,8 +3,8 @@
 
 use lagcomp::{BoneTransform, EntityId, Quat, Tick, Vec3};
 use lagcomp_wire::{
-    EncodeError, EncodedEntities, EntityFrame, MAX_BONES, MAX_MESSAGE_BYTES, MAX_SNAPSHOT_PARTS,
-    ServerMessage, SnapshotEncoder, SnapshotPart,
+    EncodeError, EncodedEntities, EntityFrame, EntityPose, HumanoidStance, MAX_BONES,
+    MAX_MESSAGE_BYTES, MAX_SNAPSHOT_PARTS, ServerMessage, SnapshotEncoder, SnapshotPart,
 };
 
 fn humanoid(i: u64, bones: usize) -> EntityFrame {
@@ -15,13 +15,36 @@ fn humanoid(i: u64, bones: usize) -> EntityFrame {
         protected: i.is_multiple_of(7),
         in_view_since: None,
         velocity: Vec3::new(i as f32, 0.0, -1.5),
-        bones: (0..bones)
-            .map(|b| BoneTransform {
-                translation: Vec3::new(i as f32 * 0.1, b as f32 * 0.13, 1.0 / 3.0),
-                rotation: Quat::from_rotation_y(b as f32 * 0.7 + i as f32).normalize(),
-                scale: Vec3::ONE,
-            })
-            .collect(),
+        pose: EntityPose::Bones(
+            (0..bones)
+                .map(|b| BoneTransform {
+                    translation: Vec3::new(i as f32 * 0.1, b as f32 * 0.13, 1.0 / 3.0),
+                    rotation: Quat::from_rotation_y(b as f32 * 0.7 + i as f32).normalize(),
+                    scale: Vec3::ONE,
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// Entity `i` as `humanoid` gives it, but sent as a stance.
+fn stanced(i: u64) -> EntityFrame {
+    EntityFrame {
+        pose: EntityPose::Humanoid(HumanoidStance {
+            position: Vec3::new(i as f32 * 0.3, 0.0, -(i as f32) / 7.0),
+            yaw: i as f32 * 0.9,
+            crouch: 1.0 / (i as f32 + 3.0),
+            phase: i as f32 * 11.1,
+            aim: Quat::from_rotation_x(0.01 * i as f32),
+        }),
+        ..humanoid(i, 0)
+    }
+}
+
+fn bones_mut(frame: &mut EntityFrame) -> &mut Vec<BoneTransform> {
+    match &mut frame.pose {
+        EntityPose::Bones(bones) => bones,
+        EntityPose::Humanoid(_) => panic!("a humanoid stance has no bones"),
     }
 }
 
@@ -132,7 +155,7 @@ fn bad_worlds_and_budgets_are_refused() {
         MAX_SNAPSHOT_PARTS
     );
     let mut nan = humanoid(1, 3);
-    nan.bones[2].rotation.w = f32::NAN;
+    bones_mut(&mut nan)[2].rotation.w = f32::NAN;
     assert_eq!(
         encoder.encode(Tick(0), 0.0, &[humanoid(0, 1), nan]).err(),
         Some(EncodeError::NonFinite {
@@ -144,6 +167,45 @@ fn bad_worlds_and_budgets_are_refused() {
             .encode(Tick(0), f64::INFINITY, &[humanoid(0, 1)])
             .is_err()
     );
+    // A stance's numbers are checked as bones' are.
+    for (field, spoil) in [
+        (
+            "snapshot.entities.stance.phase",
+            (|s: &mut HumanoidStance| s.phase = f32::INFINITY) as fn(&mut HumanoidStance),
+        ),
+        ("snapshot.entities.stance.aim", |s| s.aim.y = f32::NAN),
+        ("snapshot.entities.stance.position", |s| {
+            s.position.z = f32::NEG_INFINITY;
+        }),
+    ] {
+        let mut bad = stanced(2);
+        let EntityPose::Humanoid(stance) = &mut bad.pose else {
+            unreachable!()
+        };
+        spoil(stance);
+        assert_eq!(
+            encoder.encode(Tick(0), 0.0, &[stanced(1), bad]).err(),
+            Some(EncodeError::NonFinite { field }),
+        );
+    }
+}
+
+#[test]
+fn a_stance_takes_40_bytes_where_8_bones_take_226() {
+    let bones = humanoid(6, 8);
+    let stance = stanced(6);
+    assert_eq!(bones.wire_bytes(), 23 + 224);
+    assert_eq!(stance.wire_bytes(), 21 + 40);
+    // A client's view of 16 bodies (each with its in-view tick) fits one default part.
+    let world: Vec<EntityFrame> = (0..16)
+        .map(|i| EntityFrame {
+            in_view_since: Some(Tick(3)),
+            ..stanced(i)
+        })
+        .collect();
+    let parts = decode_parts(&mut SnapshotEncoder::default(), &world);
+    assert_eq!(parts.len(), 1);
+    assert_eq!(parts[0].entities, world);
 }
 
 #[test]
@@ -191,20 +253,54 @@ fn decoded_frames_feed_the_interpolation_buffer_unchanged() {
     assert!(jumped.teleported_since(Some(Tick(9))));
     assert!(!jumped.teleported_since(Some(Tick(10))));
     assert!(!jumped.teleported_since(Some(Tick(76))));
-    let snapshot = jumped.into_snapshot(tick, time, Some(Tick(8)));
+    let snapshot = jumped.into_snapshot(tick, time, Some(Tick(8)), |_| {
+        panic!("bones are not rebuilt")
+    });
     assert!(snapshot.teleport);
-    assert_eq!(snapshot.bones, world[1].bones);
+    assert_eq!(Some(snapshot.bones.as_slice()), world[1].pose.bones());
     assert_eq!((snapshot.tick, snapshot.time), (Tick(77), 1.203125));
     assert_eq!(snapshot.velocity, world[1].velocity);
-    assert!(!never.into_snapshot(tick, time, Some(Tick(75))).teleport);
+    assert!(
+        !never
+            .into_snapshot(tick, time, Some(Tick(75)), |_| Vec::new())
+            .teleport
+    );
+    // A stance's bones are what the client's rebuild makes of the stance it was sent.
+    let sent = stanced(5);
+    let part = decode_parts(&mut encoder, std::slice::from_ref(&sent)).remove(0);
+    let frame = part.entities.into_iter().next().expect("one entity");
+    let snapshot = frame.into_snapshot(tick, time, None, |stance| {
+        assert_eq!(
+            Some(stance),
+            match &sent.pose {
+                EntityPose::Humanoid(s) => Some(s),
+                EntityPose::Bones(_) => None,
+            }
+        );
+        vec![BoneTransform::from_translation(stance.position); 2]
+    });
+    assert_eq!(snapshot.bones.len(), 2);
+    assert!(
+        snapshot.teleport,
+        "entity 5 teleported at tick 5, nothing held"
+    );
 }
 
 /// Each client's view packed from entities encoded once is byte for byte what encoding
 /// that client's frames directly gives.
 #[test]
 fn a_view_packed_from_entities_encoded_once_is_what_direct_encoding_gives() {
-    let mut world: Vec<EntityFrame> = (0..30).map(|i| humanoid(i, 8)).collect();
-    world[3].bones[1].scale = Vec3::splat(1.5); // a scaled one travels too
+    // Every third one sent as a stance.
+    let mut world: Vec<EntityFrame> = (0..30)
+        .map(|i| {
+            if i % 3 == 1 {
+                stanced(i)
+            } else {
+                humanoid(i, 8)
+            }
+        })
+        .collect();
+    bones_mut(&mut world[3])[1].scale = Vec3::splat(1.5); // a scaled one travels too
     let mut encoded = EncodedEntities::default();
     encoded.encode(Tick(77), 1.203125, &world).expect("valid");
     assert_eq!(encoded.len(), 30);

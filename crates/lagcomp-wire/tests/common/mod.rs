@@ -9,8 +9,8 @@ use lagcomp::{BoneTransform, EntityId, HitboxId, Quat, Tick, Vec3};
 use lagcomp_net::{Ping, Pong};
 use lagcomp_validate::{ClaimedHit, RejectReason, RenderTime, ShotClaim, WeaponId};
 use lagcomp_wire::{
-    ClientMessage, EntityFrame, Input, MAX_SHOTS_PER_INPUT, Probe, ProbeReply, ServerMessage,
-    ShotOutcome, ShotResult, SnapshotPart, Welcome,
+    ClientMessage, EntityFrame, EntityPose, HumanoidStance, Input, MAX_SHOTS_PER_INPUT, Probe,
+    ProbeReply, ServerMessage, ShotOutcome, ShotResult, SnapshotPart, Welcome,
 };
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -166,19 +166,38 @@ pub(crate) fn entity_frame() -> impl Strategy<Value = EntityFrame> {
         proptest::option::of(any::<u32>().prop_map(Tick)),
         proptest::option::of(any::<u32>().prop_map(Tick)),
         vec3(),
-        any::<bool>().prop_flat_map(|scaled| prop::collection::vec(bone(scaled), 0..24)),
+        entity_pose(),
     )
         .prop_map(
-            |(id, [alive, protected], last_teleport, in_view_since, velocity, bones)| EntityFrame {
+            |(id, [alive, protected], last_teleport, in_view_since, velocity, pose)| EntityFrame {
                 id,
                 alive,
                 last_teleport,
                 protected,
                 in_view_since,
                 velocity,
-                bones,
+                pose,
             },
         )
+}
+
+/// Bones (scaled or not, any count up to 24) or a humanoid's stance (any finite numbers:
+/// the wire carries them as they are).
+pub(crate) fn entity_pose() -> impl Strategy<Value = EntityPose> {
+    prop_oneof![
+        any::<bool>()
+            .prop_flat_map(|scaled| prop::collection::vec(bone(scaled), 0..24))
+            .prop_map(EntityPose::Bones),
+        (vec3(), f32_finite(), f32_finite(), f32_finite(), quat()).prop_map(
+            |(position, yaw, crouch, phase, aim)| EntityPose::Humanoid(HumanoidStance {
+                position,
+                yaw,
+                crouch,
+                phase,
+                aim,
+            })
+        ),
+    ]
 }
 
 pub(crate) fn snapshot_part() -> impl Strategy<Value = SnapshotPart> {
