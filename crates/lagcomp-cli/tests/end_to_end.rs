@@ -345,7 +345,8 @@ fn after(text: &str, key: &str) -> f64 {
 /// `LAGCOMP_LOAD_BOTS`, `LAGCOMP_LOAD_SECS`, `LAGCOMP_LOAD_SEND_RATE` (snapshots a second
 /// to each bot, 64), `LAGCOMP_LOAD_FPS` (bot frames a second, 60),
 /// `LAGCOMP_LOAD_THREADS` (bot threads, 2), `LAGCOMP_LOAD_FIRE_RATE` (shots a second per
-/// bot, 10) and `LAGCOMP_LOAD_VIEW` (the server's view radius, metres, 20) change the load.
+/// bot, 10) and `LAGCOMP_LOAD_VIEW` (the server's view radius, metres, 20) change the load;
+/// `LAGCOMP_LOAD_SEND_THREAD=1` has the server send on a second thread (`--send-thread`).
 #[test]
 #[ignore = "minutes long, and it loads every core: run it on purpose"]
 fn load_many_bots_firing_fast_for_minutes() {
@@ -356,21 +357,29 @@ fn load_many_bots_firing_fast_for_minutes() {
     let threads = setting("LAGCOMP_LOAD_THREADS", 2.0) as usize;
     let fire_rate = setting("LAGCOMP_LOAD_FIRE_RATE", 10.0);
     let view = setting("LAGCOMP_LOAD_VIEW", 20.0);
+    let send_thread = setting("LAGCOMP_LOAD_SEND_THREAD", 0.0) != 0.0;
+    let view_text = view.to_string();
+    let mut serve_args = vec!["--view-radius", &view_text];
+    if send_thread {
+        serve_args.push("--send-thread");
+    }
     let mut server = Process::start(
         "lagcomp serve",
         &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--send-rate",
-            &send_rate.to_string(),
-            "--max-clients",
-            &bots.max(1).to_string(),
-            "--arena-for",
-            &bots.to_string(),
-            "--view-radius",
-            &view.to_string(),
-        ],
+            &[
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--send-rate",
+                &send_rate.to_string(),
+                "--max-clients",
+                &bots.max(1).to_string(),
+                "--arena-for",
+                &bots.to_string(),
+            ][..],
+            &serve_args,
+        ]
+        .concat(),
     );
     let server_addr = server.address("lagcomp serve: listening on ");
     let server_pid = server.child.id();

@@ -1,5 +1,16 @@
 //! Small measuring helpers for the server's status lines.
 
+/// The calling thread's CPU time, seconds (`None` where there is no such clock).
+pub(crate) fn thread_cpu_time() -> Option<f64> {
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+    {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        Some(t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+    None
+}
+
 /// Width of one bucket, seconds.
 const BUCKET: f64 = 5e-6;
 

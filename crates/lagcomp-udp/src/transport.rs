@@ -17,9 +17,23 @@
 //! acknowledgement). So the server lets through an acknowledgement-only packet when it
 //! says so ([`Acks`]): a few times a second, which keeps renet's statistics and
 //! bookkeeping alive, not with every snapshot.
+//!
+//! Handing a datagram to the socket is the largest single cost of a tick (on loopback the
+//! kernel delivers it to the receiver inside `sendto`: about 40 % of the tick with 200
+//! clients, against about 22 % for netcode's encryption and 16 % for renet's packing). With
+//! a send thread ([`ServerTransport::with_send_thread`], off by default: see
+//! `ServeConfig::send_thread` for why) the tick's datagrams go to a
+//! second thread in batches as they are encrypted, so the kernel's share runs on the other
+//! core while this thread packs and encrypts the next clients';
+//! [`ServerTransport::flush`] waits until every one of them is handed to the socket, so a
+//! tick still ends with its last packet sent. Renet and netcode stay on the server's
+//! thread (neither can be shared); only finished datagrams cross.
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
+use std::ops::Range;
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use renet::{ClientId, RenetServer};
@@ -43,9 +57,181 @@ fn is_ack(packet: &[u8]) -> bool {
     packet.first() == Some(&RENET_ACK)
 }
 
+/// Datagrams queued for the send thread: their bytes back to back and where each goes.
+#[derive(Debug, Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    datagrams: Vec<(SocketAddr, Range<usize>)>,
+}
+
+impl Batch {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.datagrams.clear();
+    }
+}
+
+/// What the server's thread asks of the send thread.
+enum Job {
+    /// Send these, then give the batch back.
+    Send(Batch),
+    /// Say when everything asked before is sent.
+    Flush,
+}
+
+/// What the send thread answers.
+enum Done {
+    /// A batch sent, emptied for reuse.
+    Spent(Batch),
+    /// Everything before the flush is handed to the socket; the thread's CPU time since
+    /// the previous flush, seconds (`None` without a thread CPU clock).
+    Flushed(Option<f64>),
+}
+
+/// Datagrams handed to a batch before it goes to the send thread: small enough that the
+/// thread starts sending while the first clients' packets are still being encrypted, big
+/// enough that waking it is rare (a few times a tick).
+const BATCH_DATAGRAMS: usize = 16;
+
+/// Batches in flight either way at most (the channels are bounded so that neither
+/// allocates per message; the server's thread waits if the send thread falls this far
+/// behind).
+const BATCHES_IN_FLIGHT: usize = 64;
+
+/// The send thread and the batches that go to it and come back.
+struct SendThread {
+    jobs: Option<SyncSender<Job>>,
+    done: Receiver<Done>,
+    /// The batch being filled.
+    filling: Batch,
+    /// Emptied batches to fill next.
+    spare: Vec<Batch>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl SendThread {
+    fn spawn(socket: UdpSocket) -> io::Result<Self> {
+        let (jobs, inbox) = sync_channel::<Job>(BATCHES_IN_FLIGHT);
+        let (outbox, done) = sync_channel::<Done>(BATCHES_IN_FLIGHT + 1);
+        let thread = std::thread::Builder::new()
+            .name("lagcomp-send".to_owned())
+            .spawn(move || send_loop(&socket, &inbox, &outbox))?;
+        Ok(Self {
+            jobs: Some(jobs),
+            done,
+            filling: Batch::default(),
+            spare: Vec::new(),
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues one datagram; hands the batch over when it is full.
+    fn push(&mut self, payload: &[u8], addr: SocketAddr) {
+        let begin = self.filling.bytes.len();
+        self.filling.bytes.extend_from_slice(payload);
+        self.filling
+            .datagrams
+            .push((addr, begin..self.filling.bytes.len()));
+        if self.filling.datagrams.len() >= BATCH_DATAGRAMS {
+            self.hand_over();
+        }
+    }
+
+    /// Sends the batch being filled to the thread (if it holds anything) and starts
+    /// another from a spare one.
+    fn hand_over(&mut self) {
+        if self.filling.datagrams.is_empty() {
+            return;
+        }
+        // Batches the thread has finished with, without waiting for any.
+        loop {
+            match self.done.try_recv() {
+                Ok(Done::Spent(batch)) => self.spare.push(batch),
+                Ok(Done::Flushed(_)) | Err(TryRecvError::Empty | TryRecvError::Disconnected) => {
+                    break;
+                }
+            }
+        }
+        let next = self.spare.pop().unwrap_or_default();
+        let full = std::mem::replace(&mut self.filling, next);
+        if let Some(jobs) = &self.jobs
+            && jobs.send(Job::Send(full)).is_err()
+        {
+            // The thread is gone (it never panics on its own; see `send_loop`): the
+            // datagrams are lost, as the network might lose them.
+        }
+    }
+
+    /// Waits until everything queued is handed to the socket; the send thread's CPU time
+    /// for it.
+    fn flush(&mut self) -> Option<f64> {
+        self.hand_over();
+        let jobs = self.jobs.as_ref()?;
+        jobs.send(Job::Flush).ok()?;
+        loop {
+            match self.done.recv() {
+                Ok(Done::Spent(batch)) => self.spare.push(batch),
+                Ok(Done::Flushed(cpu)) => return cpu,
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+impl Drop for SendThread {
+    fn drop(&mut self) {
+        // Closing the jobs channel ends the thread's loop.
+        self.jobs = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The send thread: sends each batch's datagrams in order and returns the batch; answers
+/// a flush once everything before it is sent. A datagram the socket refuses is dropped,
+/// as the network might (renet resends what is reliable).
+fn send_loop(socket: &UdpSocket, inbox: &Receiver<Job>, outbox: &SyncSender<Done>) {
+    let mut since = crate::stats::thread_cpu_time();
+    while let Ok(job) = inbox.recv() {
+        let reply = match job {
+            Job::Send(mut batch) => {
+                for (addr, range) in &batch.datagrams {
+                    let _ = send(socket, &batch.bytes[range.clone()], *addr);
+                }
+                batch.clear();
+                Done::Spent(batch)
+            }
+            Job::Flush => {
+                let now = crate::stats::thread_cpu_time();
+                let cpu = now.zip(since).map(|(now, since)| now - since);
+                since = now;
+                Done::Flushed(cpu)
+            }
+        };
+        if outbox.send(reply).is_err() {
+            return;
+        }
+    }
+}
+
+/// Where a payload goes now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// Straight to the socket, on this thread (an answer that must leave at once).
+    Now,
+    /// With the tick's datagrams: to the send thread if there is one, which
+    /// [`ServerTransport::flush`] waits for.
+    Tick,
+}
+
 /// Netcode on a socket (see the [module documentation](self)).
 pub(crate) struct ServerTransport {
     socket: UdpSocket,
+    /// The tick's datagrams go through it, when there is one.
+    sender: Option<SendThread>,
+    /// Datagrams handed to the socket or the send thread.
+    sent: u64,
     netcode: NetcodeServer,
     buffer: Box<[u8; NETCODE_MAX_PACKET_BYTES]>,
     /// Scratch: the clients to send to.
@@ -68,11 +254,32 @@ impl ServerTransport {
         socket.set_nonblocking(true)?;
         Ok(Self {
             socket,
+            sender: None,
+            sent: 0,
             netcode: NetcodeServer::new(config),
             buffer: Box::new([0; NETCODE_MAX_PACKET_BYTES]),
             clients: Vec::new(),
             heard: Vec::new(),
         })
+    }
+
+    /// With a thread that hands the tick's datagrams to the socket (see the
+    /// [module documentation](self)).
+    pub(crate) fn with_send_thread(mut self) -> io::Result<Self> {
+        let socket = self.socket.try_clone()?;
+        self.sender = Some(SendThread::spawn(socket)?);
+        Ok(self)
+    }
+
+    /// Waits until every datagram of the tick is handed to the socket (at once without a
+    /// send thread); the send thread's CPU time for them, seconds, if it has a clock.
+    pub(crate) fn flush(&mut self) -> Option<f64> {
+        self.sender.as_mut().and_then(SendThread::flush)
+    }
+
+    /// Datagrams sent so far (the tick's counted when queued for the send thread).
+    pub(crate) fn datagrams(&self) -> u64 {
+        self.sent
     }
 
     /// Advances netcode's clock by `elapsed` and reads every datagram waiting: handshakes
@@ -127,9 +334,15 @@ impl ServerTransport {
         }
     }
 
-    /// Encrypts and sends what renet has queued for `client`, and renet's
+    /// Encrypts and sends what renet has queued for `client` (by `route`), and renet's
     /// acknowledgement of what it received from it if `acks` says so.
-    pub(crate) fn send_to_client(&mut self, renet: &mut RenetServer, client: ClientId, acks: Acks) {
+    pub(crate) fn send_to_client(
+        &mut self,
+        renet: &mut RenetServer,
+        client: ClientId,
+        acks: Acks,
+        route: Route,
+    ) {
         let Ok(packets) = renet.get_packets_to_send(client) else {
             return;
         };
@@ -139,9 +352,16 @@ impl ServerTransport {
             }
             match self.netcode.generate_payload_packet(client, &packet) {
                 Ok((addr, payload)) => {
-                    if send(&self.socket, payload, addr).is_err() {
-                        // The rest would fail the same way; renet resends what is reliable.
-                        return;
+                    self.sent += 1;
+                    match (&mut self.sender, route) {
+                        (Some(sender), Route::Tick) => sender.push(payload, addr),
+                        _ => {
+                            if send(&self.socket, payload, addr).is_err() {
+                                // The rest would fail the same way; renet resends what is
+                                // reliable.
+                                return;
+                            }
+                        }
                     }
                 }
                 // The client left netcode already: renet hears of it on the next read.

@@ -167,6 +167,8 @@ fn snapshots_below_the_tick_rate_are_spread_over_the_ticks_and_bots_still_agree(
     let mut config = loopback();
     // A snapshot every 4 ticks to each client, the clients' turns spread over the 4.
     config.send_rate = 16.0;
+    // The tick's datagrams handed to the socket by a second thread.
+    config.send_thread = true;
     let server = Running::start(config, Outputs::default());
     let mut bots_config = BotsConfig::new(server.addr, 4, 6.0);
     // As fast as the weapon allows.
@@ -184,6 +186,9 @@ fn snapshots_below_the_tick_rate_are_spread_over_the_ticks_and_bots_still_agree(
     // weapon allows in claimed time (the draw delay adapts): a few fire-rate rejections.
     assert!(honest.agreement >= 0.9, "{report:?}");
     assert_eq!(status.shots, honest.shots_arrived + report.unexpected);
+    // The send thread sent them, and its time is counted.
+    assert!(status.send_cpu_p50.is_some_and(|t| t > 0.0), "{status:?}");
+    assert!(status.tick_datagrams >= status.snapshots, "{status:?}");
 }
 
 /// A renet client that connects and then sends `message` every few milliseconds until it
@@ -382,8 +387,15 @@ fn a_crowd_on_an_arena_sized_for_it_sees_only_its_neighbours_and_every_shot_is_a
         cpu > 0.0 && cpu <= wall,
         "CPU p50 {cpu} s, longest tick {wall} s"
     );
+    // No send thread, no share of the CPU time for one.
+    assert_eq!(status.send_cpu_p50, None);
     // Each client was sent its own body and its neighbours, not all sixteen.
     assert!(status.snapshots > 0);
+    // Each body as its stance: a client's whole view in one datagram (a few more go with
+    // shot results on their reliable channel and renet's acknowledgements).
+    assert_eq!(status.snapshot_parts, status.snapshots, "{status:?}");
+    let datagrams = status.tick_datagrams as f64 / status.snapshots as f64;
+    assert!((1.0..1.6).contains(&datagrams), "{datagrams}: {status:?}");
     let per_snapshot = status.snapshot_entities as f64 / status.snapshots as f64;
     assert!(
         (1.0..8.0).contains(&per_snapshot),
