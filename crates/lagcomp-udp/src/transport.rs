@@ -32,7 +32,7 @@
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::ops::Range;
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -143,22 +143,17 @@ impl SendThread {
         if self.filling.datagrams.is_empty() {
             return;
         }
-        // Batches the thread has finished with, without waiting for any.
-        loop {
-            match self.done.try_recv() {
-                Ok(Done::Spent(batch)) => self.spare.push(batch),
-                Ok(Done::Flushed(_)) | Err(TryRecvError::Empty | TryRecvError::Disconnected) => {
-                    break;
-                }
-            }
+        // Batches the thread has finished with, without waiting for any (a flush's answer
+        // never waits here: `flush` reads until it has it).
+        while let Ok(Done::Spent(batch)) = self.done.try_recv() {
+            self.spare.push(batch);
         }
         let next = self.spare.pop().unwrap_or_default();
         let full = std::mem::replace(&mut self.filling, next);
-        if let Some(jobs) = &self.jobs
-            && jobs.send(Job::Send(full)).is_err()
-        {
-            // The thread is gone (it never panics on its own; see `send_loop`): the
-            // datagrams are lost, as the network might lose them.
+        if let Some(jobs) = &self.jobs {
+            // An error means the thread is gone (it never panics on its own; see
+            // `send_loop`): the datagrams are lost, as the network might lose them.
+            let _ = jobs.send(Job::Send(full));
         }
     }
 
