@@ -273,8 +273,7 @@ fn benches(c: &mut Criterion) {
             tick.0 += 1;
             record_frame(
                 &mut own,
-                &scene.ids,
-                bones,
+                &scene.entities,
                 tick,
                 scene.time_of(tick),
                 &input,
@@ -285,8 +284,7 @@ fn benches(c: &mut Criterion) {
         let mut writer = shared.write();
         record_frame(
             &mut writer,
-            &scene.ids,
-            bones,
+            &scene.entities,
             tick,
             scene.time_of(tick),
             &input,

@@ -4,8 +4,8 @@ use glam::{Vec3, Vec3A};
 
 use super::bone_pass::{BonePass, Kernel};
 use super::{
-    EntityFrame, EntityId, EntityState, FrameMeta, History, Life, RecordError, StoredRotation,
-    StoredTranslation,
+    EntityFrame, EntityId, EntitySlot, EntityState, FrameMeta, History, Life, RecordError,
+    StoredRotation, StoredTranslation,
 };
 use crate::bvh::NodeBox;
 use crate::math::{BoneTransform, padded_corners};
@@ -195,6 +195,138 @@ fn prefetch_rows(slot: &super::EntitySlot, ring: usize) {
     }
 }
 
+/// Records entity `index` (an active slot, handle `id`) into frame `seq`: the body of
+/// both ways of recording, once the handle is known to be good.
+#[inline(always)]
+fn record_entity(
+    history: &mut History,
+    seq: u64,
+    index: usize,
+    id: EntityId,
+    bones: &[BoneTransform],
+    state: EntityState,
+    bone_pass: impl FnOnce(
+        &[BoneTransform],
+        &[[f32; 4]],
+        &mut [StoredTranslation],
+        &mut [StoredRotation],
+    ) -> BonePass,
+) -> Result<(), RecordError> {
+    let ring = history.newest_ring;
+    let capacity = history.capacity;
+    let slot = &mut history.slots[index];
+    if slot.last_seq == seq {
+        return Err(RecordError::AlreadyRecorded(id));
+    }
+    if bones.len() != slot.bone_count {
+        return Err(RecordError::BoneCount {
+            entity: id,
+            expected: slot.bone_count as u16,
+            got: bones.len(),
+        });
+    }
+    let rig = slot.rig.as_deref().expect("active slots have a rig");
+    let base = ring * slot.bone_count;
+    let translations = &mut slot.translations[base..base + slot.bone_count];
+    let rotations = &mut slot.rotations[base..base + slot.bone_count];
+
+    // One pass: copy each pose into the ring, grow the frame's bounds, and check the
+    // transform with fast conservative tests (`bone_pass`). The ring slot being written
+    // belongs to a frame that has aged out, and the frame record below is only stamped
+    // once everything is valid, so a bad transform found at the end leaves nothing
+    // visible.
+    let pass = bone_pass(bones, rig.bone_reach_splat(), translations, rotations);
+    let (lo, hi) = if pass.clean && slot.scales.is_empty() {
+        (pass.lo, pass.hi)
+    } else {
+        settle_unclean(slot, base, capacity, id, bones, pass)?
+    };
+    let (min, max) = padded_corners(lo, hi);
+    let (min, max) = (Vec3::from(min).to_array(), Vec3::from(max).to_array());
+    slot.frames[ring] = EntityFrame {
+        seq: seq as u32,
+        layers: state.layers,
+        user: state.user,
+        flags: state.to_flags(),
+        bounds_min: min,
+        bounds_max: max,
+    };
+    history.tree.grow_leaf(ring, index, NodeBox::new(min, max));
+    let slot = &mut history.slots[index];
+    slot.last_seq = seq;
+    if slot.first_seq == 0 {
+        slot.first_seq = seq;
+    }
+    if !state.lag_compensated {
+        mark_uncompensated(history, index, seq);
+    }
+    Ok(())
+}
+
+/// The rare end of a record, out of the recorder's loop: the fast checks failed (find
+/// which bone and why, with the precise checks) or the entity has a scale lane (store the
+/// scales, and bound each bone by its reach times its largest scale). Returns the bounds.
+///
+/// A rotation whose norm is within rounding of the tolerance can fail the fast check and
+/// pass the precise one: it is accepted, as it always was.
+#[cold]
+#[inline(never)]
+fn settle_unclean(
+    slot: &mut EntitySlot,
+    base: usize,
+    capacity: usize,
+    id: EntityId,
+    bones: &[BoneTransform],
+    pass: BonePass,
+) -> Result<(Vec3A, Vec3A), RecordError> {
+    let (mut lo, mut hi) = (pass.lo, pass.hi);
+    let mut unit_scale = true;
+    if !pass.clean {
+        for (bone, transform) in bones.iter().enumerate() {
+            transform
+                .validate()
+                .map_err(|error| RecordError::Transform {
+                    entity: id,
+                    bone: bone as u16,
+                    error,
+                })?;
+        }
+        unit_scale = bones.iter().all(|b| b.scale == Vec3::ONE);
+        let reach = slot.rig.as_deref().expect("active slots have a rig").bone_reach();
+        lo = Vec3A::INFINITY;
+        hi = Vec3A::NEG_INFINITY;
+        for (transform, reach) in bones.iter().zip(reach) {
+            let t = Vec3A::from(transform.translation);
+            let r = Vec3A::splat(reach * transform.scale.max_element());
+            lo = lo.min(t - r);
+            hi = hi.max(t + r);
+        }
+    }
+    if !unit_scale && slot.scales.is_empty() {
+        // First non-unit scale for this entity: give it a scale lane. Earlier frames
+        // were all unit scale, which is what the lane starts with.
+        slot.scales.resize(capacity * slot.bone_count, [1.0; 3]);
+    }
+    if !slot.scales.is_empty() {
+        let scales = &mut slot.scales[base..base + slot.bone_count];
+        for (stored, transform) in scales.iter_mut().zip(bones) {
+            *stored = transform.scale.to_array();
+        }
+    }
+    Ok((lo, hi))
+}
+
+/// Notes that entity `index` has lag compensation off in frame `seq`.
+#[cold]
+#[inline(never)]
+fn mark_uncompensated(history: &mut History, index: usize, seq: u64) {
+    let list = &mut history.uncompensated;
+    match list.iter_mut().find(|(i, _)| *i as usize == index) {
+        Some(entry) => entry.1 = seq,
+        None => list.push((index as u32, seq)),
+    }
+}
+
 /// One frame being recorded. Finishing it (drop, or [`FrameRecorder::finish`]) updates the
 /// broadphase.
 #[derive(Debug)]
@@ -285,99 +417,96 @@ impl FrameRecorder<'_> {
     ) -> Result<(), RecordError> {
         let history = &mut *self.history;
         let index = history.active_index(id)?;
-        let seq = self.seq;
-        let ring = history.newest_ring;
-        let capacity = history.capacity;
         if history.prefetch_ahead
             && let Some(ahead) = history.slots.get(index + PREFETCH_DISTANCE)
         {
-            prefetch_rows(ahead, ring);
+            prefetch_rows(ahead, history.newest_ring);
         }
-        let slot = &mut history.slots[index];
-        if slot.last_seq == seq {
-            return Err(RecordError::AlreadyRecorded(id));
-        }
-        if bones.len() != slot.bone_count {
-            return Err(RecordError::BoneCount {
-                entity: id,
-                expected: slot.bone_count as u16,
-                got: bones.len(),
-            });
-        }
-        let rig = slot.rig.as_deref().expect("active slots have a rig");
-        let reach = rig.bone_reach();
-        let base = ring * slot.bone_count;
-        let translations = &mut slot.translations[base..base + slot.bone_count];
-        let rotations = &mut slot.rotations[base..base + slot.bone_count];
+        record_entity(history, self.seq, index, id, bones, state, bone_pass)
+    }
 
-        // One pass: copy each pose into the ring, grow the frame's bounds, and check the
-        // transform with fast conservative tests (`bone_pass`). The ring slot being written
-        // belongs to a frame that has aged out, and the frame record below is only stamped
-        // once everything is valid, so a bad transform found at the end leaves nothing
-        // visible.
-        let pass = bone_pass(bones, rig.bone_reach_splat(), translations, rotations);
-        let (mut lo, mut hi) = (pass.lo, pass.hi);
-        let mut unit_scale = true;
-        if !pass.clean {
-            // Rare: a bad transform (find which bone and why, with the precise checks) or a
-            // scaled bone (check every scale, and grow the bounds by each bone's largest
-            // scale). A rotation whose norm is within rounding of the tolerance can fail the
-            // fast check and pass the precise one: it is accepted, as it always was.
-            for (bone, transform) in bones.iter().enumerate() {
-                transform
-                    .validate()
-                    .map_err(|error| RecordError::Transform {
-                        entity: id,
-                        bone: bone as u16,
-                        error,
-                    })?;
-            }
-            unit_scale = bones.iter().all(|b| b.scale == Vec3::ONE);
-            lo = Vec3A::INFINITY;
-            hi = Vec3A::NEG_INFINITY;
-            for (transform, reach) in bones.iter().zip(reach) {
-                let t = Vec3A::from(transform.translation);
-                let r = Vec3A::splat(reach * transform.scale.max_element());
-                lo = lo.min(t - r);
-                hi = hi.max(t + r);
-            }
+    /// Records every entity of `entities`, in order, each with its state and the next
+    /// transforms of `bones` (as many as its rig has bones, in bone order): the whole tick
+    /// in one call, which is what a server that keeps every entity's bones in one buffer
+    /// calls instead of one [`FrameRecorder::record`] per entity. The result is the same
+    /// as recording them one by one; the handles and the bone total are checked once, and
+    /// the per-entity work runs in one loop (listing entities in the order they were
+    /// spawned lets it prefetch their rows ahead when the history is large).
+    ///
+    /// # Errors
+    /// - A bad handle (unknown, stale or despawned) or a number of transforms that is not
+    ///   the entities' bone total ([`RecordError::BatchBones`]): nothing is recorded.
+    /// - An entity already recorded in this frame, or one with an invalid transform: that
+    ///   entity is left as it was (not recorded in this frame), every other entity is
+    ///   recorded, and the first such error is returned.
+    pub fn record_all(
+        &mut self,
+        entities: &[(EntityId, EntityState)],
+        bones: &[BoneTransform],
+    ) -> Result<(), RecordError> {
+        self.history.check_batch(entities, bones.len())?;
+        #[cfg(target_arch = "x86_64")]
+        if self.history.bone_pass == Kernel::Avx2 {
+            // SAFETY: `Kernel::Avx2` is only chosen on a CPU with AVX2.
+            return unsafe { self.record_all_avx2(entities, bones) };
         }
+        let kernel = self.history.bone_pass;
+        self.record_all_with(entities, bones, |bones, reach, translations, rotations| {
+            kernel.run(bones, reach, translations, rotations)
+        })
+    }
 
-        if !unit_scale && slot.scales.is_empty() {
-            // First non-unit scale for this entity: give it a scale lane. Earlier frames
-            // were all unit scale, which is what the lane starts with.
-            slot.scales.resize(capacity * slot.bone_count, [1.0; 3]);
-        }
-        if !slot.scales.is_empty() {
-            let scales = &mut slot.scales[base..base + slot.bone_count];
-            for (stored, transform) in scales.iter_mut().zip(bones) {
-                *stored = transform.scale.to_array();
+    /// [`FrameRecorder::record_all`] compiled for AVX2, with the AVX2 bone pass inlined.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn record_all_avx2(
+        &mut self,
+        entities: &[(EntityId, EntityState)],
+        bones: &[BoneTransform],
+    ) -> Result<(), RecordError> {
+        self.record_all_with(entities, bones, |bones, reach, translations, rotations| {
+            // SAFETY: the caller's contract: the CPU has AVX2.
+            unsafe { Kernel::run_avx2(bones, reach, translations, rotations) }
+        })
+    }
+
+    /// The body of [`FrameRecorder::record_all`] once the batch is checked.
+    #[inline(always)]
+    fn record_all_with(
+        &mut self,
+        entities: &[(EntityId, EntityState)],
+        bones: &[BoneTransform],
+        bone_pass: impl Fn(
+            &[BoneTransform],
+            &[[f32; 4]],
+            &mut [StoredTranslation],
+            &mut [StoredRotation],
+        ) -> BonePass
+        + Copy,
+    ) -> Result<(), RecordError> {
+        let history = &mut *self.history;
+        let mut first_error = None;
+        let mut rest = bones;
+        for (k, &(id, state)) in entities.iter().enumerate() {
+            // `check_batch` found every handle active and the bone total right.
+            let index = id.index() as usize;
+            let (own, next) = rest.split_at(history.slots[index].bone_count);
+            rest = next;
+            if history.prefetch_ahead
+                && let Some((ahead, _)) = entities.get(k + PREFETCH_DISTANCE)
+                && let Some(slot) = history.slots.get(ahead.index() as usize)
+            {
+                prefetch_rows(slot, history.newest_ring);
+            }
+            if let Err(error) = record_entity(history, self.seq, index, id, own, state, bone_pass)
+            {
+                first_error.get_or_insert(error);
             }
         }
-        let (min, max) = padded_corners(lo, hi);
-        let (min, max) = (Vec3::from(min).to_array(), Vec3::from(max).to_array());
-        slot.frames[ring] = EntityFrame {
-            seq: seq as u32,
-            layers: state.layers,
-            user: state.user,
-            flags: state.to_flags(),
-            bounds_min: min,
-            bounds_max: max,
-        };
-        history.tree.grow_leaf(ring, index, NodeBox::new(min, max));
-        let slot = &mut history.slots[index];
-        slot.last_seq = seq;
-        if slot.first_seq == 0 {
-            slot.first_seq = seq;
-        }
-        if !state.lag_compensated {
-            let list = &mut history.uncompensated;
-            match list.iter_mut().find(|(i, _)| *i as usize == index) {
-                Some(entry) => entry.1 = seq,
-                None => list.push((index as u32, seq)),
-            }
-        }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Records a rigid (single-bone) entity.
