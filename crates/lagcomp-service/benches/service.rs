@@ -265,7 +265,6 @@ fn benches(c: &mut Criterion) {
         .sample_size(20);
     let mut input = Vec::new();
     scene.frame_bones(Tick(scene.newest_tick().0 + 1), &mut input);
-    let bones = scene.bones();
     let mut own = history.clone();
     let mut tick = scene.newest_tick();
     group.bench_function("record", |b| {

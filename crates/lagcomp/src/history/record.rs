@@ -104,16 +104,16 @@ impl History {
                 if slot.life == Life::Free {
                     continue;
                 }
-                tree.set_leaf_in_every_frame(index, |ring| {
+                let boxes = metas.iter().zip(&slot.frames).map(|(meta, frame)| {
                     // `recorded_at`; a ring slot not holding a frame yet has sequence 0.
-                    let seq = metas[ring].seq;
-                    let frame = &slot.frames[ring];
+                    let seq = meta.seq;
                     if seq != 0 && seq <= slot.last_seq && frame.seq == seq as u32 {
                         NodeBox::new(frame.bounds_min, frame.bounds_max)
                     } else {
                         NodeBox::EMPTY
                     }
                 });
+                tree.set_leaf_in_every_frame(index, boxes);
             }
             for seq in self.oldest_seq()..=newest {
                 let previous = (seq > self.oldest_seq()).then(|| self.ring(seq - 1));
@@ -195,13 +195,33 @@ fn prefetch_rows(slot: &super::EntitySlot, ring: usize) {
     }
 }
 
-/// Records entity `index` (an active slot, handle `id`) into frame `seq`: the body of
-/// both ways of recording, once the handle is known to be good.
+/// Where a frame is being recorded: its sequence number, its ring slot and the ring's
+/// length, read once per frame.
+#[derive(Debug, Clone, Copy)]
+struct FrameSlot {
+    seq: u64,
+    ring: usize,
+    capacity: usize,
+}
+
+impl FrameSlot {
+    #[inline]
+    fn of(history: &History, seq: u64) -> Self {
+        Self {
+            seq,
+            ring: history.newest_ring,
+            capacity: history.capacity,
+        }
+    }
+}
+
+/// Records an active entity's slot (handle `id`) into the frame `at`: the body of both
+/// ways of recording, once the handle is known to be good. Returns the entity's box for
+/// its tree leaf; the caller updates the tree and the lag-compensation list.
 #[inline(always)]
 fn record_entity(
-    history: &mut History,
-    seq: u64,
-    index: usize,
+    slot: &mut EntitySlot,
+    at: FrameSlot,
     id: EntityId,
     bones: &[BoneTransform],
     state: EntityState,
@@ -211,10 +231,12 @@ fn record_entity(
         &mut [StoredTranslation],
         &mut [StoredRotation],
     ) -> BonePass,
-) -> Result<(), RecordError> {
-    let ring = history.newest_ring;
-    let capacity = history.capacity;
-    let slot = &mut history.slots[index];
+) -> Result<NodeBox, RecordError> {
+    let FrameSlot {
+        seq,
+        ring,
+        capacity,
+    } = at;
     if slot.last_seq == seq {
         return Err(RecordError::AlreadyRecorded(id));
     }
@@ -251,16 +273,11 @@ fn record_entity(
         bounds_min: min,
         bounds_max: max,
     };
-    history.tree.grow_leaf(ring, index, NodeBox::new(min, max));
-    let slot = &mut history.slots[index];
     slot.last_seq = seq;
     if slot.first_seq == 0 {
         slot.first_seq = seq;
     }
-    if !state.lag_compensated {
-        mark_uncompensated(history, index, seq);
-    }
-    Ok(())
+    Ok(NodeBox::new(min, max))
 }
 
 /// The rare end of a record, out of the recorder's loop: the fast checks failed (find
@@ -316,11 +333,17 @@ fn settle_unclean(
     Ok((lo, hi))
 }
 
+/// Keeps the first error of a batch.
+#[cold]
+#[inline(never)]
+fn keep_first(first: &mut Option<RecordError>, error: RecordError) {
+    first.get_or_insert(error);
+}
+
 /// Notes that entity `index` has lag compensation off in frame `seq`.
 #[cold]
 #[inline(never)]
-fn mark_uncompensated(history: &mut History, index: usize, seq: u64) {
-    let list = &mut history.uncompensated;
+fn mark_uncompensated(list: &mut Vec<(u32, u64)>, index: usize, seq: u64) {
     match list.iter_mut().find(|(i, _)| *i as usize == index) {
         Some(entry) => entry.1 = seq,
         None => list.push((index as u32, seq)),
@@ -422,7 +445,13 @@ impl FrameRecorder<'_> {
         {
             prefetch_rows(ahead, history.newest_ring);
         }
-        record_entity(history, self.seq, index, id, bones, state, bone_pass)
+        let at = FrameSlot::of(history, self.seq);
+        let node_box = record_entity(&mut history.slots[index], at, id, bones, state, bone_pass)?;
+        history.tree.grow_leaf(at.ring, index, node_box);
+        if !state.lag_compensated {
+            mark_uncompensated(&mut history.uncompensated, index, at.seq);
+        }
+        Ok(())
     }
 
     /// Records every entity of `entities`, in order, each with its state and the next
@@ -488,22 +517,44 @@ impl FrameRecorder<'_> {
         + Copy,
     ) -> Result<(), RecordError> {
         let history = &mut *self.history;
+        let at = FrameSlot::of(history, self.seq);
+        let prefetch = history.prefetch_ahead;
+        // Disjoint borrows, so that nothing written through one is reloaded from another.
+        let History {
+            slots,
+            tree,
+            uncompensated,
+            ..
+        } = history;
+        let (leaf_of, leaves) = tree.frame_leaves(at.ring);
         let mut first_error = None;
         let mut rest = bones;
         for (k, &(id, state)) in entities.iter().enumerate() {
             // `check_batch` found every handle active and the bone total right.
             let index = id.index() as usize;
-            let (own, next) = rest.split_at(history.slots[index].bone_count);
+            let (own, next) = rest.split_at(slots[index].bone_count);
             rest = next;
-            if history.prefetch_ahead
+            if prefetch
                 && let Some((ahead, _)) = entities.get(k + PREFETCH_DISTANCE)
-                && let Some(slot) = history.slots.get(ahead.index() as usize)
+                && let Some(ahead) = slots.get(ahead.index() as usize)
             {
-                prefetch_rows(slot, history.newest_ring);
+                prefetch_rows(ahead, at.ring);
             }
-            if let Err(error) = record_entity(history, self.seq, index, id, own, state, bone_pass)
-            {
-                first_error.get_or_insert(error);
+            let slot = &mut slots[index];
+            match record_entity(slot, at, id, own, state, bone_pass) {
+                Ok(node_box) => {
+                    if let Some(&leaf) = leaf_of.get(index)
+                        && let Some(leaf_box) = leaves.get_mut(leaf as usize)
+                    {
+                        // The frame was cleared and the entity not recorded in it yet: its
+                        // leaf is empty, and growing it is setting it.
+                        *leaf_box = node_box;
+                    }
+                    if !state.lag_compensated {
+                        mark_uncompensated(uncompensated, index, at.seq);
+                    }
+                }
+                Err(error) => keep_first(&mut first_error, error),
             }
         }
         first_error.map_or(Ok(()), Err)
