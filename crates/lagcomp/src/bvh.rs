@@ -768,17 +768,15 @@ impl TemporalBvh {
         }
     }
 
-    /// Sets the leaf box of `item` in every ring frame, from the boxes of ring frames 0, 1,
-    /// ... in turn (after a [`TemporalBvh::build`]; then [`TemporalBvh::finish_frame`] each
-    /// frame, oldest first). Nothing if the item is not in the tree.
-    ///
-    /// # Panics
-    /// If `item_boxes` yields more boxes than the ring has frames.
+    /// Sets the leaf box of `item` in every ring frame: `set_box(frame, leaf_box)` writes
+    /// the box of ring frame `frame` (after a [`TemporalBvh::build`]; then
+    /// [`TemporalBvh::finish_frame`] each frame, oldest first). Nothing if the item is not
+    /// in the tree.
     #[inline]
     pub(crate) fn set_leaf_in_every_frame(
         &mut self,
         item: usize,
-        item_boxes: impl IntoIterator<Item = NodeBox>,
+        mut set_box: impl FnMut(usize, &mut NodeBox),
     ) {
         let Some(&leaf) = self.leaf_of.get(item) else {
             return;
@@ -790,9 +788,10 @@ impl TemporalBvh {
         // PERF: a plain index stepping by one frame; the iterator chain it replaces (skip,
         // step_by, take, enumerate) cost about 20 instructions per box, and a rebuild sets
         // one per entity per frame.
+        // The box is written in place (a closure returning it kept a copy on the stack).
         let mut at = leaf as usize;
-        for item_box in item_boxes.into_iter().take(self.frames) {
-            self.spans[at] = item_box;
+        for frame in 0..self.frames {
+            set_box(frame, &mut self.spans[at]);
             at += n;
         }
     }
@@ -1065,10 +1064,9 @@ mod tests {
             let frame_at = |slot: usize| (f + 1 - ring..=f).find(|g| g % ring == slot);
             let box_at = |g: usize, i: usize| boxes_at[g][i];
             for i in 0..items {
-                rebuilt.set_leaf_in_every_frame(
-                    i,
-                    (0..ring).map(|slot| frame_at(slot).map_or(NodeBox::EMPTY, |g| box_at(g, i))),
-                );
+                rebuilt.set_leaf_in_every_frame(i, |slot, leaf_box| {
+                    *leaf_box = frame_at(slot).map_or(NodeBox::EMPTY, |g| box_at(g, i));
+                });
             }
             for g in f + 1 - ring..=f {
                 rebuilt.finish_frame(g % ring, (g > f + 1 - ring).then(|| (g - 1) % ring));

@@ -104,16 +104,17 @@ impl History {
                 if slot.life == Life::Free {
                     continue;
                 }
-                let boxes = metas.iter().zip(&slot.frames).map(|(meta, frame)| {
+                let (metas, frames) = (&metas[..self.capacity], &slot.frames[..self.capacity]);
+                tree.set_leaf_in_every_frame(index, |ring, leaf_box| {
                     // `recorded_at`; a ring slot not holding a frame yet has sequence 0.
-                    let seq = meta.seq;
-                    if seq != 0 && seq <= slot.last_seq && frame.seq == seq as u32 {
+                    let seq = metas[ring].seq;
+                    let frame = &frames[ring];
+                    *leaf_box = if seq != 0 && seq <= slot.last_seq && frame.seq == seq as u32 {
                         NodeBox::new(frame.bounds_min, frame.bounds_max)
                     } else {
                         NodeBox::EMPTY
-                    }
+                    };
                 });
-                tree.set_leaf_in_every_frame(index, boxes);
             }
             for seq in self.oldest_seq()..=newest {
                 let previous = (seq > self.oldest_seq()).then(|| self.ring(seq - 1));
