@@ -270,13 +270,7 @@ fn benches(c: &mut Criterion) {
     group.bench_function("record", |b| {
         b.iter(|| {
             tick.0 += 1;
-            record_frame(
-                &mut own,
-                &scene.entities,
-                tick,
-                scene.time_of(tick),
-                &input,
-            );
+            record_frame(&mut own, &scene.entities, tick, scene.time_of(tick), &input);
         });
     });
     let record_shared = |tick: Tick| {

@@ -327,10 +327,13 @@ unsafe fn refit_parents(parents: &[(u32, u32)], boxes: &mut [NodeBox]) {
             let out = floats.add(6 * node);
             let head = Vec4::from_array(b.cast::<[f32; 4]>().read_unaligned())
                 .min(Vec4::from_array(a.cast::<[f32; 4]>().read_unaligned()));
-            let tail = Vec4::from_array(b.add(2).cast::<[f32; 4]>().read_unaligned())
-                .min(Vec4::from_array(a.add(2).cast::<[f32; 4]>().read_unaligned()));
+            let tail = Vec4::from_array(b.add(2).cast::<[f32; 4]>().read_unaligned()).min(
+                Vec4::from_array(a.add(2).cast::<[f32; 4]>().read_unaligned()),
+            );
             out.cast::<[f32; 4]>().write_unaligned(head.to_array());
-            out.add(2).cast::<[f32; 4]>().write_unaligned(tail.to_array());
+            out.add(2)
+                .cast::<[f32; 4]>()
+                .write_unaligned(tail.to_array());
         }
     }
 }

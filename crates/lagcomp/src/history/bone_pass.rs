@@ -601,8 +601,14 @@ mod x86 {
             let scale_unit = unit_scale_lanes(scale_off);
             let (low_bits, high_bits) = UNIT_NORM_BITS;
             let norms_unit = _mm_and_si128(
-                _mm_cmpeq_epi32(_mm_max_epu32(norm_min, _mm_set1_epi32(low_bits as i32)), norm_min),
-                _mm_cmpeq_epi32(_mm_min_epu32(norm_max, _mm_set1_epi32(high_bits as i32)), norm_max),
+                _mm_cmpeq_epi32(
+                    _mm_max_epu32(norm_min, _mm_set1_epi32(low_bits as i32)),
+                    norm_min,
+                ),
+                _mm_cmpeq_epi32(
+                    _mm_min_epu32(norm_max, _mm_set1_epi32(high_bits as i32)),
+                    norm_max,
+                ),
             );
             let clean = _mm_movemask_epi8(out_of_range) == 0
                 && scale_unit == 0b1110
@@ -838,6 +844,34 @@ pub(super) mod tests {
             clean > 8_000 && unclean > 3_000,
             "{clean} clean, {unclean} not"
         );
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_unit_norm_bounds_decide_like_the_float_check() {
+        use super::x86::{UNIT_NORM_BITS, unit_norm_f32};
+        let (low, high) = UNIT_NORM_BITS;
+        let by_bits = |bits: u32| (low..=high).contains(&bits);
+        // Every float from well below to well above the accepted interval, bit by bit.
+        let (from, to) = (0.999_f32.to_bits(), 1.001_f32.to_bits());
+        for bits in from..=to {
+            assert_eq!(
+                by_bits(bits),
+                unit_norm_f32(f32::from_bits(bits)),
+                "{bits:#x}"
+            );
+        }
+        assert!(by_bits(1.0_f32.to_bits()) && low < 1.0_f32.to_bits() && high > 1.0_f32.to_bits());
+        // And a spread of everything else a sum of squares can be, NaN of both signs too.
+        let mut rng = Pcg64Mcg::seed_from_u64(3);
+        for _ in 0..200_000 {
+            let bits: u32 = rng.random();
+            let norm = f32::from_bits(bits);
+            if norm.is_sign_negative() && !norm.is_nan() {
+                continue;
+            }
+            assert_eq!(by_bits(bits), unit_norm_f32(norm), "{bits:#x}");
+        }
     }
 
     #[test]

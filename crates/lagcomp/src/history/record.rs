@@ -310,7 +310,11 @@ fn settle_unclean(
                 })?;
         }
         unit_scale = bones.iter().all(|b| b.scale == Vec3::ONE);
-        let reach = slot.rig.as_deref().expect("active slots have a rig").bone_reach();
+        let reach = slot
+            .rig
+            .as_deref()
+            .expect("active slots have a rig")
+            .bone_reach();
         lo = Vec3A::INFINITY;
         hi = Vec3A::NEG_INFINITY;
         for (transform, reach) in bones.iter().zip(reach) {
@@ -709,6 +713,151 @@ mod tests {
         }
         let small = record_with(Kernel::detect()).1;
         assert!(!small.prefetch_ahead, "a small history does not");
+    }
+
+    /// Records 3 windows of ticks like `record_with`, one `record_all` per tick with every
+    /// entity (some with lag compensation off). Returns whether each entity was recorded in
+    /// each tick, and the history; checks that the error returned is the first entity left
+    /// out.
+    fn record_all_with(kernel: Kernel) -> (Vec<bool>, History) {
+        let mut history = History::new(HistoryConfig {
+            tick_rate: 60.0,
+            max_rewind: 0.2,
+        })
+        .expect("config");
+        history.bone_pass = kernel;
+        let rigs = [1, 3, 4, 5, 16, 20].map(rig);
+        let entities: Vec<_> = (0..18)
+            .map(|i| {
+                let state = EntityState {
+                    lag_compensated: i % 5 != 0,
+                    user: i as u16,
+                    ..EntityState::default()
+                };
+                (history.spawn(Arc::clone(&rigs[i % rigs.len()])), state)
+            })
+            .collect();
+        let mut rng = Pcg64Mcg::seed_from_u64(77);
+        let mut recorded = Vec::new();
+        let mut bones = Vec::new();
+        for tick in 1..=3 * history.capacity() as u32 {
+            bones.clear();
+            for i in 0..entities.len() {
+                let n = rigs[i % rigs.len()].bone_count();
+                let adversarial = rng.random_bool(0.3);
+                bones.extend((0..n).map(|_| random_bone(&mut rng, adversarial)));
+            }
+            let mut frame = history
+                .begin_frame(Tick(tick), f64::from(tick) / 60.0)
+                .expect("frame");
+            let result = frame.record_all(&entities, &bones);
+            drop(frame);
+            let in_frame: Vec<bool> = entities
+                .iter()
+                .map(|(id, _)| history.slots[id.index() as usize].last_seq == history.newest_seq)
+                .collect();
+            for (&(id, state), &yes) in entities.iter().zip(&in_frame) {
+                if yes {
+                    assert_eq!(history.present_state(id), Ok(state));
+                }
+            }
+            match (result, in_frame.iter().position(|yes| !yes)) {
+                (Ok(()), None) => {}
+                (Err(RecordError::Transform { entity, .. }), Some(first)) => {
+                    assert_eq!(entity, entities[first].0, "the first entity left out");
+                }
+                (other, first) => panic!("tick {tick}: {other:?}, first left out {first:?}"),
+            }
+            recorded.extend(in_frame);
+        }
+        (recorded, history)
+    }
+
+    #[test]
+    fn record_all_records_what_record_does() {
+        // The same ticks recorded entity by entity (with each entity's state).
+        let (reference_outcomes, reference) = {
+            let mut history = History::new(HistoryConfig {
+                tick_rate: 60.0,
+                max_rewind: 0.2,
+            })
+            .expect("config");
+            let rigs = [1, 3, 4, 5, 16, 20].map(rig);
+            let ids: Vec<_> = (0..18)
+                .map(|i| history.spawn(Arc::clone(&rigs[i % rigs.len()])))
+                .collect();
+            let mut rng = Pcg64Mcg::seed_from_u64(77);
+            let mut outcomes = Vec::new();
+            let mut bones = Vec::new();
+            for tick in 1..=3 * history.capacity() as u32 {
+                let mut all = Vec::new();
+                for i in 0..ids.len() {
+                    let n = rigs[i % rigs.len()].bone_count();
+                    let adversarial = rng.random_bool(0.3);
+                    bones.clear();
+                    bones.extend((0..n).map(|_| random_bone(&mut rng, adversarial)));
+                    all.push(bones.clone());
+                }
+                let mut frame = history
+                    .begin_frame(Tick(tick), f64::from(tick) / 60.0)
+                    .expect("frame");
+                for (i, (&id, bones)) in ids.iter().zip(&all).enumerate() {
+                    let state = EntityState {
+                        lag_compensated: i % 5 != 0,
+                        user: i as u16,
+                        ..EntityState::default()
+                    };
+                    outcomes.push(frame.record(id, bones, state).is_ok());
+                }
+            }
+            (outcomes, history)
+        };
+        assert!(reference_outcomes.iter().filter(|ok| !**ok).count() > 100);
+        for kernel in Kernel::available() {
+            let (recorded, history) = record_all_with(kernel);
+            assert_eq!(
+                recorded, reference_outcomes,
+                "{kernel:?}: which entities were recorded"
+            );
+            assert!(
+                stored_bits(&history) == stored_bits(&reference),
+                "{kernel:?}: stored history differs"
+            );
+            assert_eq!(history.uncompensated, reference.uncompensated, "{kernel:?}");
+        }
+    }
+
+    #[test]
+    fn record_all_refuses_a_bad_batch_whole() {
+        let mut history = History::new(HistoryConfig::default()).expect("config");
+        let (a, b) = (history.spawn(rig(4)), history.spawn(rig(3)));
+        let gone = history.spawn(rig(3));
+        history.despawn(gone).expect("despawn");
+        let state = EntityState::default();
+        let bones = vec![crate::math::BoneTransform::IDENTITY; 7];
+        let mut frame = history.begin_frame(Tick(1), 0.1).expect("frame");
+        assert_eq!(
+            frame.record_all(&[(a, state), (b, state)], &bones[..6]),
+            Err(RecordError::BatchBones {
+                expected: 7,
+                got: 6
+            })
+        );
+        // Despawned before it was ever recorded: its slot is free, the handle stale.
+        assert_eq!(
+            frame.record_all(&[(a, state), (gone, state)], &bones),
+            Err(RecordError::Entity(crate::history::EntityError::Stale(
+                gone
+            )))
+        );
+        // Nothing was recorded by the refused batches: both can still be recorded once.
+        assert_eq!(frame.record_all(&[(a, state), (b, state)], &bones), Ok(()));
+        assert_eq!(
+            frame.record_all(&[(b, state)], &bones[..3]),
+            Err(RecordError::AlreadyRecorded(b))
+        );
+        frame.finish();
+        assert_eq!(history.present_state(a), Ok(state));
     }
 
     #[test]
