@@ -2,8 +2,8 @@
 //! one criterion group per scene (see `lagcomp_bench::scene::SCENES`).
 //!
 //! Per scene:
-//! - `record_lagcomp`: one full tick (`begin_frame`, `record` every entity's bones,
-//!   `finish`); `record_memcpy`: `copy_from_slice` of the same `BoneTransform`s into a
+//! - `record_lagcomp`: one full tick (`begin_frame`, `record_all` with every entity's
+//!   bones, `finish`); `record_memcpy`: `copy_from_slice` of the same `BoneTransform`s into a
 //!   preallocated buffer.
 //! - `query_lagcomp`: one rewound closest-hit ray (`history.query(Time(t)).ray(&ray)`);
 //!   `query_parry_bvh` / `query_parry_compound`: the same rays against the same hitboxes
@@ -50,8 +50,7 @@ fn scene_benches(c: &mut Criterion, spec: SceneSpec) {
 
     // --- record ---
     let mut history = scene.history.clone();
-    let ids = scene.ids.clone();
-    let bones = scene.bones();
+    let entities = scene.entities.clone();
     let mut tick = scene.newest_tick();
     let mut input = Vec::new();
     scene.frame_bones(Tick(tick.0 + 1), &mut input);
@@ -61,8 +60,7 @@ fn scene_benches(c: &mut Criterion, spec: SceneSpec) {
             let time = scene.time_of(tick);
             record_frame(
                 black_box(&mut history),
-                black_box(&ids),
-                bones,
+                black_box(&entities),
                 black_box(tick),
                 black_box(time),
                 black_box(&input),

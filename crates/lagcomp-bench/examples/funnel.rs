@@ -3,7 +3,8 @@
 //! Run: `cargo run --release -p lagcomp-bench --example funnel`. `FUNNEL_SCENE=<name>`
 //! runs one scene; `FUNNEL_FULL_ONLY=1` only the full query (for callgrind);
 //! `FUNNEL_PARRY=1` parry3d's BVH cast over the same rays instead; `FUNNEL_RECORD=1`
-//! recording against a memcpy.
+//! recording against a memcpy (`FUNNEL_RECORD_EACH=1`: one `record` per entity instead of
+//! `record_all`).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -11,7 +12,7 @@ use std::time::Instant;
 use lagcomp::Tick;
 use lagcomp::{Broadphase, QueryLog, RewindTarget, WindowPolicy};
 use lagcomp_bench::parry_world::parry_ray;
-use lagcomp_bench::scene::{SHOT_RANGE, record_frame};
+use lagcomp_bench::scene::{SHOT_RANGE, record_frame, record_frame_each};
 use lagcomp_bench::{ParryWorld, SCENES, Scene};
 
 fn per_shot(scene: &Scene, mut f: impl FnMut(&lagcomp_bench::Shot)) -> f64 {
@@ -33,6 +34,7 @@ fn per_shot(scene: &Scene, mut f: impl FnMut(&lagcomp_bench::Shot)) -> f64 {
 fn main() {
     let only_full = std::env::var_os("FUNNEL_FULL_ONLY").is_some();
     if std::env::var_os("FUNNEL_RECORD").is_some() {
+        let each = std::env::var_os("FUNNEL_RECORD_EACH").is_some();
         for spec in SCENES
             .into_iter()
             .filter(|s| std::env::var("FUNNEL_SCENE").map_or(true, |n| n == s.name))
@@ -50,14 +52,18 @@ fn main() {
                 for _ in 0..rounds {
                     tick.0 += 1;
                     let time = scene.time_of(tick);
-                    record_frame(
-                        &mut history,
-                        &scene.ids,
-                        scene.bones(),
-                        tick,
-                        time,
-                        black_box(&input),
-                    );
+                    if each {
+                        record_frame_each(
+                            &mut history,
+                            &scene.entities,
+                            scene.bones(),
+                            tick,
+                            time,
+                            black_box(&input),
+                        );
+                    } else {
+                        record_frame(&mut history, &scene.entities, tick, time, black_box(&input));
+                    }
                 }
                 rec = rec.min(start.elapsed().as_nanos() as f64 / rounds as f64);
                 let start = Instant::now();

@@ -136,6 +136,9 @@ pub struct Scene {
     pub history: History,
     /// Entity handles, in entity order.
     pub ids: Vec<EntityId>,
+    /// The handles with the state every tick records them with (the default), the list
+    /// [`record_frame`] takes.
+    pub entities: Vec<(EntityId, EntityState)>,
     /// How each entity moves.
     pub motions: Vec<Motion>,
     /// Side of the square arena, metres (centred on the origin).
@@ -187,12 +190,14 @@ impl Scene {
         let ids: Vec<EntityId> = (0..spec.entities)
             .map(|_| history.spawn(Arc::clone(&rig)))
             .collect();
+        let entities = ids.iter().map(|&id| (id, EntityState::default())).collect();
         let mut scene = Self {
             spec,
             skeleton,
             rig,
             history,
             ids,
+            entities,
             motions,
             arena,
             ticks: Vec::new(),
@@ -292,8 +297,8 @@ impl Scene {
     /// # Panics
     /// If `lagcomp` refuses the frame.
     pub fn record(&mut self, tick: Tick, bones: &[BoneTransform]) {
-        let (per_entity, time) = (self.bones(), self.time_of(tick));
-        record_frame(&mut self.history, &self.ids, per_entity, tick, time, bones);
+        let time = self.time_of(tick);
+        record_frame(&mut self.history, &self.entities, tick, time, bones);
     }
 
     /// `history.history_bytes() / (hitboxes * history.capacity())`.
@@ -352,24 +357,40 @@ impl Scene {
     }
 }
 
-/// Records one frame: `begin_frame`, one `record` per entity with its slice of `bones`,
-/// `finish`. Exactly the work a server does per tick; the `record` benchmark times it.
+/// Records one frame: `begin_frame`, one `record_all` with every entity and their bones
+/// (`bones` holds each entity's transforms in turn), `finish`. Exactly the work a server
+/// does per tick; the `record` benchmark times it.
 ///
 /// # Panics
 /// If `lagcomp` refuses the frame.
 pub fn record_frame(
     history: &mut History,
-    ids: &[EntityId],
+    entities: &[(EntityId, EntityState)],
+    tick: Tick,
+    time: f64,
+    bones: &[BoneTransform],
+) {
+    let mut frame = history.begin_frame(tick, time).expect("ticks increase");
+    frame.record_all(entities, bones).expect("valid records");
+    frame.finish();
+}
+
+/// [`record_frame`] with one `record` per entity (`bones_per_entity` transforms each)
+/// instead of `record_all`: the same result, to compare the two ways.
+///
+/// # Panics
+/// If `lagcomp` refuses the frame.
+pub fn record_frame_each(
+    history: &mut History,
+    entities: &[(EntityId, EntityState)],
     bones_per_entity: usize,
     tick: Tick,
     time: f64,
     bones: &[BoneTransform],
 ) {
     let mut frame = history.begin_frame(tick, time).expect("ticks increase");
-    for (&id, entity) in ids.iter().zip(bones.chunks_exact(bones_per_entity)) {
-        frame
-            .record(id, entity, EntityState::default())
-            .expect("valid record");
+    for (&(id, state), own) in entities.iter().zip(bones.chunks_exact(bones_per_entity)) {
+        frame.record(id, own, state).expect("valid record");
     }
     frame.finish();
 }

@@ -265,28 +265,19 @@ fn benches(c: &mut Criterion) {
         .sample_size(20);
     let mut input = Vec::new();
     scene.frame_bones(Tick(scene.newest_tick().0 + 1), &mut input);
-    let bones = scene.bones();
     let mut own = history.clone();
     let mut tick = scene.newest_tick();
     group.bench_function("record", |b| {
         b.iter(|| {
             tick.0 += 1;
-            record_frame(
-                &mut own,
-                &scene.ids,
-                bones,
-                tick,
-                scene.time_of(tick),
-                &input,
-            );
+            record_frame(&mut own, &scene.entities, tick, scene.time_of(tick), &input);
         });
     });
     let record_shared = |tick: Tick| {
         let mut writer = shared.write();
         record_frame(
             &mut writer,
-            &scene.ids,
-            bones,
+            &scene.entities,
             tick,
             scene.time_of(tick),
             &input,

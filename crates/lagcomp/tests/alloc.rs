@@ -264,6 +264,64 @@ fn steady_state_recording_and_queries_allocate_nothing() {
     assert!(found.overlaps > 1000, "{found:?}");
 }
 
+/// Records one tick of every entity in one `record_all` call, from one buffer of every
+/// entity's bones (`entities` and `all_bones` reused tick after tick).
+fn record_tick_all(
+    h: &mut History,
+    entities: &mut [(EntityId, EntityState)],
+    tick: u32,
+    all_bones: &mut [BoneTransform],
+) {
+    let time = f64::from(tick) / RATE;
+    for (i, (entity, bones)) in entities
+        .iter_mut()
+        .zip(all_bones.chunks_exact_mut(HUMANOID_BONES))
+        .enumerate()
+    {
+        let (root, yaw) = root_of(i, tick);
+        humanoid_pose(root, yaw, tick as f32 * 0.2, bones);
+        entity.1 = EntityState {
+            alive: !(tick / 7 + i as u32).is_multiple_of(11),
+            teleported: (tick + i as u32).is_multiple_of(97),
+            lag_compensated: !(tick + i as u32).is_multiple_of(53),
+            layers: 1 << (i % 3),
+            ..EntityState::default()
+        };
+    }
+    let mut frame = h.begin_frame(Tick(tick), time).expect("frame");
+    frame.record_all(entities, all_bones).expect("record_all");
+}
+
+#[test]
+fn steady_state_recording_with_record_all_allocates_nothing() {
+    let mut h = history(RATE, 0.5);
+    let capacity = h.capacity() as u32;
+    let rig = humanoid_rig();
+    let mut entities: Vec<(EntityId, EntityState)> = (0..ENTITIES)
+        .map(|_| (h.spawn(rig.clone()), EntityState::default()))
+        .collect();
+    let mut bones = vec![BoneTransform::IDENTITY; ENTITIES * HUMANOID_BONES];
+    let warm = 2 * capacity;
+    for tick in 0..warm {
+        record_tick_all(&mut h, &mut entities, tick, &mut bones);
+    }
+    let history_bytes = h.history_bytes();
+    let (mut allocs, mut frees) = (0, 0);
+    for tick in warm..warm + 5 * capacity {
+        let ((), a, d) = counted(|| record_tick_all(&mut h, &mut entities, tick, &mut bones));
+        allocs += a;
+        frees += d;
+    }
+    assert_eq!((allocs, frees), (0, 0), "record_all allocated");
+    assert_eq!(h.history_bytes(), history_bytes);
+    // Every entity was recorded in the newest frame.
+    let newest = h.newest_tick().expect("frames");
+    assert_eq!(newest, Tick(warm + 5 * capacity - 1));
+    for &(id, state) in &entities {
+        assert_eq!(h.present_state(id), Ok(state));
+    }
+}
+
 #[test]
 fn a_single_query_allocates_nothing_even_cold() {
     // No warm-up of the queries themselves: the first query on a recorded history, with a

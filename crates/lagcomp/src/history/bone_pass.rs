@@ -124,9 +124,11 @@ impl Kernel {
     ///
     /// # Panics
     /// As [`Kernel::run`].
+    ///
+    /// PERF: not `#[target_feature]` (see `x86::avx2_inline`): it is always inlined into
+    /// the AVX2-compiled recorder.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    #[inline]
+    #[inline(always)]
     pub(super) unsafe fn run_avx2(
         bones: &[BoneTransform],
         reach: &[[f32; 4]],
@@ -142,7 +144,7 @@ impl Kernel {
             return portable(bones, reach, translations, rotations);
         }
         // SAFETY: lengths and layout checked above; the caller's contract gives AVX2.
-        unsafe { x86::avx2(bones, reach, translations, rotations) }
+        unsafe { x86::avx2_inline(bones, reach, translations, rotations) }
     }
 }
 
@@ -246,8 +248,6 @@ mod x86 {
     /// Bit pattern of `MAX_COORDINATE`: for a non-negative float (sign bit cleared), `x <=
     /// MAX_COORDINATE` exactly when its bits are `<=` these, and NaN and infinity are larger.
     const MAX_COORDINATE_BITS: i32 = MAX_COORDINATE.to_bits() as i32;
-    /// Bit pattern of `ROTATION_NORM_TOLERANCE`, compared the same way.
-    const TOLERANCE_BITS: i32 = ROTATION_NORM_TOLERANCE.to_bits() as i32;
     const ABS_MASK: i32 = 0x7fff_ffff;
     const ONE_BITS: i32 = 1.0_f32.to_bits() as i32;
 
@@ -411,18 +411,21 @@ mod x86 {
         largest: __m256i,
         /// OR of every `b ^ 1.0` (lanes 1..4 of each half: the scale).
         scale_off: __m256i,
-        /// Largest `|norm² - 1|` bit pattern (lanes 0 and 1 of each half are norms).
-        norm_off: __m256i,
+        /// Smallest and largest squared-norm bit patterns (lanes 0 and 1 of each half are
+        /// norms; see [`UNIT_NORM_BITS`]).
+        norm_min: __m256i,
+        norm_max: __m256i,
     }
 
     /// Bones `i..i + 4`. `LAST`: bone `i + 3` is the row's last (its translation is then
     /// stored as 8 + 4 bytes, so that nothing is written past the row).
     ///
     /// # Safety
-    /// AVX2; with `n` bones in the row, `i + 4 < n`, or `i + 4 == n` and `LAST`; `src` holds `n` `BoneTransform`s with `LAYOUT_MATCHES`, `reach`
-    /// `n` splatted reaches (`4n` floats), `t_out` and `r_out` `n` writable translations and rotations.
-    #[target_feature(enable = "avx2")]
-    #[inline]
+    /// The CPU supports AVX2 (and the caller is compiled with it, for the intrinsics to be
+    /// inlined); with `n` bones in the row, `i + 4 < n`, or `i + 4 == n` and `LAST`; `src`
+    /// holds `n` `BoneTransform`s with `LAYOUT_MATCHES`, `reach` `n` splatted reaches (`4n`
+    /// floats), `t_out` and `r_out` `n` writable translations and rotations.
+    #[inline(always)]
     unsafe fn avx2_group<const LAST: bool>(
         src: *const f32,
         reach: *const f32,
@@ -431,9 +434,10 @@ mod x86 {
         i: usize,
         acc: &mut Avx2Acc,
     ) {
-        let abs_mask = _mm256_set1_epi32(ABS_MASK);
-        let one = _mm256_set1_epi32(ONE_BITS);
-        let mut rotations = [_mm256_setzero_ps(); 2];
+        // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+        let (abs_mask, one) = unsafe { (_mm256_set1_epi32(ABS_MASK), _mm256_set1_epi32(ONE_BITS)) };
+        // SAFETY: as above.
+        let mut rotations = unsafe { [_mm256_setzero_ps(); 2] };
         for (half, q_out) in rotations.iter_mut().enumerate() {
             let j = i + 2 * half;
             // SAFETY: bones `j` and `j + 1` (both `< n`): their initialised bytes 0..40 are
@@ -469,22 +473,26 @@ mod x86 {
             }
         }
         let [q01, q23] = rotations;
-        // Per 128-bit half, lanes 0 and 1: bones (i, i + 2) in the low half, (i + 1, i + 3)
-        // in the high one.
-        let xy = _mm256_unpacklo_ps(q01, q23); // x_a x_b y_a y_b
-        let zw = _mm256_unpackhi_ps(q01, q23); // z_a z_b w_a w_b
-        let xy = _mm256_mul_ps(xy, xy);
-        let zw = _mm256_mul_ps(zw, zw);
-        let swap = |v: __m256| _mm256_permute_ps::<0b01_00_11_10>(v);
-        // ((x² + y²) + z²) + w², the portable order, in lanes 0 and 1 of each half (lanes 2
-        // and 3 sum the same squares in another order and are ignored).
-        let norms = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(xy, swap(xy)), zw), swap(zw));
-        let off = _mm256_and_si256(
-            _mm256_castps_si256(_mm256_sub_ps(norms, _mm256_set1_ps(1.0))),
-            abs_mask,
-        );
-        // For non-negative floats (and NaN above infinity) integer order is float order.
-        acc.norm_off = _mm256_max_epu32(acc.norm_off, off);
+        // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+        unsafe {
+            // Per 128-bit half, lanes 0 and 1: bones (i, i + 2) in the low half, (i + 1,
+            // i + 3) in the high one.
+            let xy = _mm256_unpacklo_ps(q01, q23); // x_a x_b y_a y_b
+            let zw = _mm256_unpackhi_ps(q01, q23); // z_a z_b w_a w_b
+            let xy = _mm256_mul_ps(xy, xy);
+            let zw = _mm256_mul_ps(zw, zw);
+            let swap = |v: __m256| _mm256_permute_ps::<0b01_00_11_10>(v);
+            // ((x² + y²) + z²) + w², the portable order, in lanes 0 and 1 of each half
+            // (lanes 2 and 3 sum the same squares in another order and are ignored).
+            let norms = _mm256_castps_si256(_mm256_add_ps(
+                _mm256_add_ps(_mm256_add_ps(xy, swap(xy)), zw),
+                swap(zw),
+            ));
+            // Sums of squares are `+0.0` or more, or NaN: as integers they sort like floats,
+            // NaN (either sign) above infinity, so the largest catches it.
+            acc.norm_min = _mm256_min_epu32(acc.norm_min, norms);
+            acc.norm_max = _mm256_max_epu32(acc.norm_max, norms);
+        }
     }
 
     /// Two bones per 256-bit register (bones `i` and `i + 1` in the low and high halves).
@@ -493,8 +501,28 @@ mod x86 {
     /// The CPU supports AVX2, `LAYOUT_MATCHES`, and the four slices have the same non-zero
     /// length.
     #[target_feature(enable = "avx2")]
-    #[inline]
     pub(super) unsafe fn avx2(
+        bones: &[BoneTransform],
+        reach: &[[f32; 4]],
+        translations: &mut [StoredTranslation],
+        rotations: &mut [StoredRotation],
+    ) -> BonePass {
+        // SAFETY: the caller's contract, and this function is compiled with AVX2.
+        unsafe { avx2_inline(bones, reach, translations, rotations) }
+    }
+
+    /// [`avx2`] to be inlined into a caller compiled with AVX2.
+    ///
+    /// PERF: a `#[target_feature]` function cannot be `#[inline(always)]`, and LLVM found
+    /// this one too large to inline on its own: the call, its spills and its result cost
+    /// about 50 instructions per entity. Without the attribute it inlines into the AVX2
+    /// recorder, whose feature set then covers the intrinsics.
+    ///
+    /// # Safety
+    /// As [`avx2`]; call it only from code compiled with AVX2 (elsewhere the intrinsics are
+    /// calls, correct but slow).
+    #[inline(always)]
+    pub(in crate::history) unsafe fn avx2_inline(
         bones: &[BoneTransform],
         reach: &[[f32; 4]],
         translations: &mut [StoredTranslation],
@@ -505,12 +533,16 @@ mod x86 {
         let reach_ptr = reach.as_ptr().cast::<f32>();
         let t_out = translations.as_mut_ptr().cast::<f32>();
         let r_out = rotations.as_mut_ptr().cast::<f32>();
-        let mut acc = Avx2Acc {
-            lo: _mm256_set1_ps(f32::INFINITY),
-            hi: _mm256_set1_ps(f32::NEG_INFINITY),
-            largest: _mm256_setzero_si256(),
-            scale_off: _mm256_setzero_si256(),
-            norm_off: _mm256_setzero_si256(),
+        // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+        let mut acc = unsafe {
+            Avx2Acc {
+                lo: _mm256_set1_ps(f32::INFINITY),
+                hi: _mm256_set1_ps(f32::NEG_INFINITY),
+                largest: _mm256_setzero_si256(),
+                scale_off: _mm256_setzero_si256(),
+                norm_min: _mm256_set1_epi32(-1),
+                norm_max: _mm256_setzero_si256(),
+            }
         };
         let whole = n - n % 4;
         // Groups before the one ending on the last bone (if any) store whole 16 bytes.
@@ -530,20 +562,22 @@ mod x86 {
             unsafe { avx2_group::<true>(src, reach_ptr, t_out, r_out, i, &mut acc) };
             i += 4;
         }
-        let low = |v: __m256| _mm256_castps256_ps128(v);
-        let high = |v: __m256| _mm256_extractf128_ps::<1>(v);
-        let low_i = |v: __m256i| _mm256_castsi256_si128(v);
-        let high_i = |v: __m256i| _mm256_extracti128_si256::<1>(v);
-        let mut lo = _mm_min_ps(low(acc.lo), high(acc.lo));
-        let mut hi = _mm_max_ps(low(acc.hi), high(acc.hi));
-        let mut largest = _mm_max_epu32(low_i(acc.largest), high_i(acc.largest));
-        let mut scale_off =
-            _mm_castsi128_ps(_mm_or_si128(low_i(acc.scale_off), high_i(acc.scale_off)));
-        let norm_off = _mm_max_epu32(low_i(acc.norm_off), high_i(acc.norm_off));
-        let mut tail_ok = true;
-        while i < n {
-            // SAFETY: `i < n`, as in `sse2`.
-            unsafe {
+        // SAFETY: the reads and writes of bones `i..n` are in bounds as in `sse2`; every
+        // other intrinsic only touches registers, and the caller's contract gives AVX2.
+        unsafe {
+            let low = |v: __m256| _mm256_castps256_ps128(v);
+            let high = |v: __m256| _mm256_extractf128_ps::<1>(v);
+            let low_i = |v: __m256i| _mm256_castsi256_si128(v);
+            let high_i = |v: __m256i| _mm256_extracti128_si256::<1>(v);
+            let mut lo = _mm_min_ps(low(acc.lo), high(acc.lo));
+            let mut hi = _mm_max_ps(low(acc.hi), high(acc.hi));
+            let mut largest = _mm_max_epu32(low_i(acc.largest), high_i(acc.largest));
+            let mut scale_off =
+                _mm_castsi128_ps(_mm_or_si128(low_i(acc.scale_off), high_i(acc.scale_off)));
+            let norm_min = _mm_min_epu32(low_i(acc.norm_min), high_i(acc.norm_min));
+            let norm_max = _mm_max_epu32(low_i(acc.norm_max), high_i(acc.norm_max));
+            let mut tail_ok = true;
+            while i < n {
                 let p = src.add(i * STRIDE);
                 let q = _mm_loadu_ps(p);
                 let a = _mm_loadu_ps(p.add(4));
@@ -559,23 +593,58 @@ mod x86 {
                 lo = _mm_min_ps(lo, _mm_sub_ps(a, r));
                 hi = _mm_max_ps(hi, _mm_add_ps(a, r));
                 tail_ok &= tail_norm_ok(q);
+                i += 1;
             }
-            i += 1;
+            // Lane 3 of `largest` is scale.x: a unit scale is in range, anything else fails
+            // the scale check anyway.
+            let out_of_range = _mm_cmpgt_epi32(largest, _mm_set1_epi32(MAX_COORDINATE_BITS));
+            let scale_unit = unit_scale_lanes(scale_off);
+            let (low_bits, high_bits) = UNIT_NORM_BITS;
+            let norms_unit = _mm_and_si128(
+                _mm_cmpeq_epi32(
+                    _mm_max_epu32(norm_min, _mm_set1_epi32(low_bits as i32)),
+                    norm_min,
+                ),
+                _mm_cmpeq_epi32(
+                    _mm_min_epu32(norm_max, _mm_set1_epi32(high_bits as i32)),
+                    norm_max,
+                ),
+            );
+            let clean = _mm_movemask_epi8(out_of_range) == 0
+                && scale_unit == 0b1110
+                && _mm_movemask_ps(_mm_castsi128_ps(norms_unit)) & 0b0011 == 0b0011
+                && tail_ok;
+            BonePass {
+                lo: Vec3A::from(lo),
+                hi: Vec3A::from(hi),
+                clean,
+            }
         }
-        // Lane 3 of `largest` is scale.x: a unit scale is in range, anything else fails the
-        // scale check anyway.
-        let out_of_range = _mm_cmpgt_epi32(largest, _mm_set1_epi32(MAX_COORDINATE_BITS));
-        let scale_unit = unit_scale_lanes(scale_off);
-        let norms_off = _mm_cmpgt_epi32(norm_off, _mm_set1_epi32(TOLERANCE_BITS));
-        let clean = _mm_movemask_epi8(out_of_range) == 0
-            && scale_unit == 0b1110
-            && _mm_movemask_ps(_mm_castsi128_ps(norms_off)) & 0b0011 == 0
-            && tail_ok;
-        BonePass {
-            lo: Vec3A::from(lo),
-            hi: Vec3A::from(hi),
-            clean,
+    }
+
+    /// The bit patterns of the smallest and largest `f32` `n` for which `|n - 1| <=`
+    /// [`ROTATION_NORM_TOLERANCE`] in `f32` arithmetic: the unit-norm check of the AVX2
+    /// kernel as two integer bounds (no subtraction per group).
+    ///
+    /// Exact for every sum of squares: between 0.5 and 2, `n - 1` is exact (Sterbenz), so
+    /// the accepted `n` are one interval around 1; below 0.5 and above 2, `|n - 1| >= 0.5`
+    /// rejects (and NaN, whose bits are above infinity's, fails the upper bound). The
+    /// tests check it against the float computation.
+    pub(super) const UNIT_NORM_BITS: (u32, u32) = {
+        let mut low = 1.0_f32.to_bits();
+        while unit_norm_f32(f32::from_bits(low - 1)) {
+            low -= 1;
         }
+        let mut high = 1.0_f32.to_bits();
+        while unit_norm_f32(f32::from_bits(high + 1)) {
+            high += 1;
+        }
+        (low, high)
+    };
+
+    /// `|n - 1| <= ROTATION_NORM_TOLERANCE`, as the other kernels compute it.
+    pub(super) const fn unit_norm_f32(n: f32) -> bool {
+        (n - 1.0).abs() <= ROTATION_NORM_TOLERANCE
     }
 }
 
@@ -775,6 +844,34 @@ pub(super) mod tests {
             clean > 8_000 && unclean > 3_000,
             "{clean} clean, {unclean} not"
         );
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_unit_norm_bounds_decide_like_the_float_check() {
+        use super::x86::{UNIT_NORM_BITS, unit_norm_f32};
+        let (low, high) = UNIT_NORM_BITS;
+        let by_bits = |bits: u32| (low..=high).contains(&bits);
+        // Every float from well below to well above the accepted interval, bit by bit.
+        let (from, to) = (0.999_f32.to_bits(), 1.001_f32.to_bits());
+        for bits in from..=to {
+            assert_eq!(
+                by_bits(bits),
+                unit_norm_f32(f32::from_bits(bits)),
+                "{bits:#x}"
+            );
+        }
+        assert!(by_bits(1.0_f32.to_bits()) && low < 1.0_f32.to_bits() && high > 1.0_f32.to_bits());
+        // And a spread of everything else a sum of squares can be, NaN of both signs too.
+        let mut rng = Pcg64Mcg::seed_from_u64(3);
+        for _ in 0..200_000 {
+            let bits: u32 = rng.random();
+            let norm = f32::from_bits(bits);
+            if norm.is_sign_negative() && !norm.is_nan() {
+                continue;
+            }
+            assert_eq!(by_bits(bits), unit_norm_f32(norm), "{bits:#x}");
+        }
     }
 
     #[test]

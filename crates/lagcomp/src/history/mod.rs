@@ -238,6 +238,15 @@ pub enum RecordError {
         /// Transforms offered.
         got: usize,
     },
+    /// [`FrameRecorder::record_all`] was given a different number of transforms than its
+    /// entities' rigs have bones together.
+    #[error("the entities have {expected} bones together, got {got} transforms")]
+    BatchBones {
+        /// Bones of every listed entity's rig, summed.
+        expected: usize,
+        /// Transforms offered.
+        got: usize,
+    },
     /// A bone transform is invalid.
     #[error("{entity} bone {bone}: {error}")]
     Transform {
@@ -570,6 +579,26 @@ impl History {
             Life::Active => Ok(index),
             _ => Err(EntityError::Despawned(id)),
         }
+    }
+
+    /// Checks a batch for [`FrameRecorder::record_all`]: every handle active, and as many
+    /// transforms as the entities have bones together.
+    fn check_batch(
+        &self,
+        entities: &[(EntityId, EntityState)],
+        transforms: usize,
+    ) -> Result<(), RecordError> {
+        let mut expected = 0;
+        for &(id, _) in entities {
+            expected += self.slots[self.active_index(id)?].bone_count;
+        }
+        if expected != transforms {
+            return Err(RecordError::BatchBones {
+                expected,
+                got: transforms,
+            });
+        }
+        Ok(())
     }
 
     /// Adds a piece of static world geometry; it blocks every trace that reaches it on a

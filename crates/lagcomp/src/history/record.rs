@@ -4,8 +4,8 @@ use glam::{Vec3, Vec3A};
 
 use super::bone_pass::{BonePass, Kernel};
 use super::{
-    EntityFrame, EntityId, EntityState, FrameMeta, History, Life, RecordError, StoredRotation,
-    StoredTranslation,
+    EntityFrame, EntityId, EntitySlot, EntityState, FrameMeta, History, Life, RecordError,
+    StoredRotation, StoredTranslation,
 };
 use crate::bvh::NodeBox;
 use crate::math::{BoneTransform, padded_corners};
@@ -104,15 +104,16 @@ impl History {
                 if slot.life == Life::Free {
                     continue;
                 }
-                tree.set_leaf_in_every_frame(index, |ring| {
+                let (metas, frames) = (&metas[..self.capacity], &slot.frames[..self.capacity]);
+                tree.set_leaf_in_every_frame(index, |ring, leaf_box| {
                     // `recorded_at`; a ring slot not holding a frame yet has sequence 0.
                     let seq = metas[ring].seq;
-                    let frame = &slot.frames[ring];
-                    if seq != 0 && seq <= slot.last_seq && frame.seq == seq as u32 {
+                    let frame = &frames[ring];
+                    *leaf_box = if seq != 0 && seq <= slot.last_seq && frame.seq == seq as u32 {
                         NodeBox::new(frame.bounds_min, frame.bounds_max)
                     } else {
                         NodeBox::EMPTY
-                    }
+                    };
                 });
             }
             for seq in self.oldest_seq()..=newest {
@@ -192,6 +193,165 @@ fn prefetch_rows(slot: &super::EntitySlot, ring: usize) {
             // SAFETY: as above.
             unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(len - 1).cast()) };
         }
+    }
+}
+
+/// Where a frame is being recorded: its sequence number, its ring slot and the ring's
+/// length, read once per frame.
+#[derive(Debug, Clone, Copy)]
+struct FrameSlot {
+    seq: u64,
+    ring: usize,
+    capacity: usize,
+}
+
+impl FrameSlot {
+    #[inline]
+    fn of(history: &History, seq: u64) -> Self {
+        Self {
+            seq,
+            ring: history.newest_ring,
+            capacity: history.capacity,
+        }
+    }
+}
+
+/// Records an active entity's slot (handle `id`) into the frame `at`: the body of both
+/// ways of recording, once the handle is known to be good. Returns the entity's box for
+/// its tree leaf; the caller updates the tree and the lag-compensation list.
+#[inline(always)]
+fn record_entity(
+    slot: &mut EntitySlot,
+    at: FrameSlot,
+    id: EntityId,
+    bones: &[BoneTransform],
+    state: EntityState,
+    bone_pass: impl FnOnce(
+        &[BoneTransform],
+        &[[f32; 4]],
+        &mut [StoredTranslation],
+        &mut [StoredRotation],
+    ) -> BonePass,
+) -> Result<NodeBox, RecordError> {
+    let FrameSlot {
+        seq,
+        ring,
+        capacity,
+    } = at;
+    if slot.last_seq == seq {
+        return Err(RecordError::AlreadyRecorded(id));
+    }
+    if bones.len() != slot.bone_count {
+        return Err(RecordError::BoneCount {
+            entity: id,
+            expected: slot.bone_count as u16,
+            got: bones.len(),
+        });
+    }
+    let rig = slot.rig.as_deref().expect("active slots have a rig");
+    let base = ring * slot.bone_count;
+    let translations = &mut slot.translations[base..base + slot.bone_count];
+    let rotations = &mut slot.rotations[base..base + slot.bone_count];
+
+    // One pass: copy each pose into the ring, grow the frame's bounds, and check the
+    // transform with fast conservative tests (`bone_pass`). The ring slot being written
+    // belongs to a frame that has aged out, and the frame record below is only stamped
+    // once everything is valid, so a bad transform found at the end leaves nothing
+    // visible.
+    let pass = bone_pass(bones, rig.bone_reach_splat(), translations, rotations);
+    let (lo, hi) = if pass.clean && slot.scales.is_empty() {
+        (pass.lo, pass.hi)
+    } else {
+        settle_unclean(slot, base, capacity, id, bones, pass)?
+    };
+    let (min, max) = padded_corners(lo, hi);
+    let (min, max) = (Vec3::from(min).to_array(), Vec3::from(max).to_array());
+    slot.frames[ring] = EntityFrame {
+        seq: seq as u32,
+        layers: state.layers,
+        user: state.user,
+        flags: state.to_flags(),
+        bounds_min: min,
+        bounds_max: max,
+    };
+    slot.last_seq = seq;
+    if slot.first_seq == 0 {
+        slot.first_seq = seq;
+    }
+    Ok(NodeBox::new(min, max))
+}
+
+/// The rare end of a record, out of the recorder's loop: the fast checks failed (find
+/// which bone and why, with the precise checks) or the entity has a scale lane (store the
+/// scales, and bound each bone by its reach times its largest scale). Returns the bounds.
+///
+/// A rotation whose norm is within rounding of the tolerance can fail the fast check and
+/// pass the precise one: it is accepted, as it always was.
+#[cold]
+#[inline(never)]
+fn settle_unclean(
+    slot: &mut EntitySlot,
+    base: usize,
+    capacity: usize,
+    id: EntityId,
+    bones: &[BoneTransform],
+    pass: BonePass,
+) -> Result<(Vec3A, Vec3A), RecordError> {
+    let (mut lo, mut hi) = (pass.lo, pass.hi);
+    let mut unit_scale = true;
+    if !pass.clean {
+        for (bone, transform) in bones.iter().enumerate() {
+            transform
+                .validate()
+                .map_err(|error| RecordError::Transform {
+                    entity: id,
+                    bone: bone as u16,
+                    error,
+                })?;
+        }
+        unit_scale = bones.iter().all(|b| b.scale == Vec3::ONE);
+        let reach = slot
+            .rig
+            .as_deref()
+            .expect("active slots have a rig")
+            .bone_reach();
+        lo = Vec3A::INFINITY;
+        hi = Vec3A::NEG_INFINITY;
+        for (transform, reach) in bones.iter().zip(reach) {
+            let t = Vec3A::from(transform.translation);
+            let r = Vec3A::splat(reach * transform.scale.max_element());
+            lo = lo.min(t - r);
+            hi = hi.max(t + r);
+        }
+    }
+    if !unit_scale && slot.scales.is_empty() {
+        // First non-unit scale for this entity: give it a scale lane. Earlier frames
+        // were all unit scale, which is what the lane starts with.
+        slot.scales.resize(capacity * slot.bone_count, [1.0; 3]);
+    }
+    if !slot.scales.is_empty() {
+        let scales = &mut slot.scales[base..base + slot.bone_count];
+        for (stored, transform) in scales.iter_mut().zip(bones) {
+            *stored = transform.scale.to_array();
+        }
+    }
+    Ok((lo, hi))
+}
+
+/// Keeps the first error of a batch.
+#[cold]
+#[inline(never)]
+fn keep_first(first: &mut Option<RecordError>, error: RecordError) {
+    first.get_or_insert(error);
+}
+
+/// Notes that entity `index` has lag compensation off in frame `seq`.
+#[cold]
+#[inline(never)]
+fn mark_uncompensated(list: &mut Vec<(u32, u64)>, index: usize, seq: u64) {
+    match list.iter_mut().find(|(i, _)| *i as usize == index) {
+        Some(entry) => entry.1 = seq,
+        None => list.push((index as u32, seq)),
     }
 }
 
@@ -285,99 +445,124 @@ impl FrameRecorder<'_> {
     ) -> Result<(), RecordError> {
         let history = &mut *self.history;
         let index = history.active_index(id)?;
-        let seq = self.seq;
-        let ring = history.newest_ring;
-        let capacity = history.capacity;
         if history.prefetch_ahead
             && let Some(ahead) = history.slots.get(index + PREFETCH_DISTANCE)
         {
-            prefetch_rows(ahead, ring);
+            prefetch_rows(ahead, history.newest_ring);
         }
-        let slot = &mut history.slots[index];
-        if slot.last_seq == seq {
-            return Err(RecordError::AlreadyRecorded(id));
-        }
-        if bones.len() != slot.bone_count {
-            return Err(RecordError::BoneCount {
-                entity: id,
-                expected: slot.bone_count as u16,
-                got: bones.len(),
-            });
-        }
-        let rig = slot.rig.as_deref().expect("active slots have a rig");
-        let reach = rig.bone_reach();
-        let base = ring * slot.bone_count;
-        let translations = &mut slot.translations[base..base + slot.bone_count];
-        let rotations = &mut slot.rotations[base..base + slot.bone_count];
-
-        // One pass: copy each pose into the ring, grow the frame's bounds, and check the
-        // transform with fast conservative tests (`bone_pass`). The ring slot being written
-        // belongs to a frame that has aged out, and the frame record below is only stamped
-        // once everything is valid, so a bad transform found at the end leaves nothing
-        // visible.
-        let pass = bone_pass(bones, rig.bone_reach_splat(), translations, rotations);
-        let (mut lo, mut hi) = (pass.lo, pass.hi);
-        let mut unit_scale = true;
-        if !pass.clean {
-            // Rare: a bad transform (find which bone and why, with the precise checks) or a
-            // scaled bone (check every scale, and grow the bounds by each bone's largest
-            // scale). A rotation whose norm is within rounding of the tolerance can fail the
-            // fast check and pass the precise one: it is accepted, as it always was.
-            for (bone, transform) in bones.iter().enumerate() {
-                transform
-                    .validate()
-                    .map_err(|error| RecordError::Transform {
-                        entity: id,
-                        bone: bone as u16,
-                        error,
-                    })?;
-            }
-            unit_scale = bones.iter().all(|b| b.scale == Vec3::ONE);
-            lo = Vec3A::INFINITY;
-            hi = Vec3A::NEG_INFINITY;
-            for (transform, reach) in bones.iter().zip(reach) {
-                let t = Vec3A::from(transform.translation);
-                let r = Vec3A::splat(reach * transform.scale.max_element());
-                lo = lo.min(t - r);
-                hi = hi.max(t + r);
-            }
-        }
-
-        if !unit_scale && slot.scales.is_empty() {
-            // First non-unit scale for this entity: give it a scale lane. Earlier frames
-            // were all unit scale, which is what the lane starts with.
-            slot.scales.resize(capacity * slot.bone_count, [1.0; 3]);
-        }
-        if !slot.scales.is_empty() {
-            let scales = &mut slot.scales[base..base + slot.bone_count];
-            for (stored, transform) in scales.iter_mut().zip(bones) {
-                *stored = transform.scale.to_array();
-            }
-        }
-        let (min, max) = padded_corners(lo, hi);
-        let (min, max) = (Vec3::from(min).to_array(), Vec3::from(max).to_array());
-        slot.frames[ring] = EntityFrame {
-            seq: seq as u32,
-            layers: state.layers,
-            user: state.user,
-            flags: state.to_flags(),
-            bounds_min: min,
-            bounds_max: max,
-        };
-        history.tree.grow_leaf(ring, index, NodeBox::new(min, max));
-        let slot = &mut history.slots[index];
-        slot.last_seq = seq;
-        if slot.first_seq == 0 {
-            slot.first_seq = seq;
-        }
+        let at = FrameSlot::of(history, self.seq);
+        let node_box = record_entity(&mut history.slots[index], at, id, bones, state, bone_pass)?;
+        history.tree.grow_leaf(at.ring, index, node_box);
         if !state.lag_compensated {
-            let list = &mut history.uncompensated;
-            match list.iter_mut().find(|(i, _)| *i as usize == index) {
-                Some(entry) => entry.1 = seq,
-                None => list.push((index as u32, seq)),
-            }
+            mark_uncompensated(&mut history.uncompensated, index, at.seq);
         }
         Ok(())
+    }
+
+    /// Records every entity of `entities`, in order, each with its state and the next
+    /// transforms of `bones` (as many as its rig has bones, in bone order): the whole tick
+    /// in one call, which is what a server that keeps every entity's bones in one buffer
+    /// calls instead of one [`FrameRecorder::record`] per entity. The result is the same
+    /// as recording them one by one; the handles and the bone total are checked once, and
+    /// the per-entity work runs in one loop (listing entities in the order they were
+    /// spawned lets it prefetch their rows ahead when the history is large).
+    ///
+    /// # Errors
+    /// - A bad handle (unknown, stale or despawned) or a number of transforms that is not
+    ///   the entities' bone total ([`RecordError::BatchBones`]): nothing is recorded.
+    /// - An entity already recorded in this frame, or one with an invalid transform: that
+    ///   entity is left as it was (not recorded in this frame), every other entity is
+    ///   recorded, and the first such error is returned.
+    pub fn record_all(
+        &mut self,
+        entities: &[(EntityId, EntityState)],
+        bones: &[BoneTransform],
+    ) -> Result<(), RecordError> {
+        self.history.check_batch(entities, bones.len())?;
+        #[cfg(target_arch = "x86_64")]
+        if self.history.bone_pass == Kernel::Avx2 {
+            // SAFETY: `Kernel::Avx2` is only chosen on a CPU with AVX2.
+            return unsafe { self.record_all_avx2(entities, bones) };
+        }
+        let kernel = self.history.bone_pass;
+        self.record_all_with(entities, bones, |bones, reach, translations, rotations| {
+            kernel.run(bones, reach, translations, rotations)
+        })
+    }
+
+    /// [`FrameRecorder::record_all`] compiled for AVX2, with the AVX2 bone pass inlined.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn record_all_avx2(
+        &mut self,
+        entities: &[(EntityId, EntityState)],
+        bones: &[BoneTransform],
+    ) -> Result<(), RecordError> {
+        self.record_all_with(entities, bones, |bones, reach, translations, rotations| {
+            // SAFETY: the caller's contract: the CPU has AVX2.
+            unsafe { Kernel::run_avx2(bones, reach, translations, rotations) }
+        })
+    }
+
+    /// The body of [`FrameRecorder::record_all`] once the batch is checked.
+    #[inline(always)]
+    fn record_all_with(
+        &mut self,
+        entities: &[(EntityId, EntityState)],
+        bones: &[BoneTransform],
+        bone_pass: impl Fn(
+            &[BoneTransform],
+            &[[f32; 4]],
+            &mut [StoredTranslation],
+            &mut [StoredRotation],
+        ) -> BonePass
+        + Copy,
+    ) -> Result<(), RecordError> {
+        let history = &mut *self.history;
+        let at = FrameSlot::of(history, self.seq);
+        let prefetch = history.prefetch_ahead;
+        // Disjoint borrows, so that nothing written through one is reloaded from another.
+        let History {
+            slots,
+            tree,
+            uncompensated,
+            ..
+        } = history;
+        let (leaf_of, leaves) = tree.frame_leaves(at.ring);
+        let mut first_error = None;
+        let mut rest = bones;
+        for (k, &(id, state)) in entities.iter().enumerate() {
+            // `check_batch` found every handle active and the bone total right.
+            let index = id.index() as usize;
+            let (own, next) = rest.split_at(slots[index].bone_count);
+            rest = next;
+            if prefetch
+                && let Some((ahead, _)) = entities.get(k + PREFETCH_DISTANCE)
+                && let Some(ahead) = slots.get(ahead.index() as usize)
+            {
+                prefetch_rows(ahead, at.ring);
+            }
+            let slot = &mut slots[index];
+            match record_entity(slot, at, id, own, state, bone_pass) {
+                Ok(node_box) => {
+                    if let Some(&leaf) = leaf_of.get(index)
+                        && let Some(leaf_box) = leaves.get_mut(leaf as usize)
+                    {
+                        // The frame was cleared and the entity not recorded in it yet: its
+                        // leaf is empty, and growing it is setting it.
+                        *leaf_box = node_box;
+                    }
+                    if !state.lag_compensated {
+                        mark_uncompensated(uncompensated, index, at.seq);
+                    }
+                }
+                Err(error) => keep_first(&mut first_error, error),
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Records a rigid (single-bone) entity.
@@ -528,6 +713,151 @@ mod tests {
         }
         let small = record_with(Kernel::detect()).1;
         assert!(!small.prefetch_ahead, "a small history does not");
+    }
+
+    /// Records 3 windows of ticks like `record_with`, one `record_all` per tick with every
+    /// entity (some with lag compensation off). Returns whether each entity was recorded in
+    /// each tick, and the history; checks that the error returned is the first entity left
+    /// out.
+    fn record_all_with(kernel: Kernel) -> (Vec<bool>, History) {
+        let mut history = History::new(HistoryConfig {
+            tick_rate: 60.0,
+            max_rewind: 0.2,
+        })
+        .expect("config");
+        history.bone_pass = kernel;
+        let rigs = [1, 3, 4, 5, 16, 20].map(rig);
+        let entities: Vec<_> = (0..18)
+            .map(|i| {
+                let state = EntityState {
+                    lag_compensated: i % 5 != 0,
+                    user: i as u16,
+                    ..EntityState::default()
+                };
+                (history.spawn(Arc::clone(&rigs[i % rigs.len()])), state)
+            })
+            .collect();
+        let mut rng = Pcg64Mcg::seed_from_u64(77);
+        let mut recorded = Vec::new();
+        let mut bones = Vec::new();
+        for tick in 1..=3 * history.capacity() as u32 {
+            bones.clear();
+            for i in 0..entities.len() {
+                let n = rigs[i % rigs.len()].bone_count();
+                let adversarial = rng.random_bool(0.3);
+                bones.extend((0..n).map(|_| random_bone(&mut rng, adversarial)));
+            }
+            let mut frame = history
+                .begin_frame(Tick(tick), f64::from(tick) / 60.0)
+                .expect("frame");
+            let result = frame.record_all(&entities, &bones);
+            drop(frame);
+            let in_frame: Vec<bool> = entities
+                .iter()
+                .map(|(id, _)| history.slots[id.index() as usize].last_seq == history.newest_seq)
+                .collect();
+            for (&(id, state), &yes) in entities.iter().zip(&in_frame) {
+                if yes {
+                    assert_eq!(history.present_state(id), Ok(state));
+                }
+            }
+            match (result, in_frame.iter().position(|yes| !yes)) {
+                (Ok(()), None) => {}
+                (Err(RecordError::Transform { entity, .. }), Some(first)) => {
+                    assert_eq!(entity, entities[first].0, "the first entity left out");
+                }
+                (other, first) => panic!("tick {tick}: {other:?}, first left out {first:?}"),
+            }
+            recorded.extend(in_frame);
+        }
+        (recorded, history)
+    }
+
+    #[test]
+    fn record_all_records_what_record_does() {
+        // The same ticks recorded entity by entity (with each entity's state).
+        let (reference_outcomes, reference) = {
+            let mut history = History::new(HistoryConfig {
+                tick_rate: 60.0,
+                max_rewind: 0.2,
+            })
+            .expect("config");
+            let rigs = [1, 3, 4, 5, 16, 20].map(rig);
+            let ids: Vec<_> = (0..18)
+                .map(|i| history.spawn(Arc::clone(&rigs[i % rigs.len()])))
+                .collect();
+            let mut rng = Pcg64Mcg::seed_from_u64(77);
+            let mut outcomes = Vec::new();
+            let mut bones = Vec::new();
+            for tick in 1..=3 * history.capacity() as u32 {
+                let mut all = Vec::new();
+                for i in 0..ids.len() {
+                    let n = rigs[i % rigs.len()].bone_count();
+                    let adversarial = rng.random_bool(0.3);
+                    bones.clear();
+                    bones.extend((0..n).map(|_| random_bone(&mut rng, adversarial)));
+                    all.push(bones.clone());
+                }
+                let mut frame = history
+                    .begin_frame(Tick(tick), f64::from(tick) / 60.0)
+                    .expect("frame");
+                for (i, (&id, bones)) in ids.iter().zip(&all).enumerate() {
+                    let state = EntityState {
+                        lag_compensated: i % 5 != 0,
+                        user: i as u16,
+                        ..EntityState::default()
+                    };
+                    outcomes.push(frame.record(id, bones, state).is_ok());
+                }
+            }
+            (outcomes, history)
+        };
+        assert!(reference_outcomes.iter().filter(|ok| !**ok).count() > 100);
+        for kernel in Kernel::available() {
+            let (recorded, history) = record_all_with(kernel);
+            assert_eq!(
+                recorded, reference_outcomes,
+                "{kernel:?}: which entities were recorded"
+            );
+            assert!(
+                stored_bits(&history) == stored_bits(&reference),
+                "{kernel:?}: stored history differs"
+            );
+            assert_eq!(history.uncompensated, reference.uncompensated, "{kernel:?}");
+        }
+    }
+
+    #[test]
+    fn record_all_refuses_a_bad_batch_whole() {
+        let mut history = History::new(HistoryConfig::default()).expect("config");
+        let (a, b) = (history.spawn(rig(4)), history.spawn(rig(3)));
+        let gone = history.spawn(rig(3));
+        history.despawn(gone).expect("despawn");
+        let state = EntityState::default();
+        let bones = vec![crate::math::BoneTransform::IDENTITY; 7];
+        let mut frame = history.begin_frame(Tick(1), 0.1).expect("frame");
+        assert_eq!(
+            frame.record_all(&[(a, state), (b, state)], &bones[..6]),
+            Err(RecordError::BatchBones {
+                expected: 7,
+                got: 6
+            })
+        );
+        // Despawned before it was ever recorded: its slot is free, the handle stale.
+        assert_eq!(
+            frame.record_all(&[(a, state), (gone, state)], &bones),
+            Err(RecordError::Entity(crate::history::EntityError::Stale(
+                gone
+            )))
+        );
+        // Nothing was recorded by the refused batches: both can still be recorded once.
+        assert_eq!(frame.record_all(&[(a, state), (b, state)], &bones), Ok(()));
+        assert_eq!(
+            frame.record_all(&[(b, state)], &bones[..3]),
+            Err(RecordError::AlreadyRecorded(b))
+        );
+        frame.finish();
+        assert_eq!(history.present_state(a), Ok(state));
     }
 
     #[test]
