@@ -3,11 +3,13 @@
 //! What lives here: [`Topology`] (the tree's shape: which items under which node, built by
 //! median splits on the longest centroid axis) and two ways of giving its nodes boxes:
 //! - [`Bvh`]: one box per node, for static geometry that never moves.
-//! - [`TemporalBvh`]: one box per node *per frame of the history ring*. Entities are
-//!   refitted into the slot of each new frame; a query at a time between two frames tests
-//!   each node with the union of its boxes in those two frames. That union bounds every
-//!   pose interpolated between them, so culling is exact-at-the-target-time without any
-//!   interpolation, and as tight as a BVH built over the present.
+//! - [`TemporalBvh`]: the topology collapsed to four children per node, with the
+//!   children's boxes kept *per frame of the history ring*, plane by plane so one SSE slab
+//!   test checks all four. Entities are refitted into the slot of each new frame; a query
+//!   at a time between two frames tests each child with the union of its boxes in those
+//!   two frames. That union bounds every pose interpolated between them, so culling is
+//!   exact-at-the-target-time without any interpolation, and as tight as a BVH built over
+//!   the present.
 //!
 //! Items are `u32` indices into the caller's own arrays.
 //!
@@ -1413,8 +1415,8 @@ mod tests {
         }
         let few = boxes(6, 0.5);
         bvh.build(ring, 0..6, |i| few[i as usize].center());
-        for i in 0..6 {
-            bvh.set_leaf_in_every_frame(i, |_| NodeBox::from_aabb(few[i]));
+        for (i, b) in few.iter().enumerate() {
+            bvh.set_leaf_in_every_frame(i, |_| NodeBox::from_aabb(*b));
         }
         for f in 0..ring {
             bvh.finish_frame(f, f.checked_sub(1));
@@ -1475,7 +1477,7 @@ mod tests {
             assert!(count.iter().all(|&c| c == 1), "{items} items: {count:?}");
             // Splits in fours keep nodes nearly full: about a third as many nodes as items
             // (the collapse of plain median splits made 85 nodes for 200 items).
-            let bound = (items as usize + 2) / 3 + items as usize / 12 + 1;
+            let bound = (items as usize).div_ceil(3) + items as usize / 12 + 1;
             assert!(
                 bvh.children.len() <= bound,
                 "{items} items: {} nodes",
