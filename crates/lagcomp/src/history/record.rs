@@ -105,15 +105,15 @@ impl History {
                     continue;
                 }
                 let (metas, frames) = (&metas[..self.capacity], &slot.frames[..self.capacity]);
-                tree.set_leaf_in_every_frame(index, |ring, leaf_box| {
+                tree.set_leaf_in_every_frame(index, |ring| {
                     // `recorded_at`; a ring slot not holding a frame yet has sequence 0.
                     let seq = metas[ring].seq;
                     let frame = &frames[ring];
-                    *leaf_box = if seq != 0 && seq <= slot.last_seq && frame.seq == seq as u32 {
+                    if seq != 0 && seq <= slot.last_seq && frame.seq == seq as u32 {
                         NodeBox::new(frame.bounds_min, frame.bounds_max)
                     } else {
                         NodeBox::EMPTY
-                    };
+                    }
                 });
             }
             for seq in self.oldest_seq()..=newest {
@@ -531,7 +531,6 @@ impl FrameRecorder<'_> {
             uncompensated,
             ..
         } = history;
-        let (leaf_of, leaves) = tree.frame_leaves(at.ring);
         let mut first_error = None;
         let mut rest = bones;
         for (k, &(id, state)) in entities.iter().enumerate() {
@@ -548,13 +547,9 @@ impl FrameRecorder<'_> {
             let slot = &mut slots[index];
             match record_entity(slot, at, id, own, state, bone_pass) {
                 Ok(node_box) => {
-                    if let Some(&leaf) = leaf_of.get(index)
-                        && let Some(leaf_box) = leaves.get_mut(leaf as usize)
-                    {
-                        // The frame was cleared and the entity not recorded in it yet: its
-                        // leaf is empty, and growing it is setting it.
-                        *leaf_box = node_box;
-                    }
+                    // The frame was cleared and the entity not recorded in it yet: its
+                    // leaf is empty, and growing it is setting it.
+                    tree.grow_leaf(at.ring, index, node_box);
                     if !state.lag_compensated {
                         mark_uncompensated(uncompensated, index, at.seq);
                     }

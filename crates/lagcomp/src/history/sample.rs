@@ -205,13 +205,15 @@ impl History {
                 });
             }
         };
-        let older = self.last_frame_at_or_before(time);
-        let t0 = self.meta(older).time;
-        let (newer, alpha) = if t0 == time {
-            (older, 0.0)
+        let (older, ring) = self.last_frame_at_or_before(time);
+        let t0 = self.frames[ring].time;
+        // The newer frame is the next ring slot (`older` is not the newest when they differ).
+        let (newer, next, alpha) = if t0 == time {
+            (older, ring, 0.0)
         } else {
-            let t1 = self.meta(older + 1).time;
-            (older + 1, ((time - t0) / (t1 - t0)) as f32)
+            let next = self.next_ring(ring);
+            let t1 = self.frames[next].time;
+            (older + 1, next, ((time - t0) / (t1 - t0)) as f32)
         };
         Ok(Bracket {
             requested,
@@ -219,11 +221,24 @@ impl History {
             clamped,
             older,
             newer,
-            rings: (self.ring(older), self.ring(newer)),
-            spans: self.spans(older, newer),
+            rings: (ring, next),
+            spans: SpanRange {
+                first: ring,
+                count: 1,
+            },
             alpha,
             window: (lo, hi),
         })
+    }
+
+    /// The ring slot after `ring`.
+    #[inline]
+    fn next_ring(&self, ring: usize) -> usize {
+        if ring + 1 == self.capacity {
+            0
+        } else {
+            ring + 1
+        }
     }
 
     /// The newest frame recorded at or before `time`, which must not be older than the
@@ -235,11 +250,12 @@ impl History {
     /// went to the binary search). Irregular ticks (a stalled server, skipped ticks) make
     /// the guess miss, and then the binary search decides; either way the answer is the
     /// same, because frame times strictly increase.
-    fn last_frame_at_or_before(&self, time: f64) -> u64 {
+    /// Returns the frame and its ring slot.
+    fn last_frame_at_or_before(&self, time: f64) -> (u64, usize) {
         let (oldest, newest) = (self.oldest_seq(), self.newest_seq);
-        let newest_time = self.meta(newest).time;
+        let newest_time = self.frames[self.newest_ring].time;
         if time >= newest_time {
-            return newest;
+            return (newest, self.newest_ring);
         }
         // Here `oldest < newest`: `time` is at least the oldest frame's time and below the
         // newest's, so they differ and the division is finite.
@@ -247,8 +263,9 @@ impl History {
         let place = (time - oldest_time) / (newest_time - oldest_time) * (newest - oldest) as f64;
         // The float-to-int cast saturates (a negative place gives 0).
         let guess = (oldest + place as u64).min(newest - 1);
-        if self.meta(guess).time <= time && time < self.meta(guess + 1).time {
-            return guess;
+        let ring = self.ring(guess);
+        if self.frames[ring].time <= time && time < self.frames[self.next_ring(ring)].time {
+            return (guess, ring);
         }
         let (mut first, mut last) = (oldest, newest);
         while first < last {
@@ -259,7 +276,7 @@ impl History {
                 last = mid - 1;
             }
         }
-        first
+        (first, self.ring(first))
     }
 
     /// The tree spans covering frames `older..=newer`: each frame's span reaches the next.
@@ -734,12 +751,17 @@ mod tests {
             let (lo, hi) = (h.meta(h.oldest_seq()).time, h.meta(h.newest_seq).time);
             for k in 0..=997 {
                 let time = lo + (hi - lo) * f64::from(k) / 997.0;
-                assert_eq!(h.last_frame_at_or_before(time), scan(&h, time), "{time}");
+                let (seq, ring) = h.last_frame_at_or_before(time);
+                assert_eq!(seq, scan(&h, time), "{time}");
+                assert_eq!(ring, h.ring(seq), "{time}");
                 checked += 1;
             }
             // Exactly on every frame.
             for seq in h.oldest_seq()..=h.newest_seq {
-                assert_eq!(h.last_frame_at_or_before(h.meta(seq).time), seq);
+                assert_eq!(
+                    h.last_frame_at_or_before(h.meta(seq).time),
+                    (seq, h.ring(seq))
+                );
             }
         }
         assert_eq!(checked, 4 * 998);

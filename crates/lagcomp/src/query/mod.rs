@@ -511,7 +511,8 @@ enum Walk {
 
 /// The per-entity checks every query makes before touching hitboxes: handle, ignore list,
 /// presence at the target time, which walk owns it, alive, layers, and its bounds at the
-/// target time (`touches`). Reports the decision to the observer.
+/// target time (`touches`, told whether the sample blends two frames). Reports the decision
+/// to the observer.
 #[allow(
     clippy::too_many_arguments,
     reason = "one call site per query kind; a struct would only rename them"
@@ -525,7 +526,7 @@ fn admit<'h, O: QueryObserver>(
     layers: u32,
     ignore: &[EntityId],
     observer: &mut O,
-    touches: impl Fn(&crate::math::Aabb) -> bool,
+    touches: impl Fn(&crate::math::Aabb, bool) -> bool,
 ) -> Option<(&'h crate::rig::Rig, EntityId, crate::history::EntitySample)> {
     use observer::Broadphase;
     let (rig, id) = history.slot_rig(index)?;
@@ -558,7 +559,8 @@ fn admit<'h, O: QueryObserver>(
         decide(Broadphase::OtherLayer);
         return None;
     }
-    if !touches(&sample.bounds) {
+    let blended = matches!(sample.kind, crate::history::SampleKind::Interpolated { .. });
+    if !touches(&sample.bounds, blended) {
         decide(Broadphase::Culled);
         return None;
     }

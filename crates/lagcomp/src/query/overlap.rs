@@ -87,7 +87,7 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                 layers,
                 ignore,
                 &mut *observer,
-                |bounds| bounds.intersects(&query_box),
+                |bounds, _| bounds.intersects(&query_box),
             ) else {
                 return;
             };

@@ -275,11 +275,17 @@ impl TraceContext<'_> {
         observer: &mut O,
     ) -> f32 {
         let history = self.history;
-        let touches = |bounds: &crate::math::Aabb| {
-            bounds
-                .inflated(self.radius)
-                .ray_interval(self.origin, self.inv_dir, t_max)
-                .is_some()
+        // A tree walk between two adjacent frames reaches an entity through its leaf, whose
+        // box is exactly the union of its bounds in both frames, already tested against this
+        // trace: an entity blended over that pair needs no second test. (Exact and
+        // single-frame samples use one frame's bounds, tighter than the leaf's.)
+        let leaf_tested = walk == Walk::Tree && self.bracket.newer == self.bracket.older + 1;
+        let touches = |bounds: &crate::math::Aabb, blended: bool| {
+            (leaf_tested && blended)
+                || bounds
+                    .inflated(self.radius)
+                    .ray_interval(self.origin, self.inv_dir, t_max)
+                    .is_some()
         };
         let Some((rig, id, sample)) = admit(
             history,
