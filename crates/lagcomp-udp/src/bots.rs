@@ -33,7 +33,7 @@ use lagcomp_sim::client::{BotBrain, BrainConfig, EntityUpdate, FiredShot, HUMAN_
 use lagcomp_sim::result::{CheatResult, ModeResult};
 use lagcomp_wire::{
     ClientMessage, EntityPose, Input, MAX_SHOTS_PER_INPUT, ProbeReply, ServerMessage, ShotOutcome,
-    ShotResult,
+    ShotResult, VerdictInbox,
 };
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -42,7 +42,7 @@ use renet_netcode::{ClientAuthentication, NetcodeClientTransport};
 use serde::Serialize;
 
 use crate::channel::{
-    PROTOCOL_ID, RESULTS, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
+    PROTOCOL_ID, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
     widen_receive_buffer,
 };
 use crate::stance;
@@ -159,6 +159,11 @@ pub struct BotsReport {
     pub unanswered: u64,
     /// Verdicts for shots the bot had no record of.
     pub unexpected: u64,
+    /// Verdicts the server gave up on before the bot got them (gaps in their numbers;
+    /// see `lagcomp_wire::verdicts`).
+    pub verdicts_skipped: u64,
+    /// Verdicts that arrived again after the bot had them (the repetition's cost).
+    pub verdicts_repeated: u64,
     /// Server messages that did not decode.
     pub malformed: u64,
 }
@@ -255,6 +260,8 @@ struct Outcome {
     cheat_outcomes: BTreeMap<String, u64>,
     unanswered: u64,
     unexpected: u64,
+    verdicts_skipped: u64,
+    verdicts_repeated: u64,
     malformed: u64,
 }
 
@@ -281,6 +288,8 @@ struct Bot {
     last_update: f64,
     /// Shots by claim sequence number, oldest first (a replaying cheat reuses one).
     shots: HashMap<u32, VecDeque<FiredShot>>,
+    /// The server's verdicts, each handed on once.
+    verdicts: VerdictInbox,
     outcome: Outcome,
     scratch: Vec<u8>,
 }
@@ -332,6 +341,7 @@ impl Bot {
             next_frame,
             last_update: 0.0,
             shots: HashMap::new(),
+            verdicts: VerdictInbox::new(),
             outcome: Outcome {
                 index,
                 cheat,
@@ -357,9 +367,6 @@ impl Bot {
             self.on_message(&bytes, local);
         }
         while let Some(bytes) = self.client.receive_message(UNRELIABLE) {
-            self.on_message(&bytes, local);
-        }
-        while let Some(bytes) = self.client.receive_message(RESULTS) {
             self.on_message(&bytes, local);
         }
         if self.client.is_disconnected() {
@@ -421,8 +428,10 @@ impl Bot {
             }
             return;
         }
-        if let ServerMessage::ShotResult(result) = message {
-            self.on_result(result);
+        if let ServerMessage::Verdicts(verdicts) = message {
+            for result in self.verdicts.receive(&verdicts) {
+                self.on_result(*result);
+            }
             return;
         }
         let Some(brain) = &mut self.brain else {
@@ -460,7 +469,7 @@ impl Bot {
             ServerMessage::Pong(pong) => brain.on_pong(pong, local),
             ServerMessage::Probe(probe) => brain.on_probe(probe.id),
             ServerMessage::ShotAck { up_to } => brain.on_shot_ack(up_to),
-            ServerMessage::Welcome(_) | ServerMessage::ShotResult(_) => {}
+            ServerMessage::Welcome(_) | ServerMessage::Verdicts(_) => {}
         }
     }
 
@@ -538,6 +547,7 @@ impl Bot {
                 aim: frame.input.aim,
                 interp_delay: frame.input.interp_delay,
                 newest_tick: frame.input.newest_tick,
+                verdicts_received: Some(self.verdicts.received()),
                 shots,
             });
             // The brain's numbers are finite; a message that will not encode is not sent.
@@ -579,6 +589,8 @@ impl Bot {
     fn finish(&mut self) {
         self.phase = Phase::Done;
         self.outcome.unanswered = self.shots.values().map(|q| q.len() as u64).sum();
+        self.outcome.verdicts_skipped = self.verdicts.skipped();
+        self.outcome.verdicts_repeated = self.verdicts.repeated();
         self.shots.clear();
     }
 }
@@ -699,6 +711,8 @@ fn report(config: &BotsConfig, outcomes: &[Outcome]) -> BotsReport {
         }
         report.unanswered += o.unanswered;
         report.unexpected += o.unexpected;
+        report.verdicts_skipped += o.verdicts_skipped;
+        report.verdicts_repeated += o.verdicts_repeated;
         report.malformed += o.malformed;
         let h = &mut report.honest;
         h.shots_sent += o.honest.shots_sent;

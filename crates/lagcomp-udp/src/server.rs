@@ -8,7 +8,9 @@
 //! last tick are validated in arrival order on this thread (or, with
 //! [`ServeConfig::parallel_validation`], together on rayon's threads:
 //! [`lagcomp_service::batch::validate_batch`], the same verdicts), each verdict goes to the
-//! audit log and back to its shooter as a [`ShotResult`], and the snapshot goes out to the
+//! audit log and back to its shooter as a [`ShotResult`] (numbered, and repeated with each
+//! of the shooter's snapshots until its inputs acknowledge it: `lagcomp_wire::verdicts`),
+//! and the snapshot goes out to the
 //! clients whose turn it is (every client every tick at the full send rate; below it, the
 //! clients' turns are spread over the ticks), with a round-trip probe four times a second.
 //! Each client is sent its own body and the bodies near it ([`ServeConfig::interest`]:
@@ -55,7 +57,7 @@ use lagcomp_validate::{AuditLog, ClientTiming, ShotClaim, Verdict};
 use lagcomp_wire::{
     ClientMessage, EncodeError, EncodedEntities, EntityFrame, EntityPose, GuardConfig,
     GuardConfigError, MalformedGuard, Penalty, Probe, ServerMessage, ShotOutcome, ShotResult,
-    SnapshotEncoder, Welcome,
+    SnapshotEncoder, VerdictOutbox, Welcome,
 };
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
@@ -63,7 +65,7 @@ use renet::{ClientId, RenetServer, ServerEvent};
 use renet_netcode::{ServerAuthentication, ServerConfig};
 
 use crate::channel::{
-    PROTOCOL_ID, RESULTS, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
+    PROTOCOL_ID, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
     widen_receive_buffer,
 };
 use crate::stats::{TickTimes, thread_cpu_time};
@@ -283,9 +285,13 @@ pub struct Status {
     pub send_cpu_p50: Option<f64>,
     /// The same, 99th percentile.
     pub send_cpu_p99: Option<f64>,
-    /// Datagrams the ticks handed to the socket (snapshots, shot results, renet's
-    /// acknowledgements; not the answers to pings, sent at once between ticks).
+    /// Datagrams the ticks handed to the socket (snapshots with their verdicts, renet's
+    /// acknowledgements and resends; not the answers to pings, sent at once between ticks).
     pub tick_datagrams: u64,
+    /// Verdicts dropped before their shooter acknowledged them, because
+    /// [`VerdictOutbox::CAPACITY`] of its verdicts were waiting (a client that stopped
+    /// acknowledging).
+    pub verdicts_given_up: u64,
     /// Of the tick's work, moving the bodies and recording the frame: 99th percentile.
     pub record_p99: Option<f64>,
     /// Validating the tick's shots and sending their results: 99th percentile.
@@ -389,6 +395,7 @@ struct Counters {
     /// The send thread's share of it.
     send_cpu: TickTimes,
     tick_datagrams: u64,
+    verdicts_given_up: u64,
     /// The parts of a tick's work: moving and recording, validating and answering,
     /// sending snapshots.
     record: TickTimes,
@@ -421,6 +428,7 @@ impl Counters {
             send_cpu_p50: self.send_cpu.quantile(0.5),
             send_cpu_p99: self.send_cpu.quantile(0.99),
             tick_datagrams: self.tick_datagrams,
+            verdicts_given_up: self.verdicts_given_up,
             record_p99: self.record.quantile(0.99),
             validate_p99: self.validate.quantile(0.99),
             send_p99: self.send.quantile(0.99),
@@ -450,12 +458,15 @@ struct EntityScratch {
     views: Vec<(usize, Range<usize>, u64)>,
     /// Parts, as ranges of the tick's buffer.
     ranges: Vec<Range<usize>>,
+    /// Each due client's verdicts message, if it has verdicts waiting: connection index,
+    /// range of the tick's buffer.
+    verdicts: Vec<(usize, Range<usize>)>,
     /// The largest tick buffer so far, to allocate the next one at once.
     last_len: usize,
 }
 
 /// A connected client.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Connection {
     client: ClientId,
     entity: EntityId,
@@ -477,6 +488,8 @@ struct Connection {
     /// Whether something was queued for it this tick (its packets go out at the tick's
     /// end; a client with nothing new is not sent renet's acknowledgement alone).
     outgoing: bool,
+    /// Its shots' verdicts it has not acknowledged: they go with each of its snapshots.
+    verdicts: VerdictOutbox,
 }
 
 /// The game server (see the [module documentation](self)).
@@ -839,6 +852,9 @@ impl GameServer {
                 self.connections[i].ready = true;
                 match ClientMessage::decode(&bytes) {
                     Ok(ClientMessage::Input(input)) => {
+                        if let Some(received) = input.verdicts_received {
+                            self.connections[i].verdicts.acknowledge(received);
+                        }
                         let input = ClientInput {
                             frame: input.frame,
                             aim: input.aim,
@@ -899,6 +915,7 @@ impl GameServer {
             probed: None,
             outgoing: true,
             phase,
+            verdicts: VerdictOutbox::new(),
         });
         self.by_client.insert(client, entity);
         self.second.joined += 1;
@@ -1075,13 +1092,16 @@ impl GameServer {
             .iter_mut()
             .find(|c| c.entity == verdict.shooter)
         {
-            connection.outgoing = true;
-            let client = connection.client;
-            let result = ServerMessage::ShotResult(ShotResult {
+            // It goes with the shooter's snapshots until acknowledged.
+            let given_up = connection.verdicts.given_up();
+            connection.verdicts.push(ShotResult {
                 seq: verdict.seq,
                 outcome: ShotOutcome::from(&verdict.outcome),
             });
-            self.send(client, RESULTS, &result)?;
+            let given_up = connection.verdicts.given_up() - given_up;
+            for counters in [&mut self.second, &mut self.total] {
+                counters.verdicts_given_up += given_up;
+            }
         }
         Ok(())
     }
@@ -1149,6 +1169,17 @@ impl GameServer {
                     .push((c, first..self.encoded.ranges.len(), entities));
             }
         }
+        // Each due client's verdicts not yet acknowledged, in the same buffer: they go in
+        // its snapshot's datagram.
+        self.encoded.verdicts.clear();
+        for (c, connection) in self.connections.iter().enumerate() {
+            if due(connection) {
+                let begin = buffer.len();
+                if connection.verdicts.append_message(&mut buffer)? {
+                    self.encoded.verdicts.push((c, begin..buffer.len()));
+                }
+            }
+        }
         let probe = if probing {
             let id = self.core.probe(now);
             ServerMessage::Probe(Probe {
@@ -1165,15 +1196,17 @@ impl GameServer {
         self.encoded.last_len = self.encoded.last_len.max(buffer.len());
         let buffer = Bytes::from(buffer);
         let world = self.frames.len() as u64;
-        let mut next_view = 0;
+        let (mut next_view, mut next_verdicts) = (0, 0);
         for i in 0..self.connections.len() {
-            let connection = self.connections[i];
-            let probed = probe.is_some() && probe_due(&connection);
-            self.connections[i].outgoing |= due(&connection);
+            let connection = &self.connections[i];
+            let (client, entity) = (connection.client, connection.entity);
+            let is_due = due(connection);
+            let probed = probe.is_some() && probe_due(connection);
+            self.connections[i].outgoing |= is_due;
             if probed {
                 self.connections[i].probed = Some(tick.0);
             }
-            if due(&connection) {
+            if is_due {
                 // Its own parts with interest management, or the world's shared ones.
                 let (own, entities) = match self.encoded.views.get(next_view) {
                     Some((c, parts, entities)) if *c == i => {
@@ -1184,32 +1217,33 @@ impl GameServer {
                 };
                 let parts = (shared.len() + own.len()) as u64;
                 for range in shared.iter().chain(&self.encoded.ranges[own]) {
-                    self.renet.send_message(
-                        connection.client,
-                        UNRELIABLE,
-                        buffer.slice(range.clone()),
-                    );
+                    self.renet
+                        .send_message(client, UNRELIABLE, buffer.slice(range.clone()));
+                }
+                if let Some((c, range)) = self.encoded.verdicts.get(next_verdicts)
+                    && *c == i
+                {
+                    next_verdicts += 1;
+                    self.renet
+                        .send_message(client, UNRELIABLE, buffer.slice(range.clone()));
                 }
                 for counters in [&mut self.second, &mut self.total] {
                     counters.snapshots += 1;
                     counters.snapshot_parts += parts;
                     counters.snapshot_entities += entities;
                 }
-                if let Some(up_to) = self.core.shot_ack(connection.entity) {
-                    self.send(
-                        connection.client,
-                        UNRELIABLE,
-                        &ServerMessage::ShotAck { up_to },
-                    )?;
+                if let Some(up_to) = self.core.shot_ack(entity) {
+                    self.send(client, UNRELIABLE, &ServerMessage::ShotAck { up_to })?;
                 }
             }
             if let (Some(probe), true) = (&probe, probed) {
                 self.renet
-                    .send_message(connection.client, UNRELIABLE, buffer.slice(probe.clone()));
+                    .send_message(client, UNRELIABLE, buffer.slice(probe.clone()));
             }
         }
         self.encoded.views.clear();
         self.encoded.ranges.clear();
+        self.encoded.verdicts.clear();
         Ok(())
     }
 

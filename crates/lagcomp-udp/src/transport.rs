@@ -14,7 +14,7 @@
 //! each time it sends: a third of the server's datagrams at 200 clients. They serve
 //! renet's reliable channels and its statistics, and clients of `lagcomp serve` send
 //! nothing reliable (inputs repeat their shots until the server's own shot
-//! acknowledgement). So the server lets through an acknowledgement-only packet when it
+//! acknowledgement; the server repeats its verdicts until the client's). So the server lets through an acknowledgement-only packet when it
 //! says so ([`Acks`]): a few times a second, which keeps renet's statistics and
 //! bookkeeping alive, not with every snapshot.
 //!
@@ -417,7 +417,7 @@ fn handle(result: ServerResult<'_, '_>, socket: &UdpSocket, renet: &mut RenetSer
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channel::{RESULTS, UNRELIABLE, connection_config};
+    use crate::channel::{UNRELIABLE, WELCOME, connection_config};
 
     #[test]
     fn renet_acknowledgements_are_told_from_everything_else() {
@@ -439,7 +439,7 @@ mod tests {
         );
         // With messages on both kinds of channel: only the last packet is the ack.
         server.send_message(7, UNRELIABLE, vec![2_u8; 1000]);
-        server.send_message(7, RESULTS, vec![3_u8; 10]);
+        server.send_message(7, WELCOME, vec![3_u8; 10]);
         client.send_message(UNRELIABLE, vec![1_u8; 40]);
         for packet in client.get_packets_to_send() {
             server.process_packet_from(&packet, 7).expect("connected");
