@@ -38,13 +38,14 @@ use lagcomp_wire::{
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use renet::RenetClient;
-use renet_netcode::{ClientAuthentication, NetcodeClientTransport};
+use renet_netcode::ClientAuthentication;
 use serde::Serialize;
 
 use crate::channel::{
     PROTOCOL_ID, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
     widen_receive_buffer,
 };
+use crate::client::{ClientTransport, Messages};
 use crate::stance;
 
 /// How the bots are set up.
@@ -271,7 +272,7 @@ struct Bot {
     pause: (f64, f64),
     fire_rate: Option<f64>,
     client: RenetClient,
-    transport: NetcodeClientTransport,
+    transport: ClientTransport,
     /// The transport's socket, shared, to wait on.
     socket: UdpSocket,
     /// Until the welcome: the generator the brain will get.
@@ -290,6 +291,10 @@ struct Bot {
     shots: HashMap<u32, VecDeque<FiredShot>>,
     /// The server's verdicts, each handed on once.
     verdicts: VerdictInbox,
+    /// The wire messages of the latest datagrams of records (kept for its memory).
+    messages: Messages,
+    /// Datagrams of records that did not decode, counted so far.
+    malformed_datagrams: u64,
     outcome: Outcome,
     scratch: Vec<u8>,
 }
@@ -310,7 +315,7 @@ impl Bot {
         widen_receive_buffer(&socket);
         let waiter = socket.try_clone()?;
         let client_id = splitmix(config.seed ^ salt).wrapping_add(index as u64);
-        let transport = NetcodeClientTransport::new(
+        let transport = ClientTransport::new(
             epoch,
             ClientAuthentication::Unsecure {
                 protocol_id: PROTOCOL_ID,
@@ -342,6 +347,8 @@ impl Bot {
             last_update: 0.0,
             shots: HashMap::new(),
             verdicts: VerdictInbox::new(),
+            messages: Messages::default(),
+            malformed_datagrams: 0,
             outcome: Outcome {
                 index,
                 cheat,
@@ -369,6 +376,16 @@ impl Bot {
         while let Some(bytes) = self.client.receive_message(UNRELIABLE) {
             self.on_message(&bytes, local);
         }
+        // The server's datagrams of records: snapshots, verdicts, pongs, probes.
+        let mut messages = std::mem::take(&mut self.messages);
+        self.transport.take_messages(&mut messages);
+        for bytes in messages.iter() {
+            self.on_message(bytes, local);
+        }
+        self.messages = messages;
+        let malformed = self.transport.malformed();
+        self.outcome.malformed += malformed - self.malformed_datagrams;
+        self.malformed_datagrams = malformed;
         if self.client.is_disconnected() {
             let reason = self
                 .client

@@ -58,11 +58,13 @@ use lagcomp_wire::{
     ClientMessage, EncodeError, EncodedEntities, EntityFrame, EntityPose, GuardConfig,
     GuardConfigError, MalformedGuard, Penalty, Probe, ServerMessage, ShotOutcome, ShotResult,
     SnapshotEncoder, VerdictOutbox, Welcome,
+    datagram::{DatagramWriter, Record},
 };
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use renet::{ClientId, RenetServer, ServerEvent};
 use renet_netcode::{ServerAuthentication, ServerConfig};
+use renetcode::NETCODE_MAX_PAYLOAD_BYTES;
 
 use crate::channel::{
     PROTOCOL_ID, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
@@ -490,6 +492,8 @@ struct Connection {
     outgoing: bool,
     /// Its shots' verdicts it has not acknowledged: they go with each of its snapshots.
     verdicts: VerdictOutbox,
+    /// Snapshots sent since the last that carried renet's acknowledgement of its inputs.
+    snapshots_since_acks: u32,
 }
 
 /// The game server (see the [module documentation](self)).
@@ -512,6 +516,10 @@ pub struct GameServer {
     encoded: EntityScratch,
     claims: Vec<(ShotClaim, f64)>,
     scratch: Vec<u8>,
+    /// The datagram of records being filled for a client.
+    datagram: DatagramWriter,
+    /// Scratch: renet's packets for a client.
+    packets: Vec<Vec<u8>>,
     join_rng: Pcg64Mcg,
     audit: Option<AuditLog<Box<dyn Write + Send>>>,
     recording: Option<RecordingWriter<Box<dyn Write + Send>>>,
@@ -657,6 +665,8 @@ impl GameServer {
             encoded: EntityScratch::default(),
             claims: Vec::new(),
             scratch: Vec::new(),
+            datagram: DatagramWriter::new(NETCODE_MAX_PAYLOAD_BYTES),
+            packets: Vec::new(),
             audit: outputs.audit,
             recording,
             timings: HashMap::new(),
@@ -868,13 +878,16 @@ impl GameServer {
                             // At once, so its times are the ping's arrival and the answer's
                             // departure; to this client alone (everyone else's packets go
                             // out with the tick).
-                            self.send(client, UNRELIABLE, &ServerMessage::Pong(pong))?;
-                            self.transport.send_to_client(
-                                &mut self.renet,
-                                client,
-                                Acks::Hold,
-                                Route::Now,
-                            );
+                            ServerMessage::Pong(pong).encode(&mut self.scratch)?;
+                            self.datagram.clear();
+                            if self.datagram.push(Record::Message(&self.scratch)) {
+                                self.transport.send_payload(
+                                    client,
+                                    self.datagram.as_bytes(),
+                                    Route::Now,
+                                );
+                            }
+                            self.datagram.clear();
                         }
                     }
                     Err(error) => {
@@ -916,6 +929,7 @@ impl GameServer {
             outgoing: true,
             phase,
             verdicts: VerdictOutbox::new(),
+            snapshots_since_acks: 0,
         });
         self.by_client.insert(client, entity);
         self.second.joined += 1;
@@ -1006,26 +1020,24 @@ impl GameServer {
             .update(Duration::from_secs_f64((now - self.renet_updated).max(0.0)));
         self.renet_updated = now;
         self.transport.maintain(&mut self.renet);
-        // Those sent something this tick, and those not yet playing (their welcome is
-        // resent until it arrives): below the tick rate, the others' reliable resends
-        // wait for their next snapshot. Renet's acknowledgements of what a client sent go
-        // with its packets on about 8 ticks a second (spread over the clients), and
-        // always to clients not yet playing.
-        let ack_every = ((self.config.tick_rate / ACKS_PER_SECOND) as u32).max(1);
-        for i in 0..self.connections.len() {
-            let connection = &mut self.connections[i];
+        // Renet's packets for those not yet playing (their welcome is resent until it
+        // arrives; renet's acknowledgements with it) and for those renet was given a
+        // message too big for a datagram this tick. Everyone else's renet packets went
+        // in their snapshot's datagram.
+        for connection in &mut self.connections {
             if connection.outgoing || !connection.ready {
                 connection.outgoing = false;
-                let acks = if !connection.ready
-                    || tick.0.wrapping_add(i as u32).is_multiple_of(ack_every)
-                {
-                    Acks::Send
-                } else {
+                let acks = if connection.ready {
                     Acks::Hold
+                } else {
+                    Acks::Send
                 };
-                let client = connection.client;
-                self.transport
-                    .send_to_client(&mut self.renet, client, acks, Route::Tick);
+                self.transport.send_to_client(
+                    &mut self.renet,
+                    connection.client,
+                    acks,
+                    Route::Tick,
+                );
             }
         }
         // The tick ends when its last datagram is handed to the socket, on whichever thread.
@@ -1196,50 +1208,79 @@ impl GameServer {
         self.encoded.last_len = self.encoded.last_len.max(buffer.len());
         let buffer = Bytes::from(buffer);
         let world = self.frames.len() as u64;
+        let snapshots_per_ack = ((self.config.send_rate / ACKS_PER_SECOND) as u32).max(1);
         let (mut next_view, mut next_verdicts) = (0, 0);
         for i in 0..self.connections.len() {
-            let connection = &self.connections[i];
+            let connection = &mut self.connections[i];
             let (client, entity) = (connection.client, connection.entity);
             let is_due = due(connection);
             let probed = probe.is_some() && probe_due(connection);
-            self.connections[i].outgoing |= is_due;
             if probed {
-                self.connections[i].probed = Some(tick.0);
+                connection.probed = Some(tick.0);
             }
-            if is_due {
-                // Its own parts with interest management, or the world's shared ones.
-                let (own, entities) = match self.encoded.views.get(next_view) {
-                    Some((c, parts, entities)) if *c == i => {
-                        next_view += 1;
-                        (parts.clone(), *entities)
-                    }
-                    _ => (0..0, world),
-                };
-                let parts = (shared.len() + own.len()) as u64;
-                for range in shared.iter().chain(&self.encoded.ranges[own]) {
-                    self.renet
-                        .send_message(client, UNRELIABLE, buffer.slice(range.clone()));
+            if !is_due {
+                continue;
+            }
+            // Renet's acknowledgement of its inputs with every few snapshots.
+            connection.snapshots_since_acks += 1;
+            let acks = connection.snapshots_since_acks >= snapshots_per_ack;
+            if acks {
+                connection.snapshots_since_acks = 0;
+            }
+            // Its own parts with interest management, or the world's shared ones.
+            let (own, entities) = match self.encoded.views.get(next_view) {
+                Some((c, parts, entities)) if *c == i => {
+                    next_view += 1;
+                    (parts.clone(), *entities)
                 }
-                if let Some((c, range)) = self.encoded.verdicts.get(next_verdicts)
-                    && *c == i
-                {
+                _ => (0..0, world),
+            };
+            let parts = (shared.len() + own.len()) as u64;
+            let verdicts = match self.encoded.verdicts.get(next_verdicts) {
+                Some((c, range)) if *c == i => {
                     next_verdicts += 1;
-                    self.renet
-                        .send_message(client, UNRELIABLE, buffer.slice(range.clone()));
+                    Some(range.clone())
                 }
-                for counters in [&mut self.second, &mut self.total] {
-                    counters.snapshots += 1;
-                    counters.snapshot_parts += parts;
-                    counters.snapshot_entities += entities;
-                }
-                if let Some(up_to) = self.core.shot_ack(entity) {
-                    self.send(client, UNRELIABLE, &ServerMessage::ShotAck { up_to })?;
+                _ => None,
+            };
+            for counters in [&mut self.second, &mut self.total] {
+                counters.snapshots += 1;
+                counters.snapshot_parts += parts;
+                counters.snapshot_entities += entities;
+            }
+            // The client's tick in as few datagrams as it fits: its parts, its verdicts,
+            // the probe, its shot acknowledgement, and renet's acknowledgement now and
+            // then (see `lagcomp_wire::datagram`).
+            let mut out = Outgoing {
+                datagram: &mut self.datagram,
+                transport: &mut self.transport,
+                renet: &mut self.renet,
+                client,
+                through_renet: false,
+            };
+            let probe = probe.clone().filter(|_| probed);
+            for range in shared
+                .iter()
+                .chain(&self.encoded.ranges[own])
+                .cloned()
+                .chain(verdicts)
+                .chain(probe)
+            {
+                out.message(&buffer, range);
+            }
+            if let Some(up_to) = self.core.shot_ack(entity) {
+                ServerMessage::ShotAck { up_to }.encode(&mut self.scratch)?;
+                out.message_bytes(&self.scratch);
+            }
+            if acks {
+                ServerTransport::renet_packets(out.renet, client, Acks::Send, &mut self.packets);
+                for packet in &self.packets {
+                    out.packet(packet);
                 }
             }
-            if let (Some(probe), true) = (&probe, probed) {
-                self.renet
-                    .send_message(client, UNRELIABLE, buffer.slice(probe.clone()));
-            }
+            out.finish();
+            // What was too big for a datagram went to renet: out with the tick's end.
+            self.connections[i].outgoing |= out.through_renet;
         }
         self.encoded.views.clear();
         self.encoded.ranges.clear();
@@ -1274,6 +1315,70 @@ impl GameServer {
             // 226, so a client's whole view fits one datagram (the client rebuilds the
             // bones with the same code).
             frame.pose = EntityPose::Humanoid(crate::stance::to_wire(&body.stance));
+        }
+    }
+}
+
+/// One client's datagrams of records as they fill: each goes when the next record does
+/// not fit in it, the last at [`Outgoing::finish`].
+struct Outgoing<'a> {
+    datagram: &'a mut DatagramWriter,
+    transport: &'a mut ServerTransport,
+    renet: &'a mut RenetServer,
+    client: ClientId,
+    /// Whether a message too big for any datagram went to renet instead (it slices it;
+    /// its packets go at the tick's end).
+    through_renet: bool,
+}
+
+impl Outgoing<'_> {
+    /// A message that is `range` of the tick's shared buffer.
+    fn message(&mut self, buffer: &Bytes, range: Range<usize>) {
+        if !self.put(Record::Message(&buffer[range.clone()])) {
+            self.renet
+                .send_message(self.client, UNRELIABLE, buffer.slice(range));
+            self.through_renet = true;
+        }
+    }
+
+    /// A message of its own.
+    fn message_bytes(&mut self, bytes: &[u8]) {
+        if !self.put(Record::Message(bytes)) {
+            self.renet
+                .send_message(self.client, UNRELIABLE, bytes.to_vec());
+            self.through_renet = true;
+        }
+    }
+
+    /// One of renet's packets.
+    fn packet(&mut self, packet: &[u8]) {
+        if !self.put(Record::Transport(packet)) {
+            // Renet's packets are at most about 1,200 bytes, so this does not happen; if
+            // it did, renet's packet goes as it is.
+            self.transport
+                .send_payload(self.client, packet, Route::Tick);
+        }
+    }
+
+    /// Adds a record, sending the datagram first if the record does not fit; `false` if
+    /// it fits no datagram.
+    fn put(&mut self, record: Record<'_>) -> bool {
+        if self.datagram.push(record) {
+            return true;
+        }
+        if self.datagram.is_empty() {
+            return false;
+        }
+        self.finish();
+        self.datagram.push(record)
+    }
+
+    /// Sends what is in the datagram.
+    fn finish(&mut self) {
+        if !self.datagram.is_empty() {
+            self.transport
+                .send_payload(self.client, self.datagram.as_bytes(), Route::Tick);
+            self.datagram.clear();
         }
     }
 }

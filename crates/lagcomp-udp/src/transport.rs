@@ -365,6 +365,45 @@ impl ServerTransport {
         }
     }
 
+    /// Encrypts `payload` (a datagram of records, `lagcomp_wire::datagram`, at most
+    /// [`renetcode::NETCODE_MAX_PAYLOAD_BYTES`]) for `client` and sends it by `route`,
+    /// beside renet. Whether it went (not to a client netcode no longer has, nor when the
+    /// socket refused it).
+    pub(crate) fn send_payload(&mut self, client: ClientId, payload: &[u8], route: Route) -> bool {
+        match self.netcode.generate_payload_packet(client, payload) {
+            Ok((addr, packet)) => {
+                self.sent += 1;
+                match (&mut self.sender, route) {
+                    (Some(sender), Route::Tick) => {
+                        sender.push(packet, addr);
+                        true
+                    }
+                    _ => send(&self.socket, packet, addr).is_ok(),
+                }
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Renet's packets for `client` into `out` (cleared first), without its
+    /// acknowledgement-only packet if `acks` says so, for the caller to send as records of
+    /// its own datagram.
+    pub(crate) fn renet_packets(
+        renet: &mut RenetServer,
+        client: ClientId,
+        acks: Acks,
+        out: &mut Vec<Vec<u8>>,
+    ) {
+        out.clear();
+        if let Ok(packets) = renet.get_packets_to_send(client) {
+            out.extend(
+                packets
+                    .into_iter()
+                    .filter(|packet| acks == Acks::Send || !is_ack(packet)),
+            );
+        }
+    }
+
     /// Tells every client goodbye at once (a server stopping).
     pub(crate) fn disconnect_all(&mut self, renet: &mut RenetServer) {
         for client in self.netcode.clients_id() {
@@ -450,5 +489,47 @@ mod tests {
         // The messages travel in the others: the unreliable one and the reliable one.
         assert!(packets[0].len() > 1000 && packets[1].len() > 10);
         assert!(packets[2].len() < 40, "an ack is a few bytes");
+    }
+
+    #[test]
+    fn renet_never_sends_what_starts_a_datagram_of_records_and_refuses_it() {
+        use lagcomp_wire::datagram::{DATAGRAM_TAG, is_datagram};
+        let mut server = RenetServer::new(connection_config());
+        let mut client = server.new_local_client(7);
+        // Every kind of packet renet sends: messages small and sliced, reliable and not,
+        // acknowledgements.
+        client.send_message(UNRELIABLE, vec![1_u8; 40]);
+        for packet in client.get_packets_to_send() {
+            assert!(!is_datagram(&packet));
+            server.process_packet_from(&packet, 7).expect("connected");
+        }
+        server.send_message(7, UNRELIABLE, vec![2_u8; 100]);
+        server.send_message(7, UNRELIABLE, vec![2_u8; 5000]);
+        server.send_message(7, WELCOME, vec![3_u8; 10]);
+        server.send_message(7, WELCOME, vec![3_u8; 5000]);
+        let packets = server.get_packets_to_send(7).expect("connected");
+        assert!(packets.len() > 8, "sliced messages: {}", packets.len());
+        assert!(packets.iter().any(|p| is_ack(p)));
+        // A client as `lagcomp bots` makes one reads them all.
+        let mut receiver = renet::RenetClient::new(connection_config());
+        receiver.set_connected();
+        for packet in &packets {
+            assert!(!is_datagram(packet), "renet packet type {}", packet[0]);
+            receiver.process_packet(packet);
+        }
+        assert!(
+            receiver.disconnect_reason().is_none(),
+            "{:?}",
+            receiver.disconnect_reason()
+        );
+        assert_eq!(receiver.receive_message(WELCOME).map(|m| m.len()), Some(10));
+        // Handed a datagram of records, renet fails to read it and disconnects: why a
+        // client of `lagcomp serve` must take them apart first (`crate::client`).
+        receiver.process_packet(&[DATAGRAM_TAG, 0, 1, 0, 9]);
+        let reason = receiver
+            .disconnect_reason()
+            .expect("disconnected")
+            .to_string();
+        assert!(reason.contains("invalid packet type"), "{reason}");
     }
 }

@@ -27,6 +27,8 @@
 //! - [`snapshot`]: snapshot parts, entities and the splitting encoder.
 //! - [`verdicts`]: shot verdicts delivered by repetition: the server's
 //!   [`VerdictOutbox`], the client's [`VerdictInbox`].
+//! - [`datagram`]: several messages (and transport packets) in one datagram, as
+//!   `lagcomp serve` sends a client's tick.
 //! - [`guard`]: the per-sender malformed-message guard.
 //! - [`error`]: decode and encode errors.
 //!
@@ -94,6 +96,7 @@
 
 pub mod client;
 mod codec;
+pub mod datagram;
 pub mod error;
 pub mod guard;
 pub mod server;
