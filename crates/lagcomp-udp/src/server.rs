@@ -15,20 +15,25 @@
 //! clients' turns are spread over the ticks), with a round-trip probe four times a second.
 //! Each client is sent its own body and the bodies near it ([`ServeConfig::interest`]:
 //! interest management, [`lagcomp_sim::interest`]), each encoded once a tick and packed
-//! into every client's parts, all in one buffer every client's queue shares. Everything
-//! queued goes out once a tick, through this crate's own netcode transport; only a
-//! clock-sync answer goes out at once, to its client alone. How long each tick's work
-//! took is measured, from the deadline's wake-up to the last packet handed to the socket.
-//! A server more than [`MAX_CATCH_UP`] ticks behind skips ticks rather than fall ever
-//! further behind, and counts them.
+//! into every client's parts, all in one buffer. A client's tick (its snapshot part, its
+//! verdicts, the probe, its shot acknowledgement, and with every eighth snapshot or so
+//! renet's acknowledgement of its inputs) goes as one datagram of records
+//! (`lagcomp_wire::datagram`), encrypted by netcode beside renet rather than packed by it;
+//! renet keeps the connection, the welcome and the inputs. Everything goes out once a
+//! tick, through this crate's own netcode transport; only a clock-sync answer goes out at
+//! once, to its client alone. How long each tick's work took is measured, from the
+//! deadline's wake-up to the last packet handed to the socket. A server more than
+//! [`MAX_CATCH_UP`] ticks behind skips ticks rather than fall ever further behind, and
+//! counts them.
 //!
-//! Where a tick's time goes with 200 clients (perf, 20 m view): about 45 % in the kernel
-//! sending datagrams (loopback delivery included), 25 % encrypting them (netcode's
-//! ChaCha20-Poly1305), 12 % in renet packing them; encoding snapshots and interest
-//! management about 3 %. So the cost is per datagram. Each body goes as the stance its
-//! bones are computed from (61 bytes, not 247 for its bones), so a client's snapshot is
-//! one datagram for up to 16 bodies in view (it was one per four), plus renet's
-//! acknowledgement a few times a second.
+//! Where a tick's time goes with 200 clients (perf, 20 m view, one datagram per client
+//! per tick): about 42 % in the kernel sending datagrams (loopback delivery included),
+//! 25 % encrypting them (netcode's ChaCha20-Poly1305), 8 % interest management, 6 %
+//! moving and recording, 5 % validating, 2.5 % encoding snapshots, under 5 % renet. So
+//! the cost is still per datagram, and there is now one per client per tick: each body
+//! goes as the stance its bones are computed from (61 bytes, not 247 for its bones), so a
+//! client's snapshot is one part for up to 16 bodies in view, and its verdicts and
+//! renet's acknowledgements ride in the same datagram.
 //!
 //! A client that connects gets a body and a [`Welcome`] naming it; one that leaves is
 //! despawned. Undecodable messages are dropped and counted per client by a

@@ -10,6 +10,11 @@
 //! client to send to ([`ServerTransport::send_to_client`]): a ping's answer goes to its
 //! client alone, and at the end of a tick each client sent something gets it all.
 //!
+//! Most of what a tick sends does not go through renet at all: the server writes each
+//! client's tick as one datagram of records (`lagcomp_wire::datagram`) and hands it to
+//! [`ServerTransport::send_payload`], which only encrypts and sends it; renet's packets
+//! for the client ([`ServerTransport::renet_packets`]) ride in it as records now and then.
+//!
 //! Renet answers every packet it receives with acknowledgements, in a packet of their own
 //! each time it sends: a third of the server's datagrams at 200 clients. They serve
 //! renet's reliable channels and its statistics, and clients of `lagcomp serve` send

@@ -1,7 +1,9 @@
 //! The versioned wire protocol between a lagcomp server and its clients.
 //!
-//! Each message is one transport message payload (renet carries them; connections,
-//! encryption, fragmentation and reliability are its business, not this crate's). The
+//! Each message is one transport message (renet carries the inputs and the welcome;
+//! everything else the server sends goes as records of one datagram per client per tick,
+//! [`datagram`]; connections, encryption and fragmentation are the transport's business,
+//! not this crate's; shot verdicts are made reliable here, by repetition). The
 //! messages carry exactly what the simulator's server and bots exchange
 //! (`lagcomp-sim`'s skirmish), so a real server and real bots can run the same protocol:
 //!
