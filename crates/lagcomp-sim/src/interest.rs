@@ -179,8 +179,8 @@ impl Grid {
             .map(|i| self.by_id[i].1 as usize)
     }
 
-    /// Appends the bodies in the 3 x 3 cells around `at` to `out`, sorted (the bodies'
-    /// order).
+    /// Appends the bodies in the 3 x 3 cells around `at` to `out`, row by row (each
+    /// cell's in the bodies' order, not the whole).
     fn near(&self, at: Vec3, out: &mut Vec<u32>) {
         let (cx, cz) = self.cell_at(at);
         for z in cz.saturating_sub(1)..=(cz + 1).min(self.size.1 - 1) {
@@ -189,7 +189,6 @@ impl Grid {
             let to = self.starts[row + (cx + 1).min(self.size.0 - 1) + 1] as usize;
             out.extend_from_slice(&self.order[from..to]);
         }
-        out.sort_unstable();
     }
 }
 
@@ -297,6 +296,9 @@ impl Interest {
                 for &index in &self.near {
                     look.consider(viewer, bodies, index as usize, bodies[eye].1);
                 }
+                // The few in view back into the bodies' order (cheaper than sorting
+                // every body near).
+                viewer.view.sort_unstable_by_key(|e| e.index);
             } else {
                 let Some(eye) = bodies.iter().find(|b| b.0 == viewer.id).map(|b| b.1) else {
                     continue;
