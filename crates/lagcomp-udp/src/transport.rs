@@ -74,6 +74,59 @@ impl Batch {
         self.bytes.clear();
         self.datagrams.clear();
     }
+
+    fn push(&mut self, payload: &[u8], addr: SocketAddr) {
+        let begin = self.bytes.len();
+        self.bytes.extend_from_slice(payload);
+        self.datagrams.push((addr, begin..self.bytes.len()));
+    }
+}
+
+/// Datagrams handed to the kernel in one `sendmmsg(2)`: the tick's datagrams go in
+/// batches of this many rather than one system call each.
+const SEND_BATCH: usize = 32;
+
+/// Sends a batch's datagrams in order, [`SEND_BATCH`] to a system call. A datagram the
+/// socket refuses is dropped, as the network might (renet resends what is reliable).
+fn send_batch(socket: &UdpSocket, batch: &Batch) {
+    #[cfg(target_os = "linux")]
+    for chunk in batch.datagrams.chunks(SEND_BATCH) {
+        use rustix::net::addr::SocketAddrArg;
+        use rustix::net::{MMsgHdr, SendAncillaryBuffer, SendFlags, sendmmsg};
+        // Everything on the stack: a tick's sending allocates nothing. The slots past the
+        // chunk's end are filled but never passed to the kernel.
+        let addrs: [_; SEND_BATCH] =
+            std::array::from_fn(|i| chunk.get(i).unwrap_or(&chunk[0]).0.as_any());
+        let iovs: [[io::IoSlice<'_>; 1]; SEND_BATCH] = std::array::from_fn(|i| {
+            [io::IoSlice::new(
+                chunk
+                    .get(i)
+                    .map_or(&[][..], |(_, range)| &batch.bytes[range.clone()]),
+            )]
+        });
+        let mut controls: [SendAncillaryBuffer<'_, '_, '_>; SEND_BATCH] =
+            std::array::from_fn(|_| SendAncillaryBuffer::default());
+        let mut i = 0;
+        let mut messages = controls.each_mut().map(|control| {
+            let message = MMsgHdr::new_with_addr(&addrs[i], &iovs[i], control);
+            i += 1;
+            message
+        });
+        let mut next = 0;
+        while next < chunk.len() {
+            match sendmmsg(socket, &mut messages[next..chunk.len()], SendFlags::empty()) {
+                Ok(0) => break,
+                Ok(sent) => next += sent,
+                Err(rustix::io::Errno::INTR) => {}
+                // The first of the rest refused (a full send buffer): dropped.
+                Err(_) => next += 1,
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    for (addr, range) in &batch.datagrams {
+        let _ = send(socket, &batch.bytes[range.clone()], *addr);
+    }
 }
 
 /// What the server's thread asks of the send thread.
@@ -132,11 +185,7 @@ impl SendThread {
 
     /// Queues one datagram; hands the batch over when it is full.
     fn push(&mut self, payload: &[u8], addr: SocketAddr) {
-        let begin = self.filling.bytes.len();
-        self.filling.bytes.extend_from_slice(payload);
-        self.filling
-            .datagrams
-            .push((addr, begin..self.filling.bytes.len()));
+        self.filling.push(payload, addr);
         if self.filling.datagrams.len() >= BATCH_DATAGRAMS {
             self.hand_over();
         }
@@ -196,9 +245,7 @@ fn send_loop(socket: &UdpSocket, inbox: &Receiver<Job>, outbox: &SyncSender<Done
     while let Ok(job) = inbox.recv() {
         let reply = match job {
             Job::Send(mut batch) => {
-                for (addr, range) in &batch.datagrams {
-                    let _ = send(socket, &batch.bytes[range.clone()], *addr);
-                }
+                send_batch(socket, &batch);
                 batch.clear();
                 Done::Spent(batch)
             }
@@ -230,6 +277,9 @@ pub(crate) struct ServerTransport {
     socket: UdpSocket,
     /// The tick's datagrams go through it, when there is one.
     sender: Option<SendThread>,
+    /// Without one, the tick's datagrams not yet handed to the socket (at most
+    /// [`SEND_BATCH`]).
+    pending: Batch,
     /// Datagrams handed to the socket or the send thread.
     sent: u64,
     netcode: NetcodeServer,
@@ -255,6 +305,7 @@ impl ServerTransport {
         Ok(Self {
             socket,
             sender: None,
+            pending: Batch::default(),
             sent: 0,
             netcode: NetcodeServer::new(config),
             buffer: Box::new([0; NETCODE_MAX_PACKET_BYTES]),
@@ -274,7 +325,16 @@ impl ServerTransport {
     /// Waits until every datagram of the tick is handed to the socket (at once without a
     /// send thread); the send thread's CPU time for them, seconds, if it has a clock.
     pub(crate) fn flush(&mut self) -> Option<f64> {
+        self.send_pending();
         self.sender.as_mut().and_then(SendThread::flush)
+    }
+
+    /// Hands the queued datagrams to the socket.
+    fn send_pending(&mut self) {
+        if !self.pending.datagrams.is_empty() {
+            send_batch(&self.socket, &self.pending);
+            self.pending.clear();
+        }
     }
 
     /// Datagrams sent so far (the tick's counted when queued for the send thread).
@@ -353,9 +413,17 @@ impl ServerTransport {
             match self.netcode.generate_payload_packet(client, &packet) {
                 Ok((addr, payload)) => {
                     self.sent += 1;
-                    match (&mut self.sender, route) {
-                        (Some(sender), Route::Tick) => sender.push(payload, addr),
-                        _ => {
+                    match route {
+                        Route::Tick => {
+                            queue(
+                                &mut self.sender,
+                                &mut self.pending,
+                                &self.socket,
+                                payload,
+                                addr,
+                            );
+                        }
+                        Route::Now => {
                             if send(&self.socket, payload, addr).is_err() {
                                 // The rest would fail the same way; renet resends what is
                                 // reliable.
@@ -378,12 +446,18 @@ impl ServerTransport {
         match self.netcode.generate_payload_packet(client, payload) {
             Ok((addr, packet)) => {
                 self.sent += 1;
-                match (&mut self.sender, route) {
-                    (Some(sender), Route::Tick) => {
-                        sender.push(packet, addr);
+                match route {
+                    Route::Tick => {
+                        queue(
+                            &mut self.sender,
+                            &mut self.pending,
+                            &self.socket,
+                            packet,
+                            addr,
+                        );
                         true
                     }
-                    _ => send(&self.socket, packet, addr).is_ok(),
+                    Route::Now => send(&self.socket, packet, addr).is_ok(),
                 }
             }
             Err(_) => false,
@@ -414,6 +488,27 @@ impl ServerTransport {
         for client in self.netcode.clients_id() {
             let result = self.netcode.disconnect(client);
             handle(result, &self.socket, renet);
+        }
+    }
+}
+
+/// Queues a datagram of the tick: to the send thread if there is one, else into the next
+/// `sendmmsg(2)` (sent when [`SEND_BATCH`] are waiting, or at the tick's flush).
+fn queue(
+    sender: &mut Option<SendThread>,
+    pending: &mut Batch,
+    socket: &UdpSocket,
+    payload: &[u8],
+    addr: SocketAddr,
+) {
+    match sender {
+        Some(sender) => sender.push(payload, addr),
+        None => {
+            pending.push(payload, addr);
+            if pending.datagrams.len() >= SEND_BATCH {
+                send_batch(socket, pending);
+                pending.clear();
+            }
         }
     }
 }
@@ -494,6 +589,37 @@ mod tests {
         // The messages travel in the others: the unreliable one and the reliable one.
         assert!(packets[0].len() > 1000 && packets[1].len() > 10);
         assert!(packets[2].len() < 40, "an ack is a few bytes");
+    }
+
+    #[test]
+    fn a_batch_arrives_whole_and_in_order_over_several_system_calls() {
+        let socket = UdpSocket::bind("127.0.0.1:0").expect("a socket");
+        let receivers: Vec<UdpSocket> = (0..2)
+            .map(|_| UdpSocket::bind("127.0.0.1:0").expect("a socket"))
+            .collect();
+        let mut batch = Batch::default();
+        let count = 2 * SEND_BATCH + 7;
+        for i in 0..count {
+            let to = receivers[i % 2].local_addr().expect("bound");
+            // Lengths differ, so a datagram cut at another's length would show.
+            batch.push(&vec![i as u8; 1 + i * 3], to);
+        }
+        send_batch(&socket, &batch);
+        let mut buffer = [0_u8; 2048];
+        for (r, receiver) in receivers.iter().enumerate() {
+            receiver
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .expect("a timeout");
+            for i in (r..count).step_by(2) {
+                let (len, from) = receiver.recv_from(&mut buffer).expect("every datagram");
+                assert_eq!(from, socket.local_addr().expect("bound"));
+                assert_eq!(
+                    &buffer[..len],
+                    &vec![i as u8; 1 + i * 3][..],
+                    "datagram {i}"
+                );
+            }
+        }
     }
 
     #[test]
