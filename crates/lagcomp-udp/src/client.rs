@@ -2,7 +2,7 @@
 //! of `lagcomp serve`: what `renet_netcode`'s client transport does (handshake,
 //! keep-alives, encryption, renet's packets both ways), and the server's datagrams of
 //! records ([`lagcomp_wire::datagram`]) taken apart: their wire messages are kept for the
-//! client to decode ([`ClientTransport::messages`]), their renet packets go to renet.
+//! client to decode ([`ClientTransport::take_messages`]), their renet packets go to renet.
 //!
 //! `lagcomp serve` sends a client's tick (snapshot part, verdicts, shot acknowledgement,
 //! probe, and now and then renet's acknowledgement) as one such datagram; a plain renet
