@@ -161,8 +161,14 @@ fn print_table(out: &mut impl Write, r: &BotsReport) -> io::Result<()> {
     }
     writeln!(
         out,
-        "  fired {}, verdicts missing {}, unexpected {}, malformed messages {}",
-        h.shots_sent, r.unanswered, r.unexpected, r.malformed
+        "  fired {}, verdicts missing {} (given up by the server {}), unexpected {}, \
+         repeated {}, malformed messages {}",
+        h.shots_sent,
+        r.unanswered,
+        r.verdicts_skipped,
+        r.unexpected,
+        r.verdicts_repeated,
+        r.malformed
     )?;
     print_cheats(out, &r.cheats)
 }

@@ -258,13 +258,14 @@ fn print_summary(out: &mut impl Write, s: &Status) -> io::Result<()> {
     let verdicts: Vec<String> = s.verdicts.iter().map(|(k, v)| format!("{k} {v}")).collect();
     writeln!(
         out,
-        "  shots validated: {}{}",
+        "  shots validated: {}{}; verdicts given up unacknowledged: {}",
         s.shots,
         if verdicts.is_empty() {
             String::new()
         } else {
             format!(" ({})", verdicts.join(", "))
-        }
+        },
+        s.verdicts_given_up
     )
 }
 

@@ -33,18 +33,19 @@ use lagcomp_sim::client::{BotBrain, BrainConfig, EntityUpdate, FiredShot, HUMAN_
 use lagcomp_sim::result::{CheatResult, ModeResult};
 use lagcomp_wire::{
     ClientMessage, EntityPose, Input, MAX_SHOTS_PER_INPUT, ProbeReply, ServerMessage, ShotOutcome,
-    ShotResult,
+    ShotResult, VerdictInbox,
 };
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use renet::RenetClient;
-use renet_netcode::{ClientAuthentication, NetcodeClientTransport};
+use renet_netcode::ClientAuthentication;
 use serde::Serialize;
 
 use crate::channel::{
-    PROTOCOL_ID, RESULTS, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
+    PROTOCOL_ID, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
     widen_receive_buffer,
 };
+use crate::client::{ClientTransport, Messages};
 use crate::stance;
 
 /// How the bots are set up.
@@ -159,6 +160,11 @@ pub struct BotsReport {
     pub unanswered: u64,
     /// Verdicts for shots the bot had no record of.
     pub unexpected: u64,
+    /// Verdicts the server gave up on before the bot got them (gaps in their numbers;
+    /// see `lagcomp_wire::verdicts`).
+    pub verdicts_skipped: u64,
+    /// Verdicts that arrived again after the bot had them (the repetition's cost).
+    pub verdicts_repeated: u64,
     /// Server messages that did not decode.
     pub malformed: u64,
 }
@@ -255,6 +261,8 @@ struct Outcome {
     cheat_outcomes: BTreeMap<String, u64>,
     unanswered: u64,
     unexpected: u64,
+    verdicts_skipped: u64,
+    verdicts_repeated: u64,
     malformed: u64,
 }
 
@@ -264,7 +272,7 @@ struct Bot {
     pause: (f64, f64),
     fire_rate: Option<f64>,
     client: RenetClient,
-    transport: NetcodeClientTransport,
+    transport: ClientTransport,
     /// The transport's socket, shared, to wait on.
     socket: UdpSocket,
     /// Until the welcome: the generator the brain will get.
@@ -281,6 +289,12 @@ struct Bot {
     last_update: f64,
     /// Shots by claim sequence number, oldest first (a replaying cheat reuses one).
     shots: HashMap<u32, VecDeque<FiredShot>>,
+    /// The server's verdicts, each handed on once.
+    verdicts: VerdictInbox,
+    /// The wire messages of the latest datagrams of records (kept for its memory).
+    messages: Messages,
+    /// Datagrams of records that did not decode, counted so far.
+    malformed_datagrams: u64,
     outcome: Outcome,
     scratch: Vec<u8>,
 }
@@ -301,7 +315,7 @@ impl Bot {
         widen_receive_buffer(&socket);
         let waiter = socket.try_clone()?;
         let client_id = splitmix(config.seed ^ salt).wrapping_add(index as u64);
-        let transport = NetcodeClientTransport::new(
+        let transport = ClientTransport::new(
             epoch,
             ClientAuthentication::Unsecure {
                 protocol_id: PROTOCOL_ID,
@@ -332,6 +346,9 @@ impl Bot {
             next_frame,
             last_update: 0.0,
             shots: HashMap::new(),
+            verdicts: VerdictInbox::new(),
+            messages: Messages::default(),
+            malformed_datagrams: 0,
             outcome: Outcome {
                 index,
                 cheat,
@@ -359,9 +376,16 @@ impl Bot {
         while let Some(bytes) = self.client.receive_message(UNRELIABLE) {
             self.on_message(&bytes, local);
         }
-        while let Some(bytes) = self.client.receive_message(RESULTS) {
-            self.on_message(&bytes, local);
+        // The server's datagrams of records: snapshots, verdicts, pongs, probes.
+        let mut messages = std::mem::take(&mut self.messages);
+        self.transport.take_messages(&mut messages);
+        for bytes in messages.iter() {
+            self.on_message(bytes, local);
         }
+        self.messages = messages;
+        let malformed = self.transport.malformed();
+        self.outcome.malformed += malformed - self.malformed_datagrams;
+        self.malformed_datagrams = malformed;
         if self.client.is_disconnected() {
             let reason = self
                 .client
@@ -421,8 +445,10 @@ impl Bot {
             }
             return;
         }
-        if let ServerMessage::ShotResult(result) = message {
-            self.on_result(result);
+        if let ServerMessage::Verdicts(verdicts) = message {
+            for result in self.verdicts.receive(&verdicts) {
+                self.on_result(*result);
+            }
             return;
         }
         let Some(brain) = &mut self.brain else {
@@ -460,7 +486,7 @@ impl Bot {
             ServerMessage::Pong(pong) => brain.on_pong(pong, local),
             ServerMessage::Probe(probe) => brain.on_probe(probe.id),
             ServerMessage::ShotAck { up_to } => brain.on_shot_ack(up_to),
-            ServerMessage::Welcome(_) | ServerMessage::ShotResult(_) => {}
+            ServerMessage::Welcome(_) | ServerMessage::Verdicts(_) => {}
         }
     }
 
@@ -538,6 +564,7 @@ impl Bot {
                 aim: frame.input.aim,
                 interp_delay: frame.input.interp_delay,
                 newest_tick: frame.input.newest_tick,
+                verdicts_received: Some(self.verdicts.received()),
                 shots,
             });
             // The brain's numbers are finite; a message that will not encode is not sent.
@@ -579,6 +606,8 @@ impl Bot {
     fn finish(&mut self) {
         self.phase = Phase::Done;
         self.outcome.unanswered = self.shots.values().map(|q| q.len() as u64).sum();
+        self.outcome.verdicts_skipped = self.verdicts.skipped();
+        self.outcome.verdicts_repeated = self.verdicts.repeated();
         self.shots.clear();
     }
 }
@@ -699,6 +728,8 @@ fn report(config: &BotsConfig, outcomes: &[Outcome]) -> BotsReport {
         }
         report.unanswered += o.unanswered;
         report.unexpected += o.unexpected;
+        report.verdicts_skipped += o.verdicts_skipped;
+        report.verdicts_repeated += o.verdicts_repeated;
         report.malformed += o.malformed;
         let h = &mut report.honest;
         h.shots_sent += o.honest.shots_sent;

@@ -18,14 +18,14 @@ use rustix::event::{PollFd, PollFlags, Timespec};
 pub const PROTOCOL_ID: u64 = 0x6c61_6763_6f6d_7000 | lagcomp_wire::PROTOCOL_VERSION as u64;
 
 /// Unreliable, both ways: inputs up; snapshot parts, pongs, probes and shot
-/// acknowledgements down (each superseded by the next).
+/// acknowledgements down (each superseded by the next), and shot verdicts, which the
+/// server repeats until the client acknowledges them (`lagcomp_wire::verdicts`: that
+/// puts them in the snapshot's datagram, where renet's reliable channel packed them into
+/// a datagram of their own).
 pub const UNRELIABLE: u8 = 0;
 
 /// Reliable and ordered, server to client: the welcome, needed before anything else.
 pub const WELCOME: u8 = 1;
-
-/// Reliable, unordered, server to client: each shot's result (bots tally every verdict).
-pub const RESULTS: u8 = 2;
 
 /// How much a channel may hold before renet drops (unreliable) or disconnects (reliable).
 const CHANNEL_MEMORY: usize = 8 * 1024 * 1024;
@@ -51,15 +51,6 @@ pub fn connection_config() -> ConnectionConfig {
                 // lost only by sending another, after 250 ms without other packets.
                 send_type: SendType::ReliableOrdered {
                     resend_time: Duration::from_millis(400),
-                },
-            },
-            ChannelConfig {
-                channel_id: RESULTS,
-                max_memory_usage_bytes: CHANNEL_MEMORY,
-                // About two round trips of a bad connection: resending sooner only
-                // duplicates what is still in flight.
-                send_type: SendType::ReliableUnordered {
-                    resend_time: Duration::from_millis(200),
                 },
             },
         ],

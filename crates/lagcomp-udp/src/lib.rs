@@ -12,6 +12,8 @@
 //! - [`bots`]: many clients in one process running the simulator's client logic against
 //!   the real clock, and their agreement tally. The engine of `lagcomp bots`.
 //! - [`channel`]: the protocol id, renet channels and socket waiting both sides share.
+//! - [`client`]: a client's end of netcode on its socket ([`client::ClientTransport`]),
+//!   which takes apart the server's datagrams of records.
 //! - [`stats`]: the tick-time histogram.
 //! - `stance`: the humanoid's stance between the simulator and the wire (what the server
 //!   sends instead of bones, and the client's rebuild of the bones from it).
@@ -45,6 +47,7 @@
 
 pub mod bots;
 pub mod channel;
+pub mod client;
 pub mod proxy;
 pub mod server;
 mod stance;

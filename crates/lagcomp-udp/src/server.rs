@@ -8,25 +8,32 @@
 //! last tick are validated in arrival order on this thread (or, with
 //! [`ServeConfig::parallel_validation`], together on rayon's threads:
 //! [`lagcomp_service::batch::validate_batch`], the same verdicts), each verdict goes to the
-//! audit log and back to its shooter as a [`ShotResult`], and the snapshot goes out to the
+//! audit log and back to its shooter as a [`ShotResult`] (numbered, and repeated with each
+//! of the shooter's snapshots until its inputs acknowledge it: `lagcomp_wire::verdicts`),
+//! and the snapshot goes out to the
 //! clients whose turn it is (every client every tick at the full send rate; below it, the
 //! clients' turns are spread over the ticks), with a round-trip probe four times a second.
 //! Each client is sent its own body and the bodies near it ([`ServeConfig::interest`]:
 //! interest management, [`lagcomp_sim::interest`]), each encoded once a tick and packed
-//! into every client's parts, all in one buffer every client's queue shares. Everything
-//! queued goes out once a tick, through this crate's own netcode transport; only a
-//! clock-sync answer goes out at once, to its client alone. How long each tick's work
-//! took is measured, from the deadline's wake-up to the last packet handed to the socket.
-//! A server more than [`MAX_CATCH_UP`] ticks behind skips ticks rather than fall ever
-//! further behind, and counts them.
+//! into every client's parts, all in one buffer. A client's tick (its snapshot part, its
+//! verdicts, the probe, its shot acknowledgement, and with every eighth snapshot or so
+//! renet's acknowledgement of its inputs) goes as one datagram of records
+//! (`lagcomp_wire::datagram`), encrypted by netcode beside renet rather than packed by it;
+//! renet keeps the connection, the welcome and the inputs. Everything goes out once a
+//! tick, through this crate's own netcode transport; only a clock-sync answer goes out at
+//! once, to its client alone. How long each tick's work took is measured, from the
+//! deadline's wake-up to the last packet handed to the socket. A server more than
+//! [`MAX_CATCH_UP`] ticks behind skips ticks rather than fall ever further behind, and
+//! counts them.
 //!
-//! Where a tick's time goes with 200 clients (perf, 20 m view): about 45 % in the kernel
-//! sending datagrams (loopback delivery included), 25 % encrypting them (netcode's
-//! ChaCha20-Poly1305), 12 % in renet packing them; encoding snapshots and interest
-//! management about 3 %. So the cost is per datagram. Each body goes as the stance its
-//! bones are computed from (61 bytes, not 247 for its bones), so a client's snapshot is
-//! one datagram for up to 16 bodies in view (it was one per four), plus renet's
-//! acknowledgement a few times a second.
+//! Where a tick's time goes with 200 clients (perf, 20 m view, one datagram per client
+//! per tick): about 42 % in the kernel sending datagrams (loopback delivery included),
+//! 25 % encrypting them (netcode's ChaCha20-Poly1305), 8 % interest management, 6 %
+//! moving and recording, 5 % validating, 2.5 % encoding snapshots, under 5 % renet. So
+//! the cost is still per datagram, and there is now one per client per tick: each body
+//! goes as the stance its bones are computed from (61 bytes, not 247 for its bones), so a
+//! client's snapshot is one part for up to 16 bodies in view, and its verdicts and
+//! renet's acknowledgements ride in the same datagram.
 //!
 //! A client that connects gets a body and a [`Welcome`] naming it; one that leaves is
 //! despawned. Undecodable messages are dropped and counted per client by a
@@ -55,15 +62,17 @@ use lagcomp_validate::{AuditLog, ClientTiming, ShotClaim, Verdict};
 use lagcomp_wire::{
     ClientMessage, EncodeError, EncodedEntities, EntityFrame, EntityPose, GuardConfig,
     GuardConfigError, MalformedGuard, Penalty, Probe, ServerMessage, ShotOutcome, ShotResult,
-    SnapshotEncoder, Welcome,
+    SnapshotEncoder, VerdictOutbox, Welcome,
+    datagram::{DatagramWriter, Record},
 };
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use renet::{ClientId, RenetServer, ServerEvent};
 use renet_netcode::{ServerAuthentication, ServerConfig};
+use renetcode::NETCODE_MAX_PAYLOAD_BYTES;
 
 use crate::channel::{
-    PROTOCOL_ID, RESULTS, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
+    PROTOCOL_ID, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
     widen_receive_buffer,
 };
 use crate::stats::{TickTimes, thread_cpu_time};
@@ -283,9 +292,13 @@ pub struct Status {
     pub send_cpu_p50: Option<f64>,
     /// The same, 99th percentile.
     pub send_cpu_p99: Option<f64>,
-    /// Datagrams the ticks handed to the socket (snapshots, shot results, renet's
-    /// acknowledgements; not the answers to pings, sent at once between ticks).
+    /// Datagrams the ticks handed to the socket (snapshots with their verdicts, renet's
+    /// acknowledgements and resends; not the answers to pings, sent at once between ticks).
     pub tick_datagrams: u64,
+    /// Verdicts dropped before their shooter acknowledged them, because
+    /// [`VerdictOutbox::CAPACITY`] of its verdicts were waiting (a client that stopped
+    /// acknowledging).
+    pub verdicts_given_up: u64,
     /// Of the tick's work, moving the bodies and recording the frame: 99th percentile.
     pub record_p99: Option<f64>,
     /// Validating the tick's shots and sending their results: 99th percentile.
@@ -389,6 +402,7 @@ struct Counters {
     /// The send thread's share of it.
     send_cpu: TickTimes,
     tick_datagrams: u64,
+    verdicts_given_up: u64,
     /// The parts of a tick's work: moving and recording, validating and answering,
     /// sending snapshots.
     record: TickTimes,
@@ -421,6 +435,7 @@ impl Counters {
             send_cpu_p50: self.send_cpu.quantile(0.5),
             send_cpu_p99: self.send_cpu.quantile(0.99),
             tick_datagrams: self.tick_datagrams,
+            verdicts_given_up: self.verdicts_given_up,
             record_p99: self.record.quantile(0.99),
             validate_p99: self.validate.quantile(0.99),
             send_p99: self.send.quantile(0.99),
@@ -450,12 +465,15 @@ struct EntityScratch {
     views: Vec<(usize, Range<usize>, u64)>,
     /// Parts, as ranges of the tick's buffer.
     ranges: Vec<Range<usize>>,
+    /// Each due client's verdicts message, if it has verdicts waiting: connection index,
+    /// range of the tick's buffer.
+    verdicts: Vec<(usize, Range<usize>)>,
     /// The largest tick buffer so far, to allocate the next one at once.
     last_len: usize,
 }
 
 /// A connected client.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Connection {
     client: ClientId,
     entity: EntityId,
@@ -477,6 +495,10 @@ struct Connection {
     /// Whether something was queued for it this tick (its packets go out at the tick's
     /// end; a client with nothing new is not sent renet's acknowledgement alone).
     outgoing: bool,
+    /// Its shots' verdicts it has not acknowledged: they go with each of its snapshots.
+    verdicts: VerdictOutbox,
+    /// Snapshots sent since the last that carried renet's acknowledgement of its inputs.
+    snapshots_since_acks: u32,
 }
 
 /// The game server (see the [module documentation](self)).
@@ -499,6 +521,10 @@ pub struct GameServer {
     encoded: EntityScratch,
     claims: Vec<(ShotClaim, f64)>,
     scratch: Vec<u8>,
+    /// The datagram of records being filled for a client.
+    datagram: DatagramWriter,
+    /// Scratch: renet's packets for a client.
+    packets: Vec<Vec<u8>>,
     join_rng: Pcg64Mcg,
     audit: Option<AuditLog<Box<dyn Write + Send>>>,
     recording: Option<RecordingWriter<Box<dyn Write + Send>>>,
@@ -644,6 +670,8 @@ impl GameServer {
             encoded: EntityScratch::default(),
             claims: Vec::new(),
             scratch: Vec::new(),
+            datagram: DatagramWriter::new(NETCODE_MAX_PAYLOAD_BYTES),
+            packets: Vec::new(),
             audit: outputs.audit,
             recording,
             timings: HashMap::new(),
@@ -839,6 +867,9 @@ impl GameServer {
                 self.connections[i].ready = true;
                 match ClientMessage::decode(&bytes) {
                     Ok(ClientMessage::Input(input)) => {
+                        if let Some(received) = input.verdicts_received {
+                            self.connections[i].verdicts.acknowledge(received);
+                        }
                         let input = ClientInput {
                             frame: input.frame,
                             aim: input.aim,
@@ -852,13 +883,16 @@ impl GameServer {
                             // At once, so its times are the ping's arrival and the answer's
                             // departure; to this client alone (everyone else's packets go
                             // out with the tick).
-                            self.send(client, UNRELIABLE, &ServerMessage::Pong(pong))?;
-                            self.transport.send_to_client(
-                                &mut self.renet,
-                                client,
-                                Acks::Hold,
-                                Route::Now,
-                            );
+                            ServerMessage::Pong(pong).encode(&mut self.scratch)?;
+                            self.datagram.clear();
+                            if self.datagram.push(Record::Message(&self.scratch)) {
+                                self.transport.send_payload(
+                                    client,
+                                    self.datagram.as_bytes(),
+                                    Route::Now,
+                                );
+                            }
+                            self.datagram.clear();
                         }
                     }
                     Err(error) => {
@@ -899,6 +933,8 @@ impl GameServer {
             probed: None,
             outgoing: true,
             phase,
+            verdicts: VerdictOutbox::new(),
+            snapshots_since_acks: 0,
         });
         self.by_client.insert(client, entity);
         self.second.joined += 1;
@@ -989,26 +1025,24 @@ impl GameServer {
             .update(Duration::from_secs_f64((now - self.renet_updated).max(0.0)));
         self.renet_updated = now;
         self.transport.maintain(&mut self.renet);
-        // Those sent something this tick, and those not yet playing (their welcome is
-        // resent until it arrives): below the tick rate, the others' reliable resends
-        // wait for their next snapshot. Renet's acknowledgements of what a client sent go
-        // with its packets on about 8 ticks a second (spread over the clients), and
-        // always to clients not yet playing.
-        let ack_every = ((self.config.tick_rate / ACKS_PER_SECOND) as u32).max(1);
-        for i in 0..self.connections.len() {
-            let connection = &mut self.connections[i];
+        // Renet's packets for those not yet playing (their welcome is resent until it
+        // arrives; renet's acknowledgements with it) and for those renet was given a
+        // message too big for a datagram this tick. Everyone else's renet packets went
+        // in their snapshot's datagram.
+        for connection in &mut self.connections {
             if connection.outgoing || !connection.ready {
                 connection.outgoing = false;
-                let acks = if !connection.ready
-                    || tick.0.wrapping_add(i as u32).is_multiple_of(ack_every)
-                {
-                    Acks::Send
-                } else {
+                let acks = if connection.ready {
                     Acks::Hold
+                } else {
+                    Acks::Send
                 };
-                let client = connection.client;
-                self.transport
-                    .send_to_client(&mut self.renet, client, acks, Route::Tick);
+                self.transport.send_to_client(
+                    &mut self.renet,
+                    connection.client,
+                    acks,
+                    Route::Tick,
+                );
             }
         }
         // The tick ends when its last datagram is handed to the socket, on whichever thread.
@@ -1075,13 +1109,16 @@ impl GameServer {
             .iter_mut()
             .find(|c| c.entity == verdict.shooter)
         {
-            connection.outgoing = true;
-            let client = connection.client;
-            let result = ServerMessage::ShotResult(ShotResult {
+            // It goes with the shooter's snapshots until acknowledged.
+            let given_up = connection.verdicts.given_up();
+            connection.verdicts.push(ShotResult {
                 seq: verdict.seq,
                 outcome: ShotOutcome::from(&verdict.outcome),
             });
-            self.send(client, RESULTS, &result)?;
+            let given_up = connection.verdicts.given_up() - given_up;
+            for counters in [&mut self.second, &mut self.total] {
+                counters.verdicts_given_up += given_up;
+            }
         }
         Ok(())
     }
@@ -1149,6 +1186,17 @@ impl GameServer {
                     .push((c, first..self.encoded.ranges.len(), entities));
             }
         }
+        // Each due client's verdicts not yet acknowledged, in the same buffer: they go in
+        // its snapshot's datagram.
+        self.encoded.verdicts.clear();
+        for (c, connection) in self.connections.iter().enumerate() {
+            if due(connection) {
+                let begin = buffer.len();
+                if connection.verdicts.append_message(&mut buffer)? {
+                    self.encoded.verdicts.push((c, begin..buffer.len()));
+                }
+            }
+        }
         let probe = if probing {
             let id = self.core.probe(now);
             ServerMessage::Probe(Probe {
@@ -1165,51 +1213,83 @@ impl GameServer {
         self.encoded.last_len = self.encoded.last_len.max(buffer.len());
         let buffer = Bytes::from(buffer);
         let world = self.frames.len() as u64;
-        let mut next_view = 0;
+        let snapshots_per_ack = ((self.config.send_rate / ACKS_PER_SECOND) as u32).max(1);
+        let (mut next_view, mut next_verdicts) = (0, 0);
         for i in 0..self.connections.len() {
-            let connection = self.connections[i];
-            let probed = probe.is_some() && probe_due(&connection);
-            self.connections[i].outgoing |= due(&connection);
+            let connection = &mut self.connections[i];
+            let (client, entity) = (connection.client, connection.entity);
+            let is_due = due(connection);
+            let probed = probe.is_some() && probe_due(connection);
             if probed {
-                self.connections[i].probed = Some(tick.0);
+                connection.probed = Some(tick.0);
             }
-            if due(&connection) {
-                // Its own parts with interest management, or the world's shared ones.
-                let (own, entities) = match self.encoded.views.get(next_view) {
-                    Some((c, parts, entities)) if *c == i => {
-                        next_view += 1;
-                        (parts.clone(), *entities)
-                    }
-                    _ => (0..0, world),
-                };
-                let parts = (shared.len() + own.len()) as u64;
-                for range in shared.iter().chain(&self.encoded.ranges[own]) {
-                    self.renet.send_message(
-                        connection.client,
-                        UNRELIABLE,
-                        buffer.slice(range.clone()),
-                    );
+            if !is_due {
+                continue;
+            }
+            // Renet's acknowledgement of its inputs with every few snapshots.
+            connection.snapshots_since_acks += 1;
+            let acks = connection.snapshots_since_acks >= snapshots_per_ack;
+            if acks {
+                connection.snapshots_since_acks = 0;
+            }
+            // Its own parts with interest management, or the world's shared ones.
+            let (own, entities) = match self.encoded.views.get(next_view) {
+                Some((c, parts, entities)) if *c == i => {
+                    next_view += 1;
+                    (parts.clone(), *entities)
                 }
-                for counters in [&mut self.second, &mut self.total] {
-                    counters.snapshots += 1;
-                    counters.snapshot_parts += parts;
-                    counters.snapshot_entities += entities;
+                _ => (0..0, world),
+            };
+            let parts = (shared.len() + own.len()) as u64;
+            let verdicts = match self.encoded.verdicts.get(next_verdicts) {
+                Some((c, range)) if *c == i => {
+                    next_verdicts += 1;
+                    Some(range.clone())
                 }
-                if let Some(up_to) = self.core.shot_ack(connection.entity) {
-                    self.send(
-                        connection.client,
-                        UNRELIABLE,
-                        &ServerMessage::ShotAck { up_to },
-                    )?;
+                _ => None,
+            };
+            for counters in [&mut self.second, &mut self.total] {
+                counters.snapshots += 1;
+                counters.snapshot_parts += parts;
+                counters.snapshot_entities += entities;
+            }
+            // The client's tick in as few datagrams as it fits: its parts, its verdicts,
+            // the probe, its shot acknowledgement, and renet's acknowledgement now and
+            // then (see `lagcomp_wire::datagram`).
+            let mut out = Outgoing {
+                datagram: &mut self.datagram,
+                transport: &mut self.transport,
+                renet: &mut self.renet,
+                client,
+                through_renet: false,
+            };
+            let probe = probe.clone().filter(|_| probed);
+            for range in shared
+                .iter()
+                .chain(&self.encoded.ranges[own])
+                .cloned()
+                .chain(verdicts)
+                .chain(probe)
+            {
+                out.message(&buffer, range);
+            }
+            if let Some(up_to) = self.core.shot_ack(entity) {
+                ServerMessage::ShotAck { up_to }.encode(&mut self.scratch)?;
+                out.message_bytes(&self.scratch);
+            }
+            if acks {
+                ServerTransport::renet_packets(out.renet, client, Acks::Send, &mut self.packets);
+                for packet in &self.packets {
+                    out.packet(packet);
                 }
             }
-            if let (Some(probe), true) = (&probe, probed) {
-                self.renet
-                    .send_message(connection.client, UNRELIABLE, buffer.slice(probe.clone()));
-            }
+            out.finish();
+            // What was too big for a datagram went to renet: out with the tick's end.
+            self.connections[i].outgoing |= out.through_renet;
         }
         self.encoded.views.clear();
         self.encoded.ranges.clear();
+        self.encoded.verdicts.clear();
         Ok(())
     }
 
@@ -1240,6 +1320,70 @@ impl GameServer {
             // 226, so a client's whole view fits one datagram (the client rebuilds the
             // bones with the same code).
             frame.pose = EntityPose::Humanoid(crate::stance::to_wire(&body.stance));
+        }
+    }
+}
+
+/// One client's datagrams of records as they fill: each goes when the next record does
+/// not fit in it, the last at [`Outgoing::finish`].
+struct Outgoing<'a> {
+    datagram: &'a mut DatagramWriter,
+    transport: &'a mut ServerTransport,
+    renet: &'a mut RenetServer,
+    client: ClientId,
+    /// Whether a message too big for any datagram went to renet instead (it slices it;
+    /// its packets go at the tick's end).
+    through_renet: bool,
+}
+
+impl Outgoing<'_> {
+    /// A message that is `range` of the tick's shared buffer.
+    fn message(&mut self, buffer: &Bytes, range: Range<usize>) {
+        if !self.put(Record::Message(&buffer[range.clone()])) {
+            self.renet
+                .send_message(self.client, UNRELIABLE, buffer.slice(range));
+            self.through_renet = true;
+        }
+    }
+
+    /// A message of its own.
+    fn message_bytes(&mut self, bytes: &[u8]) {
+        if !self.put(Record::Message(bytes)) {
+            self.renet
+                .send_message(self.client, UNRELIABLE, bytes.to_vec());
+            self.through_renet = true;
+        }
+    }
+
+    /// One of renet's packets.
+    fn packet(&mut self, packet: &[u8]) {
+        if !self.put(Record::Transport(packet)) {
+            // Renet's packets are at most about 1,200 bytes, so this does not happen; if
+            // it did, renet's packet goes as it is.
+            self.transport
+                .send_payload(self.client, packet, Route::Tick);
+        }
+    }
+
+    /// Adds a record, sending the datagram first if the record does not fit; `false` if
+    /// it fits no datagram.
+    fn put(&mut self, record: Record<'_>) -> bool {
+        if self.datagram.push(record) {
+            return true;
+        }
+        if self.datagram.is_empty() {
+            return false;
+        }
+        self.finish();
+        self.datagram.push(record)
+    }
+
+    /// Sends what is in the datagram.
+    fn finish(&mut self) {
+        if !self.datagram.is_empty() {
+            self.transport
+                .send_payload(self.client, self.datagram.as_bytes(), Route::Tick);
+            self.datagram.clear();
         }
     }
 }

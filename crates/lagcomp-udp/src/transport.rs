@@ -10,11 +10,16 @@
 //! client to send to ([`ServerTransport::send_to_client`]): a ping's answer goes to its
 //! client alone, and at the end of a tick each client sent something gets it all.
 //!
+//! Most of what a tick sends does not go through renet at all: the server writes each
+//! client's tick as one datagram of records (`lagcomp_wire::datagram`) and hands it to
+//! [`ServerTransport::send_payload`], which only encrypts and sends it; renet's packets
+//! for the client ([`ServerTransport::renet_packets`]) ride in it as records now and then.
+//!
 //! Renet answers every packet it receives with acknowledgements, in a packet of their own
 //! each time it sends: a third of the server's datagrams at 200 clients. They serve
 //! renet's reliable channels and its statistics, and clients of `lagcomp serve` send
 //! nothing reliable (inputs repeat their shots until the server's own shot
-//! acknowledgement). So the server lets through an acknowledgement-only packet when it
+//! acknowledgement; the server repeats its verdicts until the client's). So the server lets through an acknowledgement-only packet when it
 //! says so ([`Acks`]): a few times a second, which keeps renet's statistics and
 //! bookkeeping alive, not with every snapshot.
 //!
@@ -68,6 +73,59 @@ impl Batch {
     fn clear(&mut self) {
         self.bytes.clear();
         self.datagrams.clear();
+    }
+
+    fn push(&mut self, payload: &[u8], addr: SocketAddr) {
+        let begin = self.bytes.len();
+        self.bytes.extend_from_slice(payload);
+        self.datagrams.push((addr, begin..self.bytes.len()));
+    }
+}
+
+/// Datagrams handed to the kernel in one `sendmmsg(2)`: the tick's datagrams go in
+/// batches of this many rather than one system call each.
+const SEND_BATCH: usize = 32;
+
+/// Sends a batch's datagrams in order, [`SEND_BATCH`] to a system call. A datagram the
+/// socket refuses is dropped, as the network might (renet resends what is reliable).
+fn send_batch(socket: &UdpSocket, batch: &Batch) {
+    #[cfg(target_os = "linux")]
+    for chunk in batch.datagrams.chunks(SEND_BATCH) {
+        use rustix::net::addr::SocketAddrArg;
+        use rustix::net::{MMsgHdr, SendAncillaryBuffer, SendFlags, sendmmsg};
+        // Everything on the stack: a tick's sending allocates nothing. The slots past the
+        // chunk's end are filled but never passed to the kernel.
+        let addrs: [_; SEND_BATCH] =
+            std::array::from_fn(|i| chunk.get(i).unwrap_or(&chunk[0]).0.as_any());
+        let iovs: [[io::IoSlice<'_>; 1]; SEND_BATCH] = std::array::from_fn(|i| {
+            [io::IoSlice::new(
+                chunk
+                    .get(i)
+                    .map_or(&[][..], |(_, range)| &batch.bytes[range.clone()]),
+            )]
+        });
+        let mut controls: [SendAncillaryBuffer<'_, '_, '_>; SEND_BATCH] =
+            std::array::from_fn(|_| SendAncillaryBuffer::default());
+        let mut i = 0;
+        let mut messages = controls.each_mut().map(|control| {
+            let message = MMsgHdr::new_with_addr(&addrs[i], &iovs[i], control);
+            i += 1;
+            message
+        });
+        let mut next = 0;
+        while next < chunk.len() {
+            match sendmmsg(socket, &mut messages[next..chunk.len()], SendFlags::empty()) {
+                Ok(0) => break,
+                Ok(sent) => next += sent,
+                Err(rustix::io::Errno::INTR) => {}
+                // The first of the rest refused (a full send buffer): dropped.
+                Err(_) => next += 1,
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    for (addr, range) in &batch.datagrams {
+        let _ = send(socket, &batch.bytes[range.clone()], *addr);
     }
 }
 
@@ -127,11 +185,7 @@ impl SendThread {
 
     /// Queues one datagram; hands the batch over when it is full.
     fn push(&mut self, payload: &[u8], addr: SocketAddr) {
-        let begin = self.filling.bytes.len();
-        self.filling.bytes.extend_from_slice(payload);
-        self.filling
-            .datagrams
-            .push((addr, begin..self.filling.bytes.len()));
+        self.filling.push(payload, addr);
         if self.filling.datagrams.len() >= BATCH_DATAGRAMS {
             self.hand_over();
         }
@@ -191,9 +245,7 @@ fn send_loop(socket: &UdpSocket, inbox: &Receiver<Job>, outbox: &SyncSender<Done
     while let Ok(job) = inbox.recv() {
         let reply = match job {
             Job::Send(mut batch) => {
-                for (addr, range) in &batch.datagrams {
-                    let _ = send(socket, &batch.bytes[range.clone()], *addr);
-                }
+                send_batch(socket, &batch);
                 batch.clear();
                 Done::Spent(batch)
             }
@@ -225,6 +277,9 @@ pub(crate) struct ServerTransport {
     socket: UdpSocket,
     /// The tick's datagrams go through it, when there is one.
     sender: Option<SendThread>,
+    /// Without one, the tick's datagrams not yet handed to the socket (at most
+    /// [`SEND_BATCH`]).
+    pending: Batch,
     /// Datagrams handed to the socket or the send thread.
     sent: u64,
     netcode: NetcodeServer,
@@ -250,6 +305,7 @@ impl ServerTransport {
         Ok(Self {
             socket,
             sender: None,
+            pending: Batch::default(),
             sent: 0,
             netcode: NetcodeServer::new(config),
             buffer: Box::new([0; NETCODE_MAX_PACKET_BYTES]),
@@ -269,7 +325,16 @@ impl ServerTransport {
     /// Waits until every datagram of the tick is handed to the socket (at once without a
     /// send thread); the send thread's CPU time for them, seconds, if it has a clock.
     pub(crate) fn flush(&mut self) -> Option<f64> {
+        self.send_pending();
         self.sender.as_mut().and_then(SendThread::flush)
+    }
+
+    /// Hands the queued datagrams to the socket.
+    fn send_pending(&mut self) {
+        if !self.pending.datagrams.is_empty() {
+            send_batch(&self.socket, &self.pending);
+            self.pending.clear();
+        }
     }
 
     /// Datagrams sent so far (the tick's counted when queued for the send thread).
@@ -348,9 +413,17 @@ impl ServerTransport {
             match self.netcode.generate_payload_packet(client, &packet) {
                 Ok((addr, payload)) => {
                     self.sent += 1;
-                    match (&mut self.sender, route) {
-                        (Some(sender), Route::Tick) => sender.push(payload, addr),
-                        _ => {
+                    match route {
+                        Route::Tick => {
+                            queue(
+                                &mut self.sender,
+                                &mut self.pending,
+                                &self.socket,
+                                payload,
+                                addr,
+                            );
+                        }
+                        Route::Now => {
                             if send(&self.socket, payload, addr).is_err() {
                                 // The rest would fail the same way; renet resends what is
                                 // reliable.
@@ -365,11 +438,77 @@ impl ServerTransport {
         }
     }
 
+    /// Encrypts `payload` (a datagram of records, `lagcomp_wire::datagram`, at most
+    /// [`renetcode::NETCODE_MAX_PAYLOAD_BYTES`]) for `client` and sends it by `route`,
+    /// beside renet. Whether it went (not to a client netcode no longer has, nor when the
+    /// socket refused it).
+    pub(crate) fn send_payload(&mut self, client: ClientId, payload: &[u8], route: Route) -> bool {
+        match self.netcode.generate_payload_packet(client, payload) {
+            Ok((addr, packet)) => {
+                self.sent += 1;
+                match route {
+                    Route::Tick => {
+                        queue(
+                            &mut self.sender,
+                            &mut self.pending,
+                            &self.socket,
+                            packet,
+                            addr,
+                        );
+                        true
+                    }
+                    Route::Now => send(&self.socket, packet, addr).is_ok(),
+                }
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Renet's packets for `client` into `out` (cleared first), without its
+    /// acknowledgement-only packet if `acks` says so, for the caller to send as records of
+    /// its own datagram.
+    pub(crate) fn renet_packets(
+        renet: &mut RenetServer,
+        client: ClientId,
+        acks: Acks,
+        out: &mut Vec<Vec<u8>>,
+    ) {
+        out.clear();
+        if let Ok(packets) = renet.get_packets_to_send(client) {
+            out.extend(
+                packets
+                    .into_iter()
+                    .filter(|packet| acks == Acks::Send || !is_ack(packet)),
+            );
+        }
+    }
+
     /// Tells every client goodbye at once (a server stopping).
     pub(crate) fn disconnect_all(&mut self, renet: &mut RenetServer) {
         for client in self.netcode.clients_id() {
             let result = self.netcode.disconnect(client);
             handle(result, &self.socket, renet);
+        }
+    }
+}
+
+/// Queues a datagram of the tick: to the send thread if there is one, else into the next
+/// `sendmmsg(2)` (sent when [`SEND_BATCH`] are waiting, or at the tick's flush).
+fn queue(
+    sender: &mut Option<SendThread>,
+    pending: &mut Batch,
+    socket: &UdpSocket,
+    payload: &[u8],
+    addr: SocketAddr,
+) {
+    match sender {
+        Some(sender) => sender.push(payload, addr),
+        None => {
+            pending.push(payload, addr);
+            if pending.datagrams.len() >= SEND_BATCH {
+                send_batch(socket, pending);
+                pending.clear();
+            }
         }
     }
 }
@@ -417,7 +556,7 @@ fn handle(result: ServerResult<'_, '_>, socket: &UdpSocket, renet: &mut RenetSer
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channel::{RESULTS, UNRELIABLE, connection_config};
+    use crate::channel::{UNRELIABLE, WELCOME, connection_config};
 
     #[test]
     fn renet_acknowledgements_are_told_from_everything_else() {
@@ -439,7 +578,7 @@ mod tests {
         );
         // With messages on both kinds of channel: only the last packet is the ack.
         server.send_message(7, UNRELIABLE, vec![2_u8; 1000]);
-        server.send_message(7, RESULTS, vec![3_u8; 10]);
+        server.send_message(7, WELCOME, vec![3_u8; 10]);
         client.send_message(UNRELIABLE, vec![1_u8; 40]);
         for packet in client.get_packets_to_send() {
             server.process_packet_from(&packet, 7).expect("connected");
@@ -450,5 +589,78 @@ mod tests {
         // The messages travel in the others: the unreliable one and the reliable one.
         assert!(packets[0].len() > 1000 && packets[1].len() > 10);
         assert!(packets[2].len() < 40, "an ack is a few bytes");
+    }
+
+    #[test]
+    fn a_batch_arrives_whole_and_in_order_over_several_system_calls() {
+        let socket = UdpSocket::bind("127.0.0.1:0").expect("a socket");
+        let receivers: Vec<UdpSocket> = (0..2)
+            .map(|_| UdpSocket::bind("127.0.0.1:0").expect("a socket"))
+            .collect();
+        let mut batch = Batch::default();
+        let count = 2 * SEND_BATCH + 7;
+        for i in 0..count {
+            let to = receivers[i % 2].local_addr().expect("bound");
+            // Lengths differ, so a datagram cut at another's length would show.
+            batch.push(&vec![i as u8; 1 + i * 3], to);
+        }
+        send_batch(&socket, &batch);
+        let mut buffer = [0_u8; 2048];
+        for (r, receiver) in receivers.iter().enumerate() {
+            receiver
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .expect("a timeout");
+            for i in (r..count).step_by(2) {
+                let (len, from) = receiver.recv_from(&mut buffer).expect("every datagram");
+                assert_eq!(from, socket.local_addr().expect("bound"));
+                assert_eq!(
+                    &buffer[..len],
+                    &vec![i as u8; 1 + i * 3][..],
+                    "datagram {i}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn renet_never_sends_what_starts_a_datagram_of_records_and_refuses_it() {
+        use lagcomp_wire::datagram::{DATAGRAM_TAG, is_datagram};
+        let mut server = RenetServer::new(connection_config());
+        let mut client = server.new_local_client(7);
+        // Every kind of packet renet sends: messages small and sliced, reliable and not,
+        // acknowledgements.
+        client.send_message(UNRELIABLE, vec![1_u8; 40]);
+        for packet in client.get_packets_to_send() {
+            assert!(!is_datagram(&packet));
+            server.process_packet_from(&packet, 7).expect("connected");
+        }
+        server.send_message(7, UNRELIABLE, vec![2_u8; 100]);
+        server.send_message(7, UNRELIABLE, vec![2_u8; 5000]);
+        server.send_message(7, WELCOME, vec![3_u8; 10]);
+        server.send_message(7, WELCOME, vec![3_u8; 5000]);
+        let packets = server.get_packets_to_send(7).expect("connected");
+        assert!(packets.len() > 8, "sliced messages: {}", packets.len());
+        assert!(packets.iter().any(|p| is_ack(p)));
+        // A client as `lagcomp bots` makes one reads them all.
+        let mut receiver = renet::RenetClient::new(connection_config());
+        receiver.set_connected();
+        for packet in &packets {
+            assert!(!is_datagram(packet), "renet packet type {}", packet[0]);
+            receiver.process_packet(packet);
+        }
+        assert!(
+            receiver.disconnect_reason().is_none(),
+            "{:?}",
+            receiver.disconnect_reason()
+        );
+        assert_eq!(receiver.receive_message(WELCOME).map(|m| m.len()), Some(10));
+        // Handed a datagram of records, renet fails to read it and disconnects: why a
+        // client of `lagcomp serve` must take them apart first (`crate::client`).
+        receiver.process_packet(&[DATAGRAM_TAG, 0, 1, 0, 9]);
+        let reason = receiver
+            .disconnect_reason()
+            .expect("disconnected")
+            .to_string();
+        assert!(reason.contains("invalid packet type"), "{reason}");
     }
 }

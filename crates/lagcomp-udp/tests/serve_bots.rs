@@ -14,11 +14,12 @@ use lagcomp_sim::cheat::Cheat;
 use lagcomp_sim::interest::InterestConfig;
 use lagcomp_udp::bots::{self, BotsConfig, BotsError};
 use lagcomp_udp::channel::{PROTOCOL_ID, UNRELIABLE, connection_config};
+use lagcomp_udp::client::ClientTransport;
 use lagcomp_udp::server::{GameServer, Outputs, ServeConfig, ServeError, Summary};
 use lagcomp_validate::AuditLog;
 use lagcomp_validate::recording::{Recording, revalidate};
 use renet::RenetClient;
-use renet_netcode::{ClientAuthentication, NetcodeClientTransport};
+use renet_netcode::ClientAuthentication;
 
 /// A writer whose bytes the test reads afterwards.
 #[derive(Clone, Default)]
@@ -198,7 +199,7 @@ fn send_until_disconnected(server: SocketAddr, message: &[u8], limit: Duration) 
     let epoch = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("after 1970");
-    let mut transport = NetcodeClientTransport::new(
+    let mut transport = ClientTransport::new(
         epoch,
         ClientAuthentication::Unsecure {
             protocol_id: PROTOCOL_ID,

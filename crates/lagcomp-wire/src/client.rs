@@ -76,6 +76,10 @@ pub struct Input {
     pub interp_delay: f64,
     /// The newest snapshot tick the client has received, if any.
     pub newest_tick: Option<Tick>,
+    /// Every shot verdict numbered below this has arrived
+    /// ([`crate::VerdictInbox::received`]): the server stops repeating them. `None` from a
+    /// client that has had none.
+    pub verdicts_received: Option<u32>,
     /// Shots not yet acknowledged, oldest first: the sender's sequence number and the
     /// claim ([`lagcomp_net::ShotSender::packet`]). At most [`MAX_SHOTS_PER_INPUT`].
     ///
@@ -87,6 +91,7 @@ pub struct Input {
 const INPUT_PING: u8 = 1 << 0;
 const INPUT_PROBE_REPLY: u8 = 1 << 1;
 const INPUT_NEWEST_TICK: u8 = 1 << 2;
+const INPUT_VERDICTS_RECEIVED: u8 = 1 << 3;
 
 const RENDER_TIME: u8 = 0;
 const RENDER_TICKS: u8 = 1;
@@ -119,6 +124,9 @@ impl Input {
         if self.newest_tick.is_some() {
             flags |= INPUT_NEWEST_TICK;
         }
+        if self.verdicts_received.is_some() {
+            flags |= INPUT_VERDICTS_RECEIVED;
+        }
         w.u8(flags);
         if let Some(ping) = self.ping {
             w.u32(ping.id);
@@ -133,6 +141,9 @@ impl Input {
         if let Some(tick) = self.newest_tick {
             w.u32(tick.0);
         }
+        if let Some(received) = self.verdicts_received {
+            w.u32(received);
+        }
         // The cap is far below 256: one byte.
         w.u8(self.shots.len() as u8);
         for (seq, claim) in &self.shots {
@@ -146,7 +157,7 @@ impl Input {
         let frame = r.u32("input.frame")?;
         let flags = r.flags(
             "input.flags",
-            INPUT_PING | INPUT_PROBE_REPLY | INPUT_NEWEST_TICK,
+            INPUT_PING | INPUT_PROBE_REPLY | INPUT_NEWEST_TICK | INPUT_VERDICTS_RECEIVED,
         )?;
         let ping = if flags & INPUT_PING != 0 {
             Some(Ping {
@@ -171,6 +182,11 @@ impl Input {
         } else {
             None
         };
+        let verdicts_received = if flags & INPUT_VERDICTS_RECEIVED != 0 {
+            Some(r.u32("input.verdicts_received")?)
+        } else {
+            None
+        };
         let offset = r.offset();
         let count = usize::from(r.u8("input.shots.count")?);
         let count = r.check_count(
@@ -192,6 +208,7 @@ impl Input {
             aim,
             interp_delay,
             newest_tick,
+            verdicts_received,
             shots,
         })
     }

@@ -25,10 +25,10 @@ pub(crate) mod kind {
     pub(crate) const PONG: u8 = 0x83;
     pub(crate) const PROBE: u8 = 0x84;
     pub(crate) const SHOT_ACK: u8 = 0x85;
-    pub(crate) const SHOT_RESULT: u8 = 0x86;
+    pub(crate) const VERDICTS: u8 = 0x86;
 
     pub(crate) const CLIENT: [u8; 1] = [INPUT];
-    pub(crate) const SERVER: [u8; 6] = [WELCOME, SNAPSHOT, PONG, PROBE, SHOT_ACK, SHOT_RESULT];
+    pub(crate) const SERVER: [u8; 6] = [WELCOME, SNAPSHOT, PONG, PROBE, SHOT_ACK, VERDICTS];
 }
 
 /// Reads fields off a message front to back; every read checks the bytes left.

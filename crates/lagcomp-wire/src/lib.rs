@@ -1,7 +1,9 @@
 //! The versioned wire protocol between a lagcomp server and its clients.
 //!
-//! Each message is one transport message payload (renet carries them; connections,
-//! encryption, fragmentation and reliability are its business, not this crate's). The
+//! Each message is one transport message (renet carries the inputs and the welcome;
+//! everything else the server sends goes as records of one datagram per client per tick,
+//! [`datagram`]; connections, encryption and fragmentation are the transport's business,
+//! not this crate's; shot verdicts are made reliable here, by repetition). The
 //! messages carry exactly what the simulator's server and bots exchange
 //! (`lagcomp-sim`'s skirmish), so a real server and real bots can run the same protocol:
 //!
@@ -10,7 +12,8 @@
 //!   redundant [`lagcomp_validate::ShotClaim`]s);
 //! - server to client, [`ServerMessage`]: [`Welcome`], snapshot parts ([`SnapshotPart`]
 //!   of [`EntityFrame`]s, split by [`SnapshotEncoder`]), [`lagcomp_net::Pong`],
-//!   [`Probe`], a cumulative shot acknowledgement, and each shot's [`ShotResult`].
+//!   [`Probe`], a cumulative shot acknowledgement, and the shots' [`ShotResult`]s,
+//!   numbered and repeated until acknowledged ([`Verdicts`], [`verdicts`]).
 //!
 //! Decoding never panics and never allocates more than the input's length justifies:
 //! every length is checked against the bytes left and a hard cap, non-finite numbers,
@@ -24,10 +27,14 @@
 //! - [`client`]: client messages.
 //! - [`server`]: server messages other than snapshots, and shot outcomes.
 //! - [`snapshot`]: snapshot parts, entities and the splitting encoder.
+//! - [`verdicts`]: shot verdicts delivered by repetition: the server's
+//!   [`VerdictOutbox`], the client's [`VerdictInbox`].
+//! - [`datagram`]: several messages (and transport packets) in one datagram, as
+//!   `lagcomp serve` sends a client's tick.
 //! - [`guard`]: the per-sender malformed-message guard.
 //! - [`error`]: decode and encode errors.
 //!
-//! # Byte layout (version 3)
+//! # Byte layout (version 4)
 //!
 //! All integers and floats little-endian; floats are IEEE 754 bits as they are (never
 //! quantized, never NaN or infinite). Every message starts with a 5-byte header:
@@ -39,13 +46,13 @@
 //!
 //! | kind | message | body |
 //! | --- | --- | --- |
-//! | `0x01` | [`Input`] | frame `u32`, flags, \[ping\], \[probe reply\], aim `4×f32`, interp delay `f64`, \[newest tick\], shots `u8` × (seq `u32`, claim) |
+//! | `0x01` | [`Input`] | frame `u32`, flags, \[ping\], \[probe reply\], aim `4×f32`, interp delay `f64`, \[newest tick\], \[verdicts received `u32`\], shots `u8` × (seq `u32`, claim) |
 //! | `0x81` | [`Welcome`] | entity `u64`, tick rate, send rate, max rewind `f64`, bones `u16`, arena half size `f32`, walls `u16`, seed `u64` |
 //! | `0x82` | [`SnapshotPart`] | tick `u32`, server time `f64`, part `u8`, parts `u8`, entities `u16` × (id `u64`, flags, velocity, \[last teleport `u32`\], \[in view since `u32`\], bones `u16` × (translation, rotation, \[scale\]) \| stance (position, yaw, crouch, phase `f32`, aim)) |
 //! | `0x83` | [`lagcomp_net::Pong`] | id `u32`, three `f64` times |
 //! | `0x84` | [`Probe`] | id `u32`, server time `f64` |
 //! | `0x85` | shot ack | up-to sequence `u32` |
-//! | `0x86` | [`ShotResult`] | seq `u32`, outcome tag, \[target `u64` + hitbox `u16` \| rejection code `u16`\] |
+//! | `0x86` | [`Verdicts`] | first number `u32`, count `u8` × (seq `u32`, outcome tag, \[target `u64` + hitbox `u16` \| rejection code `u16`\]) |
 //!
 //! # Example
 //!
@@ -73,6 +80,7 @@
 //!     aim: Quat::IDENTITY,
 //!     interp_delay: 0.105,
 //!     newest_tick: Some(Tick(44)),
+//!     verdicts_received: Some(3),
 //!     shots: vec![(12, claim)],
 //! });
 //! let mut buffer = Vec::new(); // kept and reused frame after frame
@@ -90,10 +98,12 @@
 
 pub mod client;
 mod codec;
+pub mod datagram;
 pub mod error;
 pub mod guard;
 pub mod server;
 pub mod snapshot;
+pub mod verdicts;
 
 pub use client::{ClientMessage, Input, ProbeReply};
 pub use error::{DecodeError, Direction, EncodeError};
@@ -103,13 +113,14 @@ pub use snapshot::{
     EncodedEntities, EntityFrame, EntityPose, HumanoidStance, SnapshotEncoder, SnapshotPart,
     SnapshotParts,
 };
+pub use verdicts::{MAX_VERDICTS_PER_MESSAGE, VerdictInbox, VerdictOutbox, Verdicts};
 
 /// The first two bytes of every message.
 pub const MAGIC: [u8; 2] = *b"LW";
 
 /// The protocol version this build speaks; a message of any other version is refused.
 /// Bump it with any change to a message's layout (including a new rejection reason).
-pub const PROTOCOL_VERSION: u16 = 3;
+pub const PROTOCOL_VERSION: u16 = 4;
 
 /// No message is longer than this, bytes; a longer one is refused before it is read.
 /// A snapshot entity with [`MAX_BONES`] scaled bones still fits in one part.

@@ -1,5 +1,5 @@
 //! What the server sends: the welcome, snapshot parts, clock-sync answers, round-trip
-//! probes, shot acknowledgements and each shot's result.
+//! probes, shot acknowledgements and shot verdicts.
 //!
 //! Snapshots themselves (entities, bones, splitting) live in [`crate::snapshot`].
 
@@ -10,6 +10,7 @@ use lagcomp_validate::{Outcome, RejectReason};
 use crate::codec::{Reader, Writer, encode_into, kind};
 use crate::error::{DecodeError, Direction, EncodeError};
 use crate::snapshot::SnapshotPart;
+use crate::verdicts::Verdicts;
 
 /// A message from the server to a client.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,8 +29,9 @@ pub enum ServerMessage {
         /// The cumulative acknowledgement.
         up_to: u32,
     },
-    /// What the server decided about one of the client's shots.
-    ShotResult(ShotResult),
+    /// What the server decided about some of the client's shots: its oldest verdicts not
+    /// yet acknowledged, numbered ([`crate::verdicts`]).
+    Verdicts(Verdicts),
 }
 
 impl ServerMessage {
@@ -56,7 +58,7 @@ impl ServerMessage {
             kind::SHOT_ACK => Self::ShotAck {
                 up_to: r.u32("shot_ack.up_to")?,
             },
-            kind::SHOT_RESULT => Self::ShotResult(ShotResult::read(r)?),
+            kind::VERDICTS => Self::Verdicts(Verdicts::read(r)?),
             // `Reader::open` lets through only this direction's kinds.
             other => return Err(DecodeError::UnknownKind { kind: other }),
         };
@@ -88,7 +90,7 @@ impl ServerMessage {
                 w.u32(*up_to);
                 Ok(())
             }),
-            Self::ShotResult(result) => encode_into(out, kind::SHOT_RESULT, |w| result.write(w)),
+            Self::Verdicts(verdicts) => encode_into(out, kind::VERDICTS, |w| verdicts.write(w)),
         }
     }
 }
@@ -214,7 +216,7 @@ const OUTCOME_BLOCKED: u8 = 2;
 const OUTCOME_REJECTED: u8 = 3;
 
 impl ShotResult {
-    fn write(&self, w: &mut Writer<'_>) -> Result<(), EncodeError> {
+    pub(crate) fn write(&self, w: &mut Writer<'_>) -> Result<(), EncodeError> {
         w.u32(self.seq);
         match self.outcome {
             ShotOutcome::Confirmed { target, hitbox } => {
@@ -238,7 +240,7 @@ impl ShotResult {
         Ok(())
     }
 
-    fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+    pub(crate) fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let seq = r.u32("shot_result.seq")?;
         let offset = r.offset();
         let outcome = match r.u8("shot_result.outcome")? {

@@ -6,7 +6,7 @@ use lagcomp_validate::{ClaimedHit, RejectReason, RenderTime, ShotClaim, WeaponId
 use lagcomp_wire::{
     ClientMessage, DecodeError, Direction, EncodeError, EntityFrame, EntityPose, HumanoidStance,
     Input, MAGIC, MAX_BONES, MAX_MESSAGE_BYTES, MAX_SHOTS_PER_INPUT, PROTOCOL_VERSION,
-    ServerMessage, ShotOutcome, ShotResult, SnapshotPart, Welcome,
+    ServerMessage, ShotOutcome, ShotResult, SnapshotPart, Verdicts, Welcome,
 };
 
 fn claim(seq: u32) -> ShotClaim {
@@ -33,6 +33,7 @@ fn input(shots: usize) -> Input {
         aim: Quat::IDENTITY,
         interp_delay: 0.1,
         newest_tick: None,
+        verdicts_received: None,
         shots: (1..=shots as u32).map(|s| (s, claim(s))).collect(),
     }
 }
@@ -289,17 +290,23 @@ fn tags_and_flags_outside_the_version_are_refused() {
 #[test]
 fn shot_results_carry_every_rejection_code_and_no_other() {
     for reason in RejectReason::ALL {
-        let message = ServerMessage::ShotResult(ShotResult {
-            seq: 4,
-            outcome: ShotOutcome::Rejected(reason),
+        let message = ServerMessage::Verdicts(Verdicts {
+            first: 9,
+            results: vec![ShotResult {
+                seq: 4,
+                outcome: ShotOutcome::Rejected(reason),
+            }],
         });
         let bytes = encoded_server(&message);
         assert_eq!(&bytes[bytes.len() - 2..], &reason.code().to_le_bytes());
         assert_eq!(ServerMessage::decode(&bytes), Ok(message));
     }
-    let mut bytes = encoded_server(&ServerMessage::ShotResult(ShotResult {
-        seq: 4,
-        outcome: ShotOutcome::Rejected(RejectReason::Backtrack),
+    let mut bytes = encoded_server(&ServerMessage::Verdicts(Verdicts {
+        first: 0,
+        results: vec![ShotResult {
+            seq: 4,
+            outcome: ShotOutcome::Rejected(RejectReason::Backtrack),
+        }],
     }));
     let at = bytes.len() - 2;
     bytes[at..].copy_from_slice(&999_u16.to_le_bytes());

@@ -244,6 +244,7 @@ fn shots_sent_as_bytes_rebuild_the_bones_the_client_drew() {
             aim: Quat::IDENTITY,
             interp_delay: delay.delay(),
             newest_tick,
+            verdicts_received: None,
             shots: sender.packet(),
         })
         .encode(&mut up_bytes)

@@ -4,8 +4,9 @@ use lagcomp::{BoneTransform, EntityId, HitboxId, Quat, Tick, Vec3};
 use lagcomp_net::{Ping, Pong};
 use lagcomp_validate::{ClaimedHit, RejectReason, RenderTime, ShotClaim, WeaponId};
 use lagcomp_wire::{
-    ClientMessage, EntityFrame, EntityPose, HumanoidStance, Input, MAX_SHOTS_PER_INPUT, Probe,
-    ProbeReply, ServerMessage, ShotOutcome, ShotResult, SnapshotPart, Welcome,
+    ClientMessage, EntityFrame, EntityPose, HumanoidStance, Input, MAX_SHOTS_PER_INPUT,
+    MAX_VERDICTS_PER_MESSAGE, Probe, ProbeReply, ServerMessage, ShotOutcome, ShotResult,
+    SnapshotPart, Verdicts, Welcome,
 };
 
 const WIRE_MD: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/WIRE.md"));
@@ -59,6 +60,7 @@ fn measured(kind: u8) -> (usize, usize) {
                 aim: Quat::IDENTITY,
                 interp_delay: 0.0,
                 newest_tick: None,
+                verdicts_received: None,
                 shots: Vec::new(),
             };
             let biggest_shot = ShotClaim {
@@ -88,6 +90,7 @@ fn measured(kind: u8) -> (usize, usize) {
                     client_time: 1.0,
                 }),
                 newest_tick: Some(Tick(1)),
+                verdicts_received: Some(1),
                 shots: vec![(1, biggest_shot); MAX_SHOTS_PER_INPUT],
                 ..bare.clone()
             };
@@ -192,17 +195,30 @@ fn measured(kind: u8) -> (usize, usize) {
             (n, n)
         }
         0x86 => {
-            let result = |outcome| size(&ServerMessage::ShotResult(ShotResult { seq: 1, outcome }));
+            let verdicts = |results: Vec<ShotOutcome>| {
+                size(&ServerMessage::Verdicts(Verdicts {
+                    first: 1,
+                    results: results
+                        .into_iter()
+                        .map(|outcome| ShotResult { seq: 1, outcome })
+                        .collect(),
+                }))
+            };
+            let confirmed = ShotOutcome::Confirmed {
+                target: EntityId::from_bits(1),
+                hitbox: HitboxId(1),
+            };
+            let empty = verdicts(Vec::new());
+            // The verdict sizes the document gives.
+            let one = |outcome| verdicts(vec![outcome]) - empty;
             let sizes = [
-                result(ShotOutcome::Miss),
-                result(ShotOutcome::Blocked),
-                result(ShotOutcome::Rejected(RejectReason::FireRate)),
-                result(ShotOutcome::Confirmed {
-                    target: EntityId::from_bits(1),
-                    hitbox: HitboxId(1),
-                }),
+                one(ShotOutcome::Miss),
+                one(ShotOutcome::Blocked),
+                one(ShotOutcome::Rejected(RejectReason::FireRate)),
+                one(confirmed),
             ];
-            (sizes[0], *sizes.iter().max().expect("four"))
+            assert_eq!(sizes, [5, 5, 7, 15]);
+            (empty, verdicts(vec![confirmed; MAX_VERDICTS_PER_MESSAGE]))
         }
         other => panic!("docs/WIRE.md documents unknown kind {other:#04x}"),
     }

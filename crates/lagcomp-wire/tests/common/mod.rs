@@ -9,8 +9,9 @@ use lagcomp::{BoneTransform, EntityId, HitboxId, Quat, Tick, Vec3};
 use lagcomp_net::{Ping, Pong};
 use lagcomp_validate::{ClaimedHit, RejectReason, RenderTime, ShotClaim, WeaponId};
 use lagcomp_wire::{
-    ClientMessage, EntityFrame, EntityPose, HumanoidStance, Input, MAX_SHOTS_PER_INPUT, Probe,
-    ProbeReply, ServerMessage, ShotOutcome, ShotResult, SnapshotPart, Welcome,
+    ClientMessage, EntityFrame, EntityPose, HumanoidStance, Input, MAX_SHOTS_PER_INPUT,
+    MAX_VERDICTS_PER_MESSAGE, Probe, ProbeReply, ServerMessage, ShotOutcome, ShotResult,
+    SnapshotPart, Verdicts, Welcome,
 };
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -125,17 +126,21 @@ pub(crate) fn input() -> impl Strategy<Value = Input> {
         quat(),
         f64_finite(),
         proptest::option::of(any::<u32>()),
+        proptest::option::of(any::<u32>()),
         prop::collection::vec((any::<u32>(), shot_claim()), 0..=MAX_SHOTS_PER_INPUT),
     )
         .prop_map(
-            |(frame, ping, reply, aim, interp_delay, newest_tick, shots)| Input {
-                frame,
-                ping: ping.map(|(id, client_send)| Ping { id, client_send }),
-                probe_reply: reply.map(|(id, client_time)| ProbeReply { id, client_time }),
-                aim,
-                interp_delay,
-                newest_tick: newest_tick.map(Tick),
-                shots,
+            |(frame, ping, reply, aim, interp_delay, newest_tick, verdicts_received, shots)| {
+                Input {
+                    frame,
+                    ping: ping.map(|(id, client_send)| Ping { id, client_send }),
+                    probe_reply: reply.map(|(id, client_time)| ProbeReply { id, client_time }),
+                    aim,
+                    interp_delay,
+                    newest_tick: newest_tick.map(Tick),
+                    verdicts_received,
+                    shots,
+                }
             },
         )
 }
@@ -266,8 +271,15 @@ pub(crate) fn server_message() -> impl Strategy<Value = ServerMessage> {
         (any::<u32>(), f64_finite())
             .prop_map(|(id, server_time)| ServerMessage::Probe(Probe { id, server_time })),
         any::<u32>().prop_map(|up_to| ServerMessage::ShotAck { up_to }),
-        (any::<u32>(), shot_outcome())
-            .prop_map(|(seq, outcome)| ServerMessage::ShotResult(ShotResult { seq, outcome })),
+        (
+            any::<u32>(),
+            prop::collection::vec(
+                (any::<u32>(), shot_outcome())
+                    .prop_map(|(seq, outcome)| ShotResult { seq, outcome }),
+                0..=MAX_VERDICTS_PER_MESSAGE
+            )
+        )
+            .prop_map(|(first, results)| ServerMessage::Verdicts(Verdicts { first, results })),
     ]
 }
 
