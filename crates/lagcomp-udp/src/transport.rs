@@ -413,23 +413,10 @@ impl ServerTransport {
             match self.netcode.generate_payload_packet(client, &packet) {
                 Ok((addr, payload)) => {
                     self.sent += 1;
-                    match route {
-                        Route::Tick => {
-                            queue(
-                                &mut self.sender,
-                                &mut self.pending,
-                                &self.socket,
-                                payload,
-                                addr,
-                            );
-                        }
-                        Route::Now => {
-                            if send(&self.socket, payload, addr).is_err() {
-                                // The rest would fail the same way; renet resends what is
-                                // reliable.
-                                return;
-                            }
-                        }
+                    let (sender, pending) = (&mut self.sender, &mut self.pending);
+                    if !dispatch(sender, pending, &self.socket, payload, addr, route) {
+                        // The rest would fail the same way; renet resends what is reliable.
+                        return;
                     }
                 }
                 // The client left netcode already: renet hears of it on the next read.
@@ -446,19 +433,8 @@ impl ServerTransport {
         match self.netcode.generate_payload_packet(client, payload) {
             Ok((addr, packet)) => {
                 self.sent += 1;
-                match route {
-                    Route::Tick => {
-                        queue(
-                            &mut self.sender,
-                            &mut self.pending,
-                            &self.socket,
-                            packet,
-                            addr,
-                        );
-                        true
-                    }
-                    Route::Now => send(&self.socket, packet, addr).is_ok(),
-                }
+                let (sender, pending) = (&mut self.sender, &mut self.pending);
+                dispatch(sender, pending, &self.socket, packet, addr, route)
             }
             Err(_) => false,
         }
@@ -510,6 +486,25 @@ fn queue(
                 pending.clear();
             }
         }
+    }
+}
+
+/// Hands an encrypted datagram on by `route`: into the tick's batch ([`queue`]) or to
+/// the socket at once. Whether it went (a queued datagram always does).
+fn dispatch(
+    sender: &mut Option<SendThread>,
+    pending: &mut Batch,
+    socket: &UdpSocket,
+    packet: &[u8],
+    addr: SocketAddr,
+    route: Route,
+) -> bool {
+    match route {
+        Route::Tick => {
+            queue(sender, pending, socket, packet, addr);
+            true
+        }
+        Route::Now => send(socket, packet, addr).is_ok(),
     }
 }
 
