@@ -623,28 +623,55 @@ impl BotBrain {
         };
         let seq = self.next_seq;
         self.next_seq += 1;
-        let claim = ShotClaim {
+        let claim = self.claim(seq, render_time, eye, direction, hit);
+        let clean_view = matches!(view, View::Exact { .. } | View::Interpolated { .. });
+        let shot = self.fired(&claim, hit, shown, clean_view, false);
+        Some((claim, shot))
+    }
+
+    /// The claim of a rifle shot this client fires, naming what it hit (`hit`: the remote's
+    /// slot, the hitbox and the point) as it saw it.
+    fn claim(
+        &self,
+        seq: u32,
+        render_time: RenderTime,
+        origin: Vec3,
+        direction: Vec3,
+        hit: Option<(usize, HitboxId, Vec3)>,
+    ) -> ShotClaim {
+        ShotClaim {
             shooter: self.me,
             weapon: RIFLE,
             seq,
             render_time,
-            origin: eye,
+            origin,
             direction,
             hit: hit.map(|(i, hitbox, at)| ClaimedHit {
                 target: self.remotes[i].id,
                 hitbox: Some(hitbox),
                 point: Some(at),
             }),
-        };
-        let shot = FiredShot {
-            fingerprint: fingerprint(&claim),
-            seq,
+        }
+    }
+
+    /// What this client remembers of `claim` to compare with the verdict: what it hit, and
+    /// what it drew of the remote in slot `shown`.
+    fn fired(
+        &self,
+        claim: &ShotClaim,
+        hit: Option<(usize, HitboxId, Vec3)>,
+        shown: usize,
+        clean_view: bool,
+        cheat: bool,
+    ) -> FiredShot {
+        FiredShot {
+            fingerprint: fingerprint(claim),
+            seq: claim.seq,
             client_hit: hit.map(|(i, h, _)| (self.remotes[i].id, h)),
             drawn: self.remotes[shown].scratch.clone(),
-            clean_view: matches!(view, View::Exact { .. } | View::Interpolated { .. }),
-            cheat: false,
-        };
-        Some((claim, shot))
+            clean_view,
+            cheat,
+        }
     }
 
     /// The view this client reports in its inputs.
@@ -813,27 +840,8 @@ impl BotBrain {
             self.next_seq += 1;
             seq
         };
-        let claim = ShotClaim {
-            shooter: self.me,
-            weapon: RIFLE,
-            seq,
-            render_time,
-            origin,
-            direction,
-            hit: hit.map(|(i, hitbox, at)| ClaimedHit {
-                target: self.remotes[i].id,
-                hitbox: Some(hitbox),
-                point: Some(at),
-            }),
-        };
-        let shot = FiredShot {
-            fingerprint: fingerprint(&claim),
-            seq,
-            client_hit: hit.map(|(i, h, _)| (self.remotes[i].id, h)),
-            drawn: self.remotes[shown].scratch.clone(),
-            clean_view,
-            cheat: cheating,
-        };
+        let claim = self.claim(seq, render_time, origin, direction, hit);
+        let shot = self.fired(&claim, hit, shown, clean_view, cheating);
         Some((claim, shot))
     }
 

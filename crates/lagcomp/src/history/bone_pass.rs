@@ -40,6 +40,43 @@ pub(super) struct BonePass {
     pub(super) clean: bool,
 }
 
+/// A bone pass as a recorder takes it: [`Kernel::run`] with a chosen kernel, or one kernel
+/// called directly (bones, their reach, the translation and rotation lanes to fill).
+pub(super) trait BonePassFn:
+    Fn(&[BoneTransform], &[[f32; 4]], &mut [StoredTranslation], &mut [StoredRotation]) -> BonePass
+    + Copy
+{
+}
+
+impl<F> BonePassFn for F where
+    F: Fn(
+            &[BoneTransform],
+            &[[f32; 4]],
+            &mut [StoredTranslation],
+            &mut [StoredRotation],
+        ) -> BonePass
+        + Copy
+{
+}
+
+/// The slices of one pass are one bone each: non-empty (a rig has a bone) and of one length.
+///
+/// # Panics
+/// If they are not.
+#[inline(always)]
+fn assert_one_length(
+    bones: &[BoneTransform],
+    reach: &[[f32; 4]],
+    translations: &[StoredTranslation],
+    rotations: &[StoredRotation],
+) {
+    let n = bones.len();
+    assert!(
+        n > 0 && reach.len() == n && translations.len() == n && rotations.len() == n,
+        "bone pass slices must be non-empty and of one length"
+    );
+}
+
 /// Which implementation of the pass runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kernel {
@@ -98,11 +135,7 @@ impl Kernel {
         translations: &mut [StoredTranslation],
         rotations: &mut [StoredRotation],
     ) -> BonePass {
-        let n = bones.len();
-        assert!(
-            n > 0 && reach.len() == n && translations.len() == n && rotations.len() == n,
-            "bone pass slices must be non-empty and of one length"
-        );
+        assert_one_length(bones, reach, translations, rotations);
         match self {
             Self::Portable => portable(bones, reach, translations, rotations),
             #[cfg(target_arch = "x86_64")]
@@ -135,11 +168,7 @@ impl Kernel {
         translations: &mut [StoredTranslation],
         rotations: &mut [StoredRotation],
     ) -> BonePass {
-        let n = bones.len();
-        assert!(
-            n > 0 && reach.len() == n && translations.len() == n && rotations.len() == n,
-            "bone pass slices must be non-empty and of one length"
-        );
+        assert_one_length(bones, reach, translations, rotations);
         if !x86::LAYOUT_MATCHES {
             return portable(bones, reach, translations, rotations);
         }

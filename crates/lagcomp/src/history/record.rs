@@ -2,7 +2,7 @@
 
 use glam::{Vec3, Vec3A};
 
-use super::bone_pass::{BonePass, Kernel};
+use super::bone_pass::{BonePass, BonePassFn, Kernel};
 use super::{
     EntityFrame, EntityId, EntitySlot, EntityState, FrameMeta, History, Life, RecordError,
     StoredRotation, StoredTranslation,
@@ -226,12 +226,7 @@ fn record_entity(
     id: EntityId,
     bones: &[BoneTransform],
     state: EntityState,
-    bone_pass: impl FnOnce(
-        &[BoneTransform],
-        &[[f32; 4]],
-        &mut [StoredTranslation],
-        &mut [StoredRotation],
-    ) -> BonePass,
+    bone_pass: impl BonePassFn,
 ) -> Result<NodeBox, RecordError> {
     let FrameSlot {
         seq,
@@ -436,12 +431,7 @@ impl FrameRecorder<'_> {
         id: EntityId,
         bones: &[BoneTransform],
         state: EntityState,
-        bone_pass: impl FnOnce(
-            &[BoneTransform],
-            &[[f32; 4]],
-            &mut [StoredTranslation],
-            &mut [StoredRotation],
-        ) -> BonePass,
+        bone_pass: impl BonePassFn,
     ) -> Result<(), RecordError> {
         let history = &mut *self.history;
         let index = history.active_index(id)?;
@@ -513,13 +503,7 @@ impl FrameRecorder<'_> {
         &mut self,
         entities: &[(EntityId, EntityState)],
         bones: &[BoneTransform],
-        bone_pass: impl Fn(
-            &[BoneTransform],
-            &[[f32; 4]],
-            &mut [StoredTranslation],
-            &mut [StoredRotation],
-        ) -> BonePass
-        + Copy,
+        bone_pass: impl BonePassFn,
     ) -> Result<(), RecordError> {
         let history = &mut *self.history;
         let at = FrameSlot::of(history, self.seq);
