@@ -46,6 +46,14 @@ pub const WARM_UP: f64 = 2.0;
 /// [`crate::server::rules`]): a steady rate is never faster.
 pub const RIFLE_INTERVAL: f64 = 0.1;
 
+/// The least time an honest brain lets pass between the times two of its shots claim
+/// ([`BotBrain::spaced`]): 97 % of the rifle's interval. The server allows 95 %
+/// (`Policy::fire_rate_slack`, 5 % by default); the two points between are margin for the
+/// claim's `f32` fraction. Holding shots to the full interval instead held a third of
+/// them for a frame (the drawn time runs a little slower than the local clock while the
+/// round-trip estimate grows) and cost 5 % of the fire rate.
+pub const CLAIM_SPACING: f64 = 0.97 * RIFLE_INTERVAL;
+
 /// The pause a player takes between shots beyond the weapon's 0.1 s, seconds: uniform in
 /// this range.
 pub const HUMAN_PAUSE: (f64, f64) = (0.02, 0.5);
@@ -215,6 +223,11 @@ pub struct BotBrain {
     pause: (f64, f64),
     /// Seconds between shots when firing at a steady rate for a load test.
     steady: Option<f64>,
+    /// The server time the last shot claimed (`NEG_INFINITY` before the first).
+    last_claimed: f64,
+    /// Set when an honest shot was held back for the weapon's spacing
+    /// ([`BotBrain::spaced`]): the caller tries again next frame.
+    held: bool,
 }
 
 impl BotBrain {
@@ -242,6 +255,8 @@ impl BotBrain {
             newest_time: f64::NEG_INFINITY,
             next_seq: 1,
             next_fire: f64::NEG_INFINITY,
+            last_claimed: f64::NEG_INFINITY,
+            held: false,
             target: 0,
             target_since: 0.0,
             aim: Quat::IDENTITY,
@@ -502,6 +517,7 @@ impl BotBrain {
             _ => protected == Some(false) && !self.protected_near_line(me, eye, chest),
         };
         if self.firing && now >= WARM_UP && settled && allowed && local >= self.next_fire {
+            let due = self.next_fire;
             // The fast shot of a pair is the cheat only while it is faster than the weapon
             // allows; one held back longer (no target in view) starts a new pair.
             let fast = self.tapped.is_some_and(|first| local - first < 0.05);
@@ -540,6 +556,8 @@ impl BotBrain {
                     self.sender.fire(seq, claim);
                 }
                 *fired = Some(shot);
+            } else if std::mem::take(&mut self.held) {
+                self.next_fire = due;
             }
         }
     }
@@ -578,6 +596,7 @@ impl BotBrain {
         if !(self.firing && now >= WARM_UP && local >= self.next_fire) {
             return;
         }
+        let due = self.next_fire;
         // From when the shot was due, not from now, so a late frame does not slow the rate;
         // never sooner than the weapon allows after this shot.
         self.next_fire = if self.next_fire.is_finite() {
@@ -598,6 +617,8 @@ impl BotBrain {
             input.aim = self.reported_aim();
             self.sender.fire(shot.seq, claim);
             *fired = Some(shot);
+        } else if std::mem::take(&mut self.held) {
+            self.next_fire = due;
         }
     }
 
@@ -621,12 +642,51 @@ impl BotBrain {
             Stamp::Ticks { from, to, fraction } => RenderTime::Ticks { from, to, fraction },
             Stamp::Extrapolated { .. } => return None,
         };
+        let at = self.claimed_at(shown, render_time);
+        if !self.spaced(at) {
+            return None;
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
         let claim = self.claim(seq, render_time, eye, direction, hit);
         let clean_view = matches!(view, View::Exact { .. } | View::Interpolated { .. });
         let shot = self.fired(&claim, hit, shown, clean_view, false);
         Some((claim, shot))
+    }
+
+    /// The server time `render_time` names, as this client can tell it from the snapshots
+    /// of the remote in slot `shown` (whose view stamped the shot); `None` when a tick is
+    /// no longer held.
+    fn claimed_at(&self, shown: usize, render_time: RenderTime) -> Option<f64> {
+        match render_time {
+            RenderTime::Time(t) => Some(t),
+            RenderTime::Ticks { from, to, fraction } => {
+                let buffer = &self.remotes[shown].buffer;
+                let (a, b) = (buffer.time_of(from)?, buffer.time_of(to)?);
+                Some(a + (b - a) * f64::from(fraction))
+            }
+        }
+    }
+
+    /// Whether an honest shot claiming server time `at` comes [`CLAIM_SPACING`] or more
+    /// after the last shot claimed; if not, it is held for a frame ([`BotBrain::held`])
+    /// and `false` returned. The server spaces shots by their claimed times (its fire-rate check), and
+    /// the render timeline those come from slews with the clock estimate and the
+    /// interpolation delay (one late pong moves the round trip by milliseconds), so a shot
+    /// fired a full interval after the last on the local clock could claim a time closer
+    /// than the weapon allows and be rejected. A time this client cannot tell is let
+    /// through: the server's time check judges it. Records `at` as the last claimed when
+    /// the shot may go.
+    fn spaced(&mut self, at: Option<f64>) -> bool {
+        let Some(at) = at else {
+            return true;
+        };
+        if at < self.last_claimed + CLAIM_SPACING {
+            self.held = true;
+            return false;
+        }
+        self.last_claimed = at;
+        true
     }
 
     /// The claim of a rifle shot this client fires, naming what it hit (`hit`: the remote's
@@ -832,6 +892,10 @@ impl BotBrain {
             (None, Stamp::Ticks { from, to, fraction }) => RenderTime::Ticks { from, to, fraction },
             (None, Stamp::Extrapolated { .. }) => RenderTime::Time(render),
         };
+        let at = self.claimed_at(shown, render_time);
+        if cheat.is_none() && !self.spaced(at) {
+            return None;
+        }
         let clean_view = matches!(view, View::Exact { .. } | View::Interpolated { .. });
         let seq = if cheat == Some(Cheat::Replay) {
             1
