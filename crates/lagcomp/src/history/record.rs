@@ -105,16 +105,22 @@ impl History {
                     continue;
                 }
                 let (metas, frames) = (&metas[..self.capacity], &slot.frames[..self.capacity]);
-                tree.set_leaf_in_every_frame(index, |ring| {
-                    // `recorded_at`; a ring slot not holding a frame yet has sequence 0.
-                    let seq = metas[ring].seq;
-                    let frame = &frames[ring];
-                    if seq != 0 && seq <= slot.last_seq && frame.seq == seq as u32 {
-                        NodeBox::new(frame.bounds_min, frame.bounds_max)
-                    } else {
-                        NodeBox::EMPTY
-                    }
-                });
+                let last_seq = slot.last_seq;
+                tree.set_leaf_in_every_frame(
+                    index,
+                    metas.iter().zip(frames).map(|(meta, frame)| {
+                        // `recorded_at`; a ring slot not holding a frame yet has sequence 0.
+                        let seq = meta.seq;
+                        let recorded = seq != 0 && seq <= last_seq && frame.seq == seq as u32;
+                        // Both computed, one kept: a select rather than branches.
+                        let recorded_box = NodeBox::new(frame.bounds_min, frame.bounds_max);
+                        if recorded {
+                            recorded_box
+                        } else {
+                            NodeBox::EMPTY
+                        }
+                    }),
+                );
             }
             for seq in self.oldest_seq()..=newest {
                 let previous = (seq > self.oldest_seq()).then(|| self.ring(seq - 1));
