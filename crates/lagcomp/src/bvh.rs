@@ -1211,6 +1211,33 @@ impl TemporalBvh {
 /// Writes every internal node's box into its parent's lane, children before parents,
 /// keeping the items' boxes as they are.
 fn refit_internal(parent_lane: &[u32], boxes: &mut [ChildBoxes]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        unsafe { refit_internal_avx2(parent_lane, boxes) };
+        return;
+    }
+    refit_internal_with(parent_lane, boxes);
+}
+
+/// [`refit_internal`] compiled for AVX2: the same unions (the same SSE operations), in the
+/// VEX encoding.
+///
+/// PERF: three-operand instructions drop the register copies the two-operand SSE forms
+/// need around the union's interleaves: callgrind, 64 entities, 54 -> 44 instructions per
+/// node.
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn refit_internal_avx2(parent_lane: &[u32], boxes: &mut [ChildBoxes]) {
+    refit_internal_with(parent_lane, boxes);
+}
+
+/// The body of [`refit_internal`].
+#[inline(always)]
+fn refit_internal_with(parent_lane: &[u32], boxes: &mut [ChildBoxes]) {
     for (node, &link) in parent_lane.iter().enumerate().skip(1).rev() {
         let union = boxes[node].union();
         boxes[(link >> 2) as usize].set_lane((link & 3) as usize, &union);
