@@ -222,7 +222,7 @@ impl FrameSlot {
     }
 }
 
-/// Records an active entity's slot (handle `id`, slot `index`) into the frame `at` and
+/// Records an active entity's slot (handle `id`) into the frame `at` and
 /// its box into its leaf of `tree`: the body of both ways of recording, once the handle is
 /// known to be good. The caller updates the lag-compensation list.
 ///
@@ -233,7 +233,6 @@ impl FrameSlot {
 fn record_entity(
     slot: &mut EntitySlot,
     tree: &mut TemporalBvh,
-    index: usize,
     at: FrameSlot,
     id: EntityId,
     bones: &[BoneTransform],
@@ -303,7 +302,7 @@ fn record_entity(
     }
     // The frame was cleared and the entity not recorded in it yet: its leaf is empty,
     // and growing it is setting it.
-    tree.grow_leaf(ring, index, NodeBox::new(min, max));
+    tree.grow_leaf(ring, id.index() as usize, NodeBox::new(min, max));
     Ok(())
 }
 
@@ -479,7 +478,6 @@ impl FrameRecorder<'_> {
         record_entity(
             &mut history.slots[index],
             &mut history.tree,
-            index,
             at,
             id,
             bones,
@@ -572,7 +570,7 @@ impl FrameRecorder<'_> {
                 prefetch_rows(ahead, at.ring);
             }
             let slot = &mut slots[index];
-            match record_entity(slot, tree, index, at, id, own, state, bone_pass) {
+            match record_entity(slot, tree, at, id, own, state, bone_pass) {
                 Ok(()) => {
                     if !state.lag_compensated {
                         mark_uncompensated(uncompensated, index, at.seq);
