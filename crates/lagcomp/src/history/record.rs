@@ -222,9 +222,9 @@ impl FrameSlot {
     }
 }
 
-/// Records an active entity's slot (handle `id`) into the frame `at` and
-/// its box into its leaf of `tree`: the body of both ways of recording, once the handle is
-/// known to be good. The caller updates the lag-compensation list.
+/// Records an active entity's slot (handle `id`) into the frame `at`, and its box into its
+/// leaf of `tree`: the body of both ways of recording, once the handle is known to be
+/// good. The caller updates the lag-compensation list.
 ///
 /// PERF: the leaf is written here rather than returned: a `Result<NodeBox, _>` lived on
 /// the stack across the batch loop (its box shuffled into place byte by byte), about ten
