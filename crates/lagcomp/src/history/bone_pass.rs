@@ -41,7 +41,8 @@ pub(super) struct BonePass {
 }
 
 /// A bone pass as a recorder takes it: [`Kernel::run`] with a chosen kernel, or one kernel
-/// called directly (bones, their reach, the translation and rotation lanes to fill).
+/// called directly (bones, their reach, the translation and rotation lanes to fill; the
+/// translation lane has one element more, see [`Kernel::run`]).
 pub(super) trait BonePassFn:
     Fn(&[BoneTransform], &[[f32; 4]], &mut [StoredTranslation], &mut [StoredRotation]) -> BonePass
     + Copy
@@ -59,7 +60,8 @@ impl<F> BonePassFn for F where
 {
 }
 
-/// The slices of one pass are one bone each: non-empty (a rig has a bone) and of one length.
+/// The slices of one pass are one bone each: non-empty (a rig has a bone) and of one length,
+/// but for the translations, which have one more (the element the pass may spill into).
 ///
 /// # Panics
 /// If they are not.
@@ -72,8 +74,8 @@ fn assert_one_length(
 ) {
     let n = bones.len();
     assert!(
-        n > 0 && reach.len() == n && translations.len() == n && rotations.len() == n,
-        "bone pass slices must be non-empty and of one length"
+        n > 0 && reach.len() == n && translations.len() == n + 1 && rotations.len() == n,
+        "bone pass slices must be non-empty and of one length (translations one more)"
     );
 }
 
@@ -124,9 +126,15 @@ impl Kernel {
     /// Copies `bones` into `translations` and `rotations`, checks them and bounds them
     /// (`reach[i]`, the bone's reach in four lanes, around bone `i`).
     ///
+    /// `translations` holds the row and one element after it (the next row's first
+    /// translation, or a spare at the end of the lane): the x86_64 kernels store each
+    /// translation as 16 bytes, so the row's last store writes the first float after the
+    /// row; they put back the bits it held before returning. Every other element outside
+    /// the row is untouched.
+    ///
     /// # Panics
-    /// If the four slices differ in length or are empty (the recorder slices them to the
-    /// rig's bone count, which is at least one).
+    /// If the slices are empty or their lengths do not match (the recorder slices them to
+    /// the rig's bone count, which is at least one).
     #[inline]
     pub(super) fn run(
         self,
@@ -193,6 +201,7 @@ fn portable(
     rotations: &mut [StoredRotation],
 ) -> BonePass {
     let n = bones.len();
+    // The element after the row (`translations[n]`) is not written.
     let (translations, rotations, reach) =
         (&mut translations[..n], &mut rotations[..n], &reach[..n]);
     let max_coordinate = Vec3A::splat(MAX_COORDINATE);
@@ -249,8 +258,10 @@ mod x86 {
     //! 16, scale at 28, 48 bytes with padding from 40) as three unaligned 16-byte loads that
     //! touch only its 40 initialised bytes: `q` = rotation, `a` = translation and scale.x
     //! (bytes 16..32), `b` = translation.z and scale (bytes 24..40). A translation is
-    //! stored as the 16 bytes of `a`; the fourth float lands on the next bone's slot, which
-    //! the next store overwrites, so the row's last bone is stored as 8 + 4 bytes instead.
+    //! stored as the 16 bytes of `a`: the fourth float lands on the next bone's slot, which
+    //! the next store overwrites, and the row's last store lands on the element after the
+    //! row, whose first float the kernel saves before the row and puts back after it (one
+    //! load and one store per entity, instead of a separate last group storing 8 + 4 bytes).
 
     use std::arch::x86_64::*;
     use std::mem::{align_of, offset_of, size_of};
@@ -279,27 +290,6 @@ mod x86 {
     const MAX_COORDINATE_BITS: i32 = MAX_COORDINATE.to_bits() as i32;
     const ABS_MASK: i32 = 0x7fff_ffff;
     const ONE_BITS: i32 = 1.0_f32.to_bits() as i32;
-
-    /// Stores the translation in lanes 0..3 of `a` as bone `i` of `out` (`n` bones).
-    ///
-    /// # Safety
-    /// `out` points to `n` writable `StoredTranslation`s and `i < n`.
-    #[target_feature(enable = "sse2")]
-    #[inline]
-    unsafe fn store_translation(out: *mut f32, i: usize, n: usize, a: __m128) {
-        // SAFETY: bone `i` occupies floats `3i..3i + 3` of `out`; a 16-byte store also
-        // writes float `3i + 3`, which is bone `i + 1`'s first and still inside `out` when
-        // `i + 1 < n` (its own store comes later and overwrites it).
-        unsafe {
-            let slot = out.add(3 * i);
-            if i + 1 < n {
-                _mm_storeu_ps(slot, a);
-            } else {
-                _mm_storel_epi64(slot.cast::<__m128i>(), _mm_castps_si128(a));
-                _mm_store_ss(slot.add(2), _mm_movehl_ps(a, a));
-            }
-        }
-    }
 
     /// The squared norms of four rotations, `((x² + y²) + z²) + w²` each, in one register
     /// (the portable kernel's transpose and sums, exactly).
@@ -350,7 +340,8 @@ mod x86 {
     /// One bone per 128-bit register.
     ///
     /// # Safety
-    /// `LAYOUT_MATCHES`, and the four slices have the same non-zero length.
+    /// `LAYOUT_MATCHES`; `bones`, `reach` and `rotations` have the same non-zero length `n`
+    /// and `translations` has `n + 1` elements.
     #[target_feature(enable = "sse2")]
     pub(super) unsafe fn sse2(
         bones: &[BoneTransform],
@@ -362,6 +353,8 @@ mod x86 {
         let src = bones.as_ptr().cast::<f32>();
         let t_out = translations.as_mut_ptr().cast::<f32>();
         let r_out = rotations.as_mut_ptr().cast::<f32>();
+        // SAFETY: `translations` has `n + 1` elements: float `3n` is the first of the last.
+        let spilled = unsafe { t_out.add(3 * n).read() };
         let abs_mask = _mm_castsi128_ps(_mm_set1_epi32(ABS_MASK));
         let max_coordinate = _mm_set1_ps(MAX_COORDINATE);
         let one = _mm_set1_ps(1.0);
@@ -370,13 +363,12 @@ mod x86 {
         let mut in_range = _mm_castsi128_ps(_mm_set1_epi32(-1));
         let mut scale_off = _mm_setzero_ps();
         let mut norms_ok = _mm_castsi128_ps(_mm_set1_epi32(-1));
-        // One bone: copy, range and scale checks, bounds. Returns its rotation. `spill`:
-        // bone `i` is not the last, so its translation may be stored as 16 bytes (a
-        // constant at every call, so the branch folds away).
-        let mut bone = |i: usize, spill: bool| -> __m128 {
+        // One bone: copy, range and scale checks, bounds. Returns its rotation.
+        let mut bone = |i: usize| -> __m128 {
             // SAFETY: `i < n`, so bone `i`'s bytes 0..40 (its fields, all initialised
-            // floats) are inside `bones`, and `reach`, `translations`, `rotations` have `n`
-            // elements (caller's contract); `spill` only when `i + 1 < n`.
+            // floats) are inside `bones`, and `reach` and `rotations` have `n` elements; the
+            // 16-byte translation store writes floats `3i..3i + 4` of `translations`, which
+            // has `n + 1` elements (caller's contract).
             unsafe {
                 let p = src.add(i * STRIDE);
                 let q = _mm_loadu_ps(p);
@@ -384,11 +376,7 @@ mod x86 {
                 let b = _mm_loadu_ps(p.add(6));
                 let r = _mm_loadu_ps(reach.as_ptr().add(i).cast::<f32>());
                 _mm_storeu_ps(r_out.add(4 * i), q);
-                if spill {
-                    _mm_storeu_ps(t_out.add(3 * i), a);
-                } else {
-                    store_translation(t_out, i, n, a);
-                }
+                _mm_storeu_ps(t_out.add(3 * i), a);
                 in_range = _mm_and_ps(
                     in_range,
                     _mm_cmple_ps(_mm_and_ps(a, abs_mask), max_coordinate),
@@ -403,20 +391,17 @@ mod x86 {
         let whole = n - n % 4;
         let mut i = 0;
         while i < whole {
-            let (q0, q1, q2) = (bone(i, true), bone(i + 1, true), bone(i + 2, true));
-            let q3 = if i + 4 < n {
-                bone(i + 3, true)
-            } else {
-                bone(i + 3, false)
-            };
+            let (q0, q1, q2, q3) = (bone(i), bone(i + 1), bone(i + 2), bone(i + 3));
             norms_ok = _mm_and_ps(norms_ok, unit_lanes(norms4(q0, q1, q2, q3)));
             i += 4;
         }
         let mut tail_ok = true;
         while i < n {
-            tail_ok &= tail_norm_ok(bone(i, false));
+            tail_ok &= tail_norm_ok(bone(i));
             i += 1;
         }
+        // SAFETY: as above; the row's last store wrote over float `3n`, put back here.
+        unsafe { t_out.add(3 * n).write(spilled) };
         // Lane 3 of `in_range` checked scale.x against the coordinate range: a unit scale
         // passes, anything else fails the scale check anyway.
         let scale_unit = unit_scale_lanes(scale_off);
@@ -431,8 +416,8 @@ mod x86 {
         }
     }
 
-    /// What the AVX2 kernel accumulates over the groups of four bones, two bones per
-    /// register.
+    /// What the AVX2 kernel accumulates, two bones per register (each 128-bit half as one
+    /// bone's lanes).
     struct Avx2Acc {
         lo: __m256,
         hi: __m256,
@@ -444,18 +429,45 @@ mod x86 {
         /// norms; see [`UNIT_NORM_BITS`]).
         norm_min: __m256i,
         norm_max: __m256i,
+        /// Constants, kept in registers across the groups (LLVM otherwise reloads them in
+        /// every group).
+        abs_mask: __m256i,
+        one: __m256i,
     }
 
-    /// Bones `i..i + 4`. `LAST`: bone `i + 3` is the row's last (its translation is then
-    /// stored as 8 + 4 bytes, so that nothing is written past the row).
+    impl Avx2Acc {
+        /// Copy, range and scale checks and bounds of the bones in the halves of `a` and
+        /// `b` (translation and scale, as loaded), with their reaches `r`.
+        ///
+        /// # Safety
+        /// The CPU supports AVX2 and the caller is compiled with it.
+        #[inline(always)]
+        unsafe fn add(&mut self, a: __m256, b: __m256, r: __m256) {
+            // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+            unsafe {
+                self.largest = _mm256_max_epu32(
+                    self.largest,
+                    _mm256_and_si256(_mm256_castps_si256(a), self.abs_mask),
+                );
+                self.scale_off = _mm256_or_si256(
+                    self.scale_off,
+                    _mm256_xor_si256(_mm256_castps_si256(b), self.one),
+                );
+                self.lo = _mm256_min_ps(self.lo, _mm256_sub_ps(a, r));
+                self.hi = _mm256_max_ps(self.hi, _mm256_add_ps(a, r));
+            }
+        }
+    }
+
+    /// Bones `i..i + 4`.
     ///
     /// # Safety
     /// The CPU supports AVX2 (and the caller is compiled with it, for the intrinsics to be
-    /// inlined); with `n` bones in the row, `i + 4 < n`, or `i + 4 == n` and `LAST`; `src`
-    /// holds `n` `BoneTransform`s with `LAYOUT_MATCHES`, `reach` `n` splatted reaches (`4n`
-    /// floats), `t_out` and `r_out` `n` writable translations and rotations.
+    /// inlined); with `n` bones in the row, `i + 4 <= n`; `src` holds `n` `BoneTransform`s
+    /// with `LAYOUT_MATCHES`, `reach` `n` splatted reaches (`4n` floats), `t_out` `n + 1`
+    /// writable translations and `r_out` `n` writable rotations.
     #[inline(always)]
-    unsafe fn avx2_group<const LAST: bool>(
+    unsafe fn avx2_group(
         src: *const f32,
         reach: *const f32,
         t_out: *mut f32,
@@ -464,40 +476,22 @@ mod x86 {
         acc: &mut Avx2Acc,
     ) {
         // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
-        let (abs_mask, one) = unsafe { (_mm256_set1_epi32(ABS_MASK), _mm256_set1_epi32(ONE_BITS)) };
-        // SAFETY: as above.
         let mut rotations = unsafe { [_mm256_setzero_ps(); 2] };
         for (half, q_out) in rotations.iter_mut().enumerate() {
             let j = i + 2 * half;
             // SAFETY: bones `j` and `j + 1` (both `< n`): their initialised bytes 0..40 are
             // inside `src`, and their output slots inside the rows; the 16-byte translation
-            // store of bone `j + 1` spills onto bone `j + 2`, which exists unless `j + 1` is
-            // the last bone: `LAST` and the second half.
+            // store of bone `j + 1` spills onto the element after it, which `t_out` has.
             unsafe {
                 let p = src.add(j * STRIDE);
                 let q = _mm256_loadu2_m128(p.add(STRIDE), p);
                 let a = _mm256_loadu2_m128(p.add(STRIDE + 4), p.add(4));
                 let b = _mm256_loadu2_m128(p.add(STRIDE + 6), p.add(6));
                 _mm256_storeu_ps(r_out.add(4 * j), q);
-                let (a_low, a_high) = (_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
-                _mm_storeu_ps(t_out.add(3 * j), a_low);
-                if LAST && half == 1 {
-                    let slot = t_out.add(3 * j + 3);
-                    _mm_storel_epi64(slot.cast::<__m128i>(), _mm_castps_si128(a_high));
-                    _mm_store_ss(slot.add(2), _mm_movehl_ps(a_high, a_high));
-                } else {
-                    _mm_storeu_ps(t_out.add(3 * j + 3), a_high);
-                }
+                _mm_storeu_ps(t_out.add(3 * j), _mm256_castps256_ps128(a));
+                _mm_storeu_ps(t_out.add(3 * j + 3), _mm256_extractf128_ps::<1>(a));
                 // Bone `j`'s reach in the low four lanes, bone `j + 1`'s in the high four.
-                let r = _mm256_loadu_ps(reach.add(4 * j));
-                acc.largest = _mm256_max_epu32(
-                    acc.largest,
-                    _mm256_and_si256(_mm256_castps_si256(a), abs_mask),
-                );
-                acc.scale_off =
-                    _mm256_or_si256(acc.scale_off, _mm256_xor_si256(_mm256_castps_si256(b), one));
-                acc.lo = _mm256_min_ps(acc.lo, _mm256_sub_ps(a, r));
-                acc.hi = _mm256_max_ps(acc.hi, _mm256_add_ps(a, r));
+                acc.add(a, b, _mm256_loadu_ps(reach.add(4 * j)));
                 *q_out = q;
             }
         }
@@ -527,8 +521,8 @@ mod x86 {
     /// Two bones per 256-bit register (bones `i` and `i + 1` in the low and high halves).
     ///
     /// # Safety
-    /// The CPU supports AVX2, `LAYOUT_MATCHES`, and the four slices have the same non-zero
-    /// length.
+    /// The CPU supports AVX2, `LAYOUT_MATCHES`, `bones`, `reach` and `rotations` have the
+    /// same non-zero length `n` and `translations` has `n + 1` elements.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn avx2(
         bones: &[BoneTransform],
@@ -545,7 +539,8 @@ mod x86 {
     /// PERF: a `#[target_feature]` function cannot be `#[inline(always)]`, and LLVM found
     /// this one too large to inline on its own: the call, its spills and its result cost
     /// about 50 instructions per entity. Without the attribute it inlines into the AVX2
-    /// recorder, whose feature set then covers the intrinsics.
+    /// recorder, whose feature set then covers the intrinsics. The checks are decided on
+    /// the 256-bit accumulators (one mask of eight lanes), without reducing them first.
     ///
     /// # Safety
     /// As [`avx2`]; call it only from code compiled with AVX2 (elsewhere the intrinsics are
@@ -562,6 +557,8 @@ mod x86 {
         let reach_ptr = reach.as_ptr().cast::<f32>();
         let t_out = translations.as_mut_ptr().cast::<f32>();
         let r_out = rotations.as_mut_ptr().cast::<f32>();
+        // SAFETY: `translations` has `n + 1` elements: float `3n` is the first of the last.
+        let spilled = unsafe { t_out.add(3 * n).read() };
         // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
         let mut acc = unsafe {
             Avx2Acc {
@@ -571,86 +568,66 @@ mod x86 {
                 scale_off: _mm256_setzero_si256(),
                 norm_min: _mm256_set1_epi32(-1),
                 norm_max: _mm256_setzero_si256(),
+                abs_mask: _mm256_set1_epi32(ABS_MASK),
+                one: _mm256_set1_epi32(ONE_BITS),
             }
         };
-        let whole = n - n % 4;
-        // Groups before the one ending on the last bone (if any) store whole 16 bytes.
-        let not_last = if whole == n {
-            whole.saturating_sub(4)
-        } else {
-            whole
-        };
-        let mut i = 0;
-        while i < not_last {
-            // SAFETY: `i + 4 <= not_last < n`: the last bone is not in this group.
-            unsafe { avx2_group::<false>(src, reach_ptr, t_out, r_out, i, &mut acc) };
-            i += 4;
+        for group in 0..n / 4 {
+            // SAFETY: `4 * group + 4 <= n`, and the rest is the caller's contract.
+            unsafe { avx2_group(src, reach_ptr, t_out, r_out, 4 * group, &mut acc) };
         }
-        if i < whole {
-            // SAFETY: `i + 4 == whole == n`.
-            unsafe { avx2_group::<true>(src, reach_ptr, t_out, r_out, i, &mut acc) };
-            i += 4;
-        }
+        let mut i = n - n % 4;
         // SAFETY: the reads and writes of bones `i..n` are in bounds as in `sse2`; every
         // other intrinsic only touches registers, and the caller's contract gives AVX2.
         unsafe {
-            let low = |v: __m256| _mm256_castps256_ps128(v);
-            let high = |v: __m256| _mm256_extractf128_ps::<1>(v);
-            let low_i = |v: __m256i| _mm256_castsi256_si128(v);
-            let high_i = |v: __m256i| _mm256_extracti128_si256::<1>(v);
-            let mut lo = _mm_min_ps(low(acc.lo), high(acc.lo));
-            let mut hi = _mm_max_ps(low(acc.hi), high(acc.hi));
-            let mut largest = _mm_max_epu32(low_i(acc.largest), high_i(acc.largest));
-            let mut scale_off =
-                _mm_castsi128_ps(_mm_or_si128(low_i(acc.scale_off), high_i(acc.scale_off)));
-            let norm_min = _mm_min_epu32(low_i(acc.norm_min), high_i(acc.norm_min));
-            let norm_max = _mm_max_epu32(low_i(acc.norm_max), high_i(acc.norm_max));
             let mut tail_ok = true;
             while i < n {
+                // The bone in both halves: the accumulators take it as they take a group's.
                 let p = src.add(i * STRIDE);
                 let q = _mm_loadu_ps(p);
-                let a = _mm_loadu_ps(p.add(4));
-                let b = _mm_loadu_ps(p.add(6));
-                let r = _mm_loadu_ps(reach_ptr.add(4 * i));
+                let a = _mm256_loadu2_m128(p.add(4), p.add(4));
+                let b = _mm256_loadu2_m128(p.add(6), p.add(6));
+                let r = _mm256_loadu2_m128(reach_ptr.add(4 * i), reach_ptr.add(4 * i));
                 _mm_storeu_ps(r_out.add(4 * i), q);
-                store_translation(t_out, i, n, a);
-                largest = _mm_max_epu32(
-                    largest,
-                    _mm_and_si128(_mm_castps_si128(a), _mm_set1_epi32(ABS_MASK)),
-                );
-                scale_off = _mm_or_ps(scale_off, _mm_xor_ps(b, _mm_set1_ps(1.0)));
-                lo = _mm_min_ps(lo, _mm_sub_ps(a, r));
-                hi = _mm_max_ps(hi, _mm_add_ps(a, r));
+                _mm_storeu_ps(t_out.add(3 * i), _mm256_castps256_ps128(a));
+                acc.add(a, b, r);
                 tail_ok &= tail_norm_ok(q);
                 i += 1;
             }
-            // Lane 3 of `largest` is scale.x: a unit scale is in range, anything else fails
-            // the scale check anyway.
-            let out_of_range = _mm_cmpgt_epi32(largest, _mm_set1_epi32(MAX_COORDINATE_BITS));
-            let scale_unit = unit_scale_lanes(scale_off);
+            t_out.add(3 * n).write(spilled);
             let (low_bits, high_bits) = UNIT_NORM_BITS;
-            let norms_unit = _mm_and_si128(
-                _mm_cmpeq_epi32(
-                    _mm_max_epu32(norm_min, _mm_set1_epi32(low_bits as i32)),
-                    norm_min,
+            // Lane 3 of each half of `largest` is scale.x: a unit scale is in range,
+            // anything else fails the scale check anyway.
+            let out_of_range =
+                _mm256_cmpgt_epi32(acc.largest, _mm256_set1_epi32(MAX_COORDINATE_BITS));
+            let norms_unit = _mm256_and_si256(
+                _mm256_cmpeq_epi32(
+                    _mm256_max_epu32(acc.norm_min, _mm256_set1_epi32(low_bits as i32)),
+                    acc.norm_min,
                 ),
-                _mm_cmpeq_epi32(
-                    _mm_min_epu32(norm_max, _mm_set1_epi32(high_bits as i32)),
-                    norm_max,
+                _mm256_cmpeq_epi32(
+                    _mm256_min_epu32(acc.norm_max, _mm256_set1_epi32(high_bits as i32)),
+                    acc.norm_max,
                 ),
             );
-            let clean = _mm_movemask_epi8(out_of_range) == 0
-                && scale_unit == 0b1110
-                && _mm_movemask_ps(_mm_castsi128_ps(norms_unit)) & 0b0011 == 0b0011
-                && tail_ok;
+            let scale_unit = _mm256_cmpeq_epi32(acc.scale_off, _mm256_setzero_si256());
+            // Lanes that hold no norm (2, 3 of each half) or no scale (0) pass those checks.
+            let norms_unit =
+                _mm256_or_si256(norms_unit, _mm256_setr_epi32(0, 0, -1, -1, 0, 0, -1, -1));
+            let scale_unit =
+                _mm256_or_si256(scale_unit, _mm256_setr_epi32(-1, 0, 0, 0, -1, 0, 0, 0));
+            let passed =
+                _mm256_andnot_si256(out_of_range, _mm256_and_si256(norms_unit, scale_unit));
+            let clean = _mm256_movemask_ps(_mm256_castsi256_ps(passed)) == 0xff && tail_ok;
+            let low = |v: __m256| _mm256_castps256_ps128(v);
+            let high = |v: __m256| _mm256_extractf128_ps::<1>(v);
             BonePass {
-                lo: Vec3A::from(lo),
-                hi: Vec3A::from(hi),
+                lo: Vec3A::from(_mm_min_ps(low(acc.lo), high(acc.lo))),
+                hi: Vec3A::from(_mm_max_ps(low(acc.hi), high(acc.hi))),
                 clean,
             }
         }
     }
-
     /// The bit patterns of the smallest and largest `f32` `n` for which `|n - 1| <=`
     /// [`ROTATION_NORM_TOLERANCE`] in `f32` arithmetic: the unit-norm check of the AVX2
     /// kernel as two integer bounds (no subtraction per group).
@@ -786,7 +763,8 @@ pub(super) mod tests {
         let pass = kernel.run(
             bones,
             reach,
-            &mut t[GUARD..GUARD + n],
+            // The element after the row may be written, but must end as it was.
+            &mut t[GUARD..GUARD + n + 1],
             &mut r[GUARD..GUARD + n],
         );
         for k in (0..GUARD).chain(GUARD + n..n + 2 * GUARD) {

@@ -353,7 +353,8 @@ struct EntitySlot {
     life: Life,
     rig: Option<Arc<Rig>>,
     bone_count: usize,
-    /// `capacity * bone_count` bone translations, frame-major.
+    /// `capacity * bone_count` bone translations, frame-major, and one spare at the end
+    /// (recording's 16-byte stores spill onto the element after a row and put it back).
     translations: Vec<StoredTranslation>,
     /// `capacity * bone_count` bone rotations, frame-major.
     rotations: Vec<StoredRotation>,
@@ -493,7 +494,9 @@ impl History {
         slot.rig = Some(rig);
         slot.bone_count = bone_count;
         slot.translations.clear();
-        slot.translations.resize(capacity * bone_count, [0.0; 3]);
+        // One spare after the last row: see `bone_pass` (the rows' 16-byte stores).
+        slot.translations
+            .resize(capacity * bone_count + 1, [0.0; 3]);
         slot.rotations.clear();
         slot.rotations
             .resize(capacity * bone_count, [0.0, 0.0, 0.0, 1.0]);
