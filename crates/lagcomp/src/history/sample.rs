@@ -3,7 +3,9 @@
 
 use glam::{Vec3, Vec4};
 
-use super::{EntityState, History, StoredRotation, StoredTranslation, TELEPORTED};
+use super::{
+    ALIVE, EntityState, History, LAG_COMPENSATED, StoredRotation, StoredTranslation, TELEPORTED,
+};
 use crate::bvh::SpanRange;
 use crate::math::{Aabb, BoneTransform, lerp, slerp};
 use crate::time::{RewindError, RewindTarget, Tick, WindowPolicy, WindowSide};
@@ -109,6 +111,34 @@ impl EntitySample {
     #[inline]
     pub(crate) fn rewound(&self) -> bool {
         !matches!(self.kind, SampleKind::Present { .. })
+    }
+}
+
+/// Which stored frames an entity is rewound from at a bracket.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Pick {
+    /// The bracket is one frame, and the entity was recorded in it.
+    Exact(usize),
+    /// Blend these two frames by the bracket's alpha.
+    Blend(usize, usize),
+    /// One frame of the two, for this reason.
+    Nearest(usize, NearestReason),
+}
+
+/// An entity admitted by [`History::rewound_for_tree`]: ring slots of the frames to blend
+/// (equal when one frame is used) and the blend.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Rewound {
+    a: usize,
+    b: usize,
+    alpha: f32,
+}
+
+impl Rewound {
+    /// Whether two frames are blended ([`SampleKind::Interpolated`]).
+    #[inline]
+    pub(crate) fn blended(&self) -> bool {
+        self.a != self.b
     }
 }
 
@@ -339,35 +369,21 @@ impl History {
 
     #[inline]
     pub(crate) fn sample_rewound(&self, index: usize, bracket: &Bracket) -> Option<EntitySample> {
-        let (older, newer) = (bracket.older, bracket.newer);
-        let (a, b) = bracket.rings;
         let tick = |ring: usize| self.frames[ring].tick;
-        if older == newer {
-            return self
-                .recorded_at(index, older, a)
-                .then(|| self.single(index, a, SampleKind::Exact { tick: tick(a) }));
-        }
-        let slot = &self.slots[index];
-        let teleported_in = |seq: u64| {
-            self.recorded_in(index, seq) && slot.frames[self.ring(seq)].flags & TELEPORTED != 0
-        };
-        match (
-            self.recorded_at(index, older, a),
-            self.recorded_at(index, newer, b),
-        ) {
-            (true, true) => {
-                // A tick-pair target may span frames the client never saw; a teleport in
-                // any of them forbids the blend.
-                if (older + 1..=newer).any(teleported_in) {
-                    let ring = if bracket.alpha < 0.5 { a } else { b };
-                    let kind = SampleKind::Nearest {
-                        tick: tick(ring),
-                        reason: NearestReason::Teleport,
-                    };
-                    return Some(self.single(index, ring, kind));
-                }
+        Some(match self.pick(index, bracket)? {
+            Pick::Exact(ring) => self.single(index, ring, SampleKind::Exact { tick: tick(ring) }),
+            Pick::Nearest(ring, reason) => self.single(
+                index,
+                ring,
+                SampleKind::Nearest {
+                    tick: tick(ring),
+                    reason,
+                },
+            ),
+            Pick::Blend(a, b) => {
+                let slot = &self.slots[index];
                 let (fa, fb) = (&slot.frames[a], &slot.frames[b]);
-                Some(EntitySample {
+                EntitySample {
                     kind: SampleKind::Interpolated {
                         from: tick(a),
                         to: tick(b),
@@ -379,34 +395,106 @@ impl History {
                     // The state of the older frame holds until the newer one begins.
                     state: EntityState::from_frame(fa),
                     bounds: fa.bounds().union(&fb.bounds()),
-                })
+                }
             }
-            (true, false) => Some(self.single(
-                index,
-                a,
-                SampleKind::Nearest {
-                    tick: tick(a),
-                    reason: NearestReason::MissingNeighbour,
-                },
-            )),
+        })
+    }
+
+    /// Which of its stored frames the entity in slot `index` is rewound from at the
+    /// bracket's moment (`None`: it did not exist then). [`History::sample_rewound`] builds
+    /// its sample from this; a trace's tree walk decides on it without building one.
+    #[inline(always)]
+    fn pick(&self, index: usize, bracket: &Bracket) -> Option<Pick> {
+        let (older, newer) = (bracket.older, bracket.newer);
+        let (a, b) = bracket.rings;
+        if older == newer {
+            return self.recorded_at(index, older, a).then_some(Pick::Exact(a));
+        }
+        let slot = &self.slots[index];
+        let teleported_in = |seq: u64| {
+            self.recorded_in(index, seq) && slot.frames[self.ring(seq)].flags & TELEPORTED != 0
+        };
+        match (
+            self.recorded_at(index, older, a),
+            self.recorded_at(index, newer, b),
+        ) {
+            (true, true) => {
+                // A tick-pair target may span frames the client never saw; a teleport in
+                // any of them forbids the blend. (Between adjacent frames that is the newer
+                // one alone, known to be recorded at ring slot `b`.)
+                let teleported = if newer == older + 1 {
+                    slot.frames[b].flags & TELEPORTED != 0
+                } else {
+                    (older + 1..=newer).any(teleported_in)
+                };
+                if teleported {
+                    let ring = if bracket.alpha < 0.5 { a } else { b };
+                    return Some(Pick::Nearest(ring, NearestReason::Teleport));
+                }
+                Some(Pick::Blend(a, b))
+            }
+            (true, false) => Some(Pick::Nearest(a, NearestReason::MissingNeighbour)),
             // Before its first frame, or before appearing with a teleport, the entity did
             // not exist: a spawn is never pulled back in time.
             (false, true) if slot.first_seq >= newer || teleported_in(newer) => None,
-            (false, true) => Some(self.single(
-                index,
-                b,
-                SampleKind::Nearest {
-                    tick: tick(b),
-                    reason: NearestReason::MissingNeighbour,
-                },
-            )),
+            (false, true) => Some(Pick::Nearest(b, NearestReason::MissingNeighbour)),
             (false, false) => None,
+        }
+    }
+
+    /// The entity in slot `index` as a trace's walk over the entity tree needs it first:
+    /// the frames to read and how to blend them, when [`History::sample`] would rewind it
+    /// (lag compensation on: the tree walk leaves the others to the uncompensated list)
+    /// and it was alive and on one of `layers` then; `None` otherwise. The same decision
+    /// [`History::sample`] and a query's admission checks make, without building the
+    /// sample (kind, state, bounds): a trace rebuilds that only for the hit it keeps.
+    #[inline(always)]
+    pub(crate) fn rewound_for_tree(
+        &self,
+        index: usize,
+        bracket: &Bracket,
+        layers: u32,
+    ) -> Option<Rewound> {
+        let (a, b, state_ring) = match self.pick(index, bracket)? {
+            Pick::Exact(ring) | Pick::Nearest(ring, _) => (ring, ring, ring),
+            Pick::Blend(a, b) => (a, b, a),
+        };
+        let frame = &self.slots[index].frames[state_ring];
+        let wanted = ALIVE | LAG_COMPENSATED;
+        (frame.flags & wanted == wanted && frame.layers & layers != 0).then_some(Rewound {
+            a,
+            b,
+            alpha: if a == b { 0.0 } else { bracket.alpha },
+        })
+    }
+
+    /// The bounds [`History::sample`] gives an entity picked by
+    /// [`History::rewound_for_tree`]: over both frames when blended.
+    #[inline]
+    pub(crate) fn rewound_bounds(&self, index: usize, rewound: &Rewound) -> Aabb {
+        let frames = &self.slots[index].frames;
+        let bounds = frames[rewound.a].bounds();
+        if rewound.blended() {
+            bounds.union(&frames[rewound.b].bounds())
+        } else {
+            bounds
         }
     }
 
     /// The sampled entity's bones, ready for the per-hitbox loop of a query.
     #[inline(always)]
     pub(crate) fn view(&self, index: usize, sample: &EntitySample) -> EntityView<'_> {
+        self.view_of(index, sample.a, sample.b, sample.alpha)
+    }
+
+    /// [`History::view`] for an entity picked by [`History::rewound_for_tree`].
+    #[inline(always)]
+    pub(crate) fn rewound_view(&self, index: usize, rewound: &Rewound) -> EntityView<'_> {
+        self.view_of(index, rewound.a, rewound.b, rewound.alpha)
+    }
+
+    #[inline(always)]
+    fn view_of(&self, index: usize, a: usize, b: usize, alpha: f32) -> EntityView<'_> {
         let slot = &self.slots[index];
         let bc = slot.bone_count;
         let rows = |ring: usize| {
@@ -417,12 +505,12 @@ impl History {
             (!slot.scales.is_empty()).then(|| &slot.scales[ring * bc..(ring + 1) * bc])
         };
         EntityView {
-            a: rows(sample.a),
-            b: rows(sample.b),
-            scales_a: scale_rows(sample.a),
-            scales_b: scale_rows(sample.b),
-            alpha: sample.alpha,
-            single: sample.a == sample.b,
+            a: rows(a),
+            b: rows(b),
+            scales_a: scale_rows(a),
+            scales_b: scale_rows(b),
+            alpha,
+            single: a == b,
         }
     }
 
