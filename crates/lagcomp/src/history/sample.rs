@@ -612,7 +612,7 @@ impl EntityView<'_> {
     /// set: a pure prefilter that cannot change an answer. Whether the entity is blended is
     /// decided once for all its groups, and the groups' results are gathered before any is
     /// used: the branches per group were mispredicted often enough to matter.
-    #[inline]
+    #[inline(never)]
     pub(crate) fn cull_bones(
         &self,
         first: usize,
@@ -640,44 +640,64 @@ impl EntityView<'_> {
         line: &LineLanes,
         t_max: f32,
     ) -> u64 {
+        // PERF: whole groups of four walk exact chunks, and the last partial group (if any)
+        // is padded apart. A group that may run past the end on the same path made the
+        // compiler select every lane's address separately and load scalars (21 loads and
+        // shuffles per frame instead of 10).
+        let (ta, tb) = (&self.a.0[first..end], &self.b.0[first..end]);
+        let reach = &reach[first..end];
+        let carrying = &carrying[first / 4..];
         let mut mask = 0_u64;
-        for group in (first..end).step_by(4) {
-            let carried = u64::from(carrying[group / 4]);
+        let (ta4, _) = ta.as_chunks::<4>();
+        let (tb4, _) = tb.as_chunks::<4>();
+        let (reach4, _) = reach.as_chunks::<4>();
+        let groups = ta4.iter().zip(tb4).zip(reach4).zip(carrying);
+        for (g, (((ta, tb), reach), &carried)) in groups.enumerate() {
             if carried != 0 {
-                let kept = self.cull_group::<SINGLE>(group, reach, line, t_max);
-                mask |= (u64::from(kept) & carried) << (group - first);
+                let kept = self.cull_group::<SINGLE>(ta, tb, reach, line, t_max);
+                mask |= u64::from(kept & u32::from(carried)) << (4 * g);
+            }
+        }
+        let whole = (end - first) / 4 * 4;
+        if whole < end - first {
+            let carried = carrying[whole / 4];
+            if carried != 0 {
+                let ta = group_of_four(ta, whole);
+                let tb = group_of_four(tb, whole);
+                let reach = group_of_four(reach, whole);
+                let kept = self.cull_group::<SINGLE>(&ta, &tb, &reach, line, t_max);
+                mask |= u64::from(kept & u32::from(carried)) << whole;
             }
         }
         mask
     }
 
-    /// [`EntityView::cull_bones`] for bones `first..first + 4`.
+    /// [`EntityView::cull_bones`] for one group of four bones: their translations in the
+    /// two frames and their reaches.
     #[inline(always)]
     fn cull_group<const SINGLE: bool>(
         &self,
-        first: usize,
-        reach: &[f32],
+        ta: &[StoredTranslation; 4],
+        tb: &[StoredTranslation; 4],
+        reach: &[f32; 4],
         line: &LineLanes,
         t_max: f32,
     ) -> u32 {
-        let [ax, ay, az] = lanes_of_four(self.a.0, first);
         let [px, py, pz] = if SINGLE {
-            [ax, ay, az]
+            transpose(load_rows(ta))
         } else {
-            // `math::lerp`, lane by lane.
-            let [bx, by, bz] = lanes_of_four(self.b.0, first);
+            // `math::lerp`, element by element, before the transpose (which only moves
+            // elements): the same numbers as lerping lanes, for one transpose instead of two.
             let (wa, wb) = (Vec4::splat(1.0 - self.alpha), Vec4::splat(self.alpha));
-            [ax * wa + bx * wb, ay * wa + by * wb, az * wa + bz * wb]
+            let ([a0, a1, a2], [b0, b1, b2]) = (load_rows(ta), load_rows(tb));
+            transpose([a0 * wa + b0 * wb, a1 * wa + b1 * wb, a2 * wa + b2 * wb])
         };
         let (to_x, to_y, to_z) = (px - line.ox, py - line.oy, pz - line.oz);
         let (dx, dy, dz) = (line.dx, line.dy, line.dz);
         let along = to_x * dx + to_y * dy + to_z * dz;
         let (px, py, pz) = (to_x - dx * along, to_y - dy * along, to_z - dz * along);
         let off_line = px * px + py * py + pz * pz;
-        let reach = match reach.get(first..first + 4) {
-            Some(four) => Vec4::from_slice(four),
-            None => Vec4::from_array(group_of_four(reach, first)),
-        } + line.radius;
+        let reach = Vec4::from_array(*reach) + line.radius;
         let keep = along.cmpge(-reach)
             & (along - reach).cmple(Vec4::splat(t_max))
             & off_line.cmple(reach * reach);
@@ -716,28 +736,51 @@ impl LineLanes {
 
 /// The x, y and z coordinates of bones `first..first + 4` on four lanes each (the last
 /// bone repeated where the slice runs out; the caller masks those lanes off).
-#[inline(always)]
+#[cfg(test)]
 fn lanes_of_four(rows: &[StoredTranslation], first: usize) -> [Vec4; 3] {
     match rows.get(first..first + 4) {
-        Some(four) => transpose(four.try_into().expect("four rows")),
-        None => transpose(&group_of_four(rows, first)),
+        Some(four) => transpose(load_rows(four.try_into().expect("four rows"))),
+        None => transpose(load_rows(&group_of_four(rows, first))),
     }
 }
 
-/// Four points, from rows to lanes: `[xs, ys, zs]`.
-///
-/// PERF: on x86_64, three unaligned loads and seven shuffles (SSE, part of the baseline
-/// every x86_64 build targets) instead of twelve scalar loads and nine inserts.
+/// Four points' twelve coordinates on three vectors, as stored:
+/// `[x0 y0 z0 x1, y1 z1 x2 y2, z2 x3 y3 z3]`.
 #[inline(always)]
-fn transpose(rows: &[StoredTranslation; 4]) -> [Vec4; 3] {
+fn load_rows(rows: &[StoredTranslation; 4]) -> [Vec4; 3] {
+    let f: &[f32; 12] = rows.as_flattened().try_into().expect("four rows of three");
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::_mm_loadu_ps;
+        // PERF: vector loads spelled out: built from slices, the compiler folded the
+        // transpose's shuffles into twelve scalar loads and nine inserts.
+        // SAFETY: SSE is enabled on every x86_64 target (it is part of the baseline ABI);
+        // the unaligned loads read `f[0..4]`, `f[4..8]` and `f[8..12]` of a 12-float array.
+        unsafe {
+            [
+                _mm_loadu_ps(f.as_ptr()).into(),
+                _mm_loadu_ps(f.as_ptr().add(4)).into(),
+                _mm_loadu_ps(f.as_ptr().add(8)).into(),
+            ]
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let row = |k: usize| Vec4::from_slice(&f[4 * k..4 * k + 4]);
+        [row(0), row(1), row(2)]
+    }
+}
+
+/// Four points, from rows (as [`load_rows`] gives them) to lanes: `[xs, ys, zs]`.
+///
+/// PERF: on x86_64, seven shuffles (SSE, part of the baseline every x86_64 build targets)
+/// instead of twelve scalar loads and nine inserts.
+#[inline(always)]
+fn transpose([r0, r1, r2]: [Vec4; 3]) -> [Vec4; 3] {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{__m128, _mm_shuffle_ps};
-        let f = rows.as_flattened();
-        // r0 = x0 y0 z0 x1, r1 = y1 z1 x2 y2, r2 = z2 x3 y3 z3.
-        let r0: __m128 = Vec4::from_slice(&f[0..4]).into();
-        let r1: __m128 = Vec4::from_slice(&f[4..8]).into();
-        let r2: __m128 = Vec4::from_slice(&f[8..12]).into();
+        let (r0, r1, r2): (__m128, __m128, __m128) = (r0.into(), r1.into(), r2.into());
         // `_mm_shuffle_ps::<M>(a, b)` is `[a[M & 3], a[M >> 2 & 3], b[M >> 4 & 3], b[M >> 6]]`.
         // SAFETY: SSE is enabled on every x86_64 target (it is part of the baseline ABI);
         // the shuffles only move lanes between registers and touch no memory.
@@ -754,7 +797,9 @@ fn transpose(rows: &[StoredTranslation; 4]) -> [Vec4; 3] {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let lane = |axis: usize| Vec4::from_array(std::array::from_fn(|k| rows[k][axis]));
+        let f = [r0.to_array(), r1.to_array(), r2.to_array()];
+        let f = f.as_flattened();
+        let lane = |axis: usize| Vec4::from_array(std::array::from_fn(|k| f[3 * k + axis]));
         [lane(0), lane(1), lane(2)]
     }
 }
