@@ -294,8 +294,17 @@ impl History {
         // The float-to-int cast saturates (a negative place gives 0).
         let guess = (oldest + place as u64).min(newest - 1);
         let ring = self.ring(guess);
-        if self.frames[ring].time <= time && time < self.frames[self.next_ring(ring)].time {
-            return (guess, ring);
+        if self.frames[ring].time <= time {
+            let next = self.next_ring(ring);
+            if time < self.frames[next].time {
+                return (guess, ring);
+            }
+            // A time on a frame's own time often rounds to just below its place: then it
+            // is the next frame, checked against the one after it (which exists below the
+            // newest).
+            if guess + 1 < newest && time < self.frames[self.next_ring(next)].time {
+                return (guess + 1, next);
+            }
         }
         let (mut first, mut last) = (oldest, newest);
         while first < last {
