@@ -340,19 +340,21 @@ impl TraceContext<'_> {
         let hitboxes = rig.hitboxes();
         // Reports a hitbox placed at the target time, runs its exact test and keeps the
         // touch; returns the new reach.
-        let mut test = |i: usize, placed: PlacedShape, bone_scale: Vec3, t_max: f32| {
+        let report = |observer: &mut O, i: usize, placed: &PlacedShape| {
             let hitbox = &hitboxes[i];
-            if O::ENABLED {
-                let now = present
-                    .map(|p| hitbox.placed(&history.bone(index, &p, usize::from(hitbox.bone))));
-                observer.hitbox(id, hitbox, &placed, now.as_ref());
-            }
-            let Some(crossing) = placed
-                .cast_sphere_line(self.origin, self.dir, self.radius)
-                .and_then(|c| c.clip(t_max))
-            else {
-                return t_max;
-            };
+            let now =
+                present.map(|p| hitbox.placed(&history.bone(index, &p, usize::from(hitbox.bone))));
+            observer.hitbox(id, hitbox, placed, now.as_ref());
+        };
+        // Keeps a hitbox's crossing (within the current reach); returns the new reach.
+        // PERF: only crossings reach this closure, the exact test itself runs inline.
+        let mut keep = |observer: &mut O,
+                        i: usize,
+                        crossing: Crossing,
+                        placed: PlacedShape,
+                        bone_scale: Vec3,
+                        t_max: f32| {
+            let hitbox = &hitboxes[i];
             let touch = Touch {
                 entity: id,
                 index,
@@ -397,7 +399,13 @@ impl TraceContext<'_> {
                     bone = view.bone(bone_index);
                     cached_bone = bone_index;
                 }
-                t_max = test(i, hitbox.placed(&bone), bone.scale, t_max);
+                let placed = hitbox.placed(&bone);
+                if O::ENABLED {
+                    report(observer, i, &placed);
+                }
+                if let Some(crossing) = self.crossing(&placed, t_max) {
+                    t_max = keep(observer, i, crossing, placed, bone.scale, t_max);
+                }
             }
             return t_max;
         }
@@ -429,11 +437,25 @@ impl TraceContext<'_> {
                     {
                         continue;
                     }
-                    t_max = test(i, hitbox.placed(&bone), bone.scale, t_max);
+                    let placed = hitbox.placed(&bone);
+                    if O::ENABLED {
+                        report(observer, i, &placed);
+                    }
+                    if let Some(crossing) = self.crossing(&placed, t_max) {
+                        t_max = keep(observer, i, crossing, placed, bone.scale, t_max);
+                    }
                 }
             }
         }
         t_max
+    }
+
+    /// Where the trace crosses `placed` within `[0, t_max]`: a hitbox's exact test.
+    #[inline(always)]
+    fn crossing(&self, placed: &PlacedShape, t_max: f32) -> Option<Crossing> {
+        placed
+            .cast_sphere_line(self.origin, self.dir, self.radius)
+            .and_then(|c| c.clip(t_max))
     }
 
     /// Whether the trace passes within `reach` of `center` (grown by the trace's radius)
