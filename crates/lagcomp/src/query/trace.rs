@@ -225,6 +225,10 @@ fn first_wall(
     layers: u32,
 ) -> Option<StaticHit> {
     let (bvh, statics) = history.statics_bvh();
+    if statics.is_empty() {
+        // No walls registered: no tree to cast through.
+        return None;
+    }
     let (origin, dir) = (ray.origin(), ray.dir());
     let mut best: Option<StaticHit> = None;
     bvh.cast(origin, inv_dir, radius, ray.max_distance(), |i, t_max| {
