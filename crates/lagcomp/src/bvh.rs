@@ -805,14 +805,17 @@ impl WideRay {
     /// `inv_dir` never zero or NaN (see [`crate::math::ray_recip`]) that is the plane
     /// chosen by the direction's sign, bit for bit, because rounding is monotonic. An
     /// empty child (`+inf` planes) is entered at `+inf` and never passes.
+    ///
+    /// `GROWN` false skips adding the margin, for a margin of `+0.0` only (then the same).
     #[inline(always)]
-    fn enter(&self, boxes: &ChildBoxes, t_max: f32) -> (u32, Vec4) {
+    fn enter<const GROWN: bool>(&self, boxes: &ChildBoxes, t_max: f32) -> (u32, Vec4) {
+        let grown = |plane: Vec4| if GROWN { plane + self.margin } else { plane };
         let entry = |axis: usize| {
-            (boxes.plane(self.entry_side[axis], axis) + self.margin - self.entry_origin[axis])
+            (grown(boxes.plane(self.entry_side[axis], axis)) - self.entry_origin[axis])
                 * self.entry_inv[axis]
         };
         let exit = |axis: usize| {
-            (boxes.plane(1 - self.entry_side[axis], axis) + self.margin - self.exit_origin[axis])
+            (grown(boxes.plane(1 - self.entry_side[axis], axis)) - self.exit_origin[axis])
                 * self.exit_inv[axis]
         };
         let near = entry(0).max(entry(1)).max(entry(2)).max(Vec4::ZERO);
@@ -1079,16 +1082,22 @@ impl TemporalBvh {
             let Some(spans) = self.spans.get(range.first * n..(range.first + 1) * n) else {
                 return;
             };
-            self.walk(|i| &spans[i], &ray, t_max, visit);
+            // PERF: a ray (no margin) skips adding the margin, which is then `-0.0`: the
+            // identity for every float, so the same numbers for six fewer additions a node.
+            if margin.to_bits() == 0 {
+                self.walk::<_, false>(|i| &spans[i], &ray, t_max, visit);
+            } else {
+                self.walk::<_, true>(|i| &spans[i], &ray, t_max, visit);
+            }
         } else {
-            self.walk(|i| self.range_boxes(range, i), &ray, t_max, visit);
+            self.walk::<_, true>(|i| self.range_boxes(range, i), &ray, t_max, visit);
         }
     }
 
     /// The walk behind [`TemporalBvh::cast`], with node `i`'s child boxes `boxes(i)`
     /// (borrowed when stored, owned when computed over a range of frames).
     #[inline(always)]
-    fn walk<B: std::borrow::Borrow<ChildBoxes>>(
+    fn walk<B: std::borrow::Borrow<ChildBoxes>, const GROWN: bool>(
         &self,
         boxes: impl Fn(usize) -> B,
         ray: &WideRay,
@@ -1104,7 +1113,7 @@ impl TemporalBvh {
         let mut depth = 0;
         let mut node = 0_usize;
         loop {
-            let (mut mask, near) = ray.enter(boxes(node).borrow(), t_max);
+            let (mut mask, near) = ray.enter::<GROWN>(boxes(node).borrow(), t_max);
             let near = near.to_array();
             let links = &self.children[node];
             // Push the children passed, farthest first: a small insertion sort on the

@@ -3,7 +3,9 @@
 
 use glam::{Vec3, Vec4};
 
-use super::{EntityState, History, StoredRotation, StoredTranslation, TELEPORTED};
+use super::{
+    ALIVE, EntityState, History, LAG_COMPENSATED, StoredRotation, StoredTranslation, TELEPORTED,
+};
 use crate::bvh::SpanRange;
 use crate::math::{Aabb, BoneTransform, lerp, slerp};
 use crate::time::{RewindError, RewindTarget, Tick, WindowPolicy, WindowSide};
@@ -109,6 +111,34 @@ impl EntitySample {
     #[inline]
     pub(crate) fn rewound(&self) -> bool {
         !matches!(self.kind, SampleKind::Present { .. })
+    }
+}
+
+/// Which stored frames an entity is rewound from at a bracket.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Pick {
+    /// The bracket is one frame, and the entity was recorded in it.
+    Exact(usize),
+    /// Blend these two frames by the bracket's alpha.
+    Blend(usize, usize),
+    /// One frame of the two, for this reason.
+    Nearest(usize, NearestReason),
+}
+
+/// An entity admitted by [`History::rewound_for_tree`]: ring slots of the frames to blend
+/// (equal when one frame is used) and the blend.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Rewound {
+    a: usize,
+    b: usize,
+    alpha: f32,
+}
+
+impl Rewound {
+    /// Whether two frames are blended ([`SampleKind::Interpolated`]).
+    #[inline]
+    pub(crate) fn blended(&self) -> bool {
+        self.a != self.b
     }
 }
 
@@ -264,8 +294,17 @@ impl History {
         // The float-to-int cast saturates (a negative place gives 0).
         let guess = (oldest + place as u64).min(newest - 1);
         let ring = self.ring(guess);
-        if self.frames[ring].time <= time && time < self.frames[self.next_ring(ring)].time {
-            return (guess, ring);
+        if self.frames[ring].time <= time {
+            let next = self.next_ring(ring);
+            if time < self.frames[next].time {
+                return (guess, ring);
+            }
+            // A time on a frame's own time often rounds to just below its place: then it
+            // is the next frame, checked against the one after it (which exists below the
+            // newest).
+            if guess + 1 < newest && time < self.frames[self.next_ring(next)].time {
+                return (guess + 1, next);
+            }
         }
         let (mut first, mut last) = (oldest, newest);
         while first < last {
@@ -339,35 +378,21 @@ impl History {
 
     #[inline]
     pub(crate) fn sample_rewound(&self, index: usize, bracket: &Bracket) -> Option<EntitySample> {
-        let (older, newer) = (bracket.older, bracket.newer);
-        let (a, b) = bracket.rings;
         let tick = |ring: usize| self.frames[ring].tick;
-        if older == newer {
-            return self
-                .recorded_at(index, older, a)
-                .then(|| self.single(index, a, SampleKind::Exact { tick: tick(a) }));
-        }
-        let slot = &self.slots[index];
-        let teleported_in = |seq: u64| {
-            self.recorded_in(index, seq) && slot.frames[self.ring(seq)].flags & TELEPORTED != 0
-        };
-        match (
-            self.recorded_at(index, older, a),
-            self.recorded_at(index, newer, b),
-        ) {
-            (true, true) => {
-                // A tick-pair target may span frames the client never saw; a teleport in
-                // any of them forbids the blend.
-                if (older + 1..=newer).any(teleported_in) {
-                    let ring = if bracket.alpha < 0.5 { a } else { b };
-                    let kind = SampleKind::Nearest {
-                        tick: tick(ring),
-                        reason: NearestReason::Teleport,
-                    };
-                    return Some(self.single(index, ring, kind));
-                }
+        Some(match self.pick(index, bracket)? {
+            Pick::Exact(ring) => self.single(index, ring, SampleKind::Exact { tick: tick(ring) }),
+            Pick::Nearest(ring, reason) => self.single(
+                index,
+                ring,
+                SampleKind::Nearest {
+                    tick: tick(ring),
+                    reason,
+                },
+            ),
+            Pick::Blend(a, b) => {
+                let slot = &self.slots[index];
                 let (fa, fb) = (&slot.frames[a], &slot.frames[b]);
-                Some(EntitySample {
+                EntitySample {
                     kind: SampleKind::Interpolated {
                         from: tick(a),
                         to: tick(b),
@@ -379,34 +404,106 @@ impl History {
                     // The state of the older frame holds until the newer one begins.
                     state: EntityState::from_frame(fa),
                     bounds: fa.bounds().union(&fb.bounds()),
-                })
+                }
             }
-            (true, false) => Some(self.single(
-                index,
-                a,
-                SampleKind::Nearest {
-                    tick: tick(a),
-                    reason: NearestReason::MissingNeighbour,
-                },
-            )),
+        })
+    }
+
+    /// Which of its stored frames the entity in slot `index` is rewound from at the
+    /// bracket's moment (`None`: it did not exist then). [`History::sample_rewound`] builds
+    /// its sample from this; a trace's tree walk decides on it without building one.
+    #[inline(always)]
+    fn pick(&self, index: usize, bracket: &Bracket) -> Option<Pick> {
+        let (older, newer) = (bracket.older, bracket.newer);
+        let (a, b) = bracket.rings;
+        if older == newer {
+            return self.recorded_at(index, older, a).then_some(Pick::Exact(a));
+        }
+        let slot = &self.slots[index];
+        let teleported_in = |seq: u64| {
+            self.recorded_in(index, seq) && slot.frames[self.ring(seq)].flags & TELEPORTED != 0
+        };
+        match (
+            self.recorded_at(index, older, a),
+            self.recorded_at(index, newer, b),
+        ) {
+            (true, true) => {
+                // A tick-pair target may span frames the client never saw; a teleport in
+                // any of them forbids the blend. (Between adjacent frames that is the newer
+                // one alone, known to be recorded at ring slot `b`.)
+                let teleported = if newer == older + 1 {
+                    slot.frames[b].flags & TELEPORTED != 0
+                } else {
+                    (older + 1..=newer).any(teleported_in)
+                };
+                if teleported {
+                    let ring = if bracket.alpha < 0.5 { a } else { b };
+                    return Some(Pick::Nearest(ring, NearestReason::Teleport));
+                }
+                Some(Pick::Blend(a, b))
+            }
+            (true, false) => Some(Pick::Nearest(a, NearestReason::MissingNeighbour)),
             // Before its first frame, or before appearing with a teleport, the entity did
             // not exist: a spawn is never pulled back in time.
             (false, true) if slot.first_seq >= newer || teleported_in(newer) => None,
-            (false, true) => Some(self.single(
-                index,
-                b,
-                SampleKind::Nearest {
-                    tick: tick(b),
-                    reason: NearestReason::MissingNeighbour,
-                },
-            )),
+            (false, true) => Some(Pick::Nearest(b, NearestReason::MissingNeighbour)),
             (false, false) => None,
+        }
+    }
+
+    /// The entity in slot `index` as a trace's walk over the entity tree needs it first:
+    /// the frames to read and how to blend them, when [`History::sample`] would rewind it
+    /// (lag compensation on: the tree walk leaves the others to the uncompensated list)
+    /// and it was alive and on one of `layers` then; `None` otherwise. The same decision
+    /// [`History::sample`] and a query's admission checks make, without building the
+    /// sample (kind, state, bounds): a trace rebuilds that only for the hit it keeps.
+    #[inline(always)]
+    pub(crate) fn rewound_for_tree(
+        &self,
+        index: usize,
+        bracket: &Bracket,
+        layers: u32,
+    ) -> Option<Rewound> {
+        let (a, b, state_ring) = match self.pick(index, bracket)? {
+            Pick::Exact(ring) | Pick::Nearest(ring, _) => (ring, ring, ring),
+            Pick::Blend(a, b) => (a, b, a),
+        };
+        let frame = &self.slots[index].frames[state_ring];
+        let wanted = ALIVE | LAG_COMPENSATED;
+        (frame.flags & wanted == wanted && frame.layers & layers != 0).then_some(Rewound {
+            a,
+            b,
+            alpha: if a == b { 0.0 } else { bracket.alpha },
+        })
+    }
+
+    /// The bounds [`History::sample`] gives an entity picked by
+    /// [`History::rewound_for_tree`]: over both frames when blended.
+    #[inline]
+    pub(crate) fn rewound_bounds(&self, index: usize, rewound: &Rewound) -> Aabb {
+        let frames = &self.slots[index].frames;
+        let bounds = frames[rewound.a].bounds();
+        if rewound.blended() {
+            bounds.union(&frames[rewound.b].bounds())
+        } else {
+            bounds
         }
     }
 
     /// The sampled entity's bones, ready for the per-hitbox loop of a query.
     #[inline(always)]
     pub(crate) fn view(&self, index: usize, sample: &EntitySample) -> EntityView<'_> {
+        self.view_of(index, sample.a, sample.b, sample.alpha)
+    }
+
+    /// [`History::view`] for an entity picked by [`History::rewound_for_tree`].
+    #[inline(always)]
+    pub(crate) fn rewound_view(&self, index: usize, rewound: &Rewound) -> EntityView<'_> {
+        self.view_of(index, rewound.a, rewound.b, rewound.alpha)
+    }
+
+    #[inline(always)]
+    fn view_of(&self, index: usize, a: usize, b: usize, alpha: f32) -> EntityView<'_> {
         let slot = &self.slots[index];
         let bc = slot.bone_count;
         let rows = |ring: usize| {
@@ -417,12 +514,12 @@ impl History {
             (!slot.scales.is_empty()).then(|| &slot.scales[ring * bc..(ring + 1) * bc])
         };
         EntityView {
-            a: rows(sample.a),
-            b: rows(sample.b),
-            scales_a: scale_rows(sample.a),
-            scales_b: scale_rows(sample.b),
-            alpha: sample.alpha,
-            single: sample.a == sample.b,
+            a: rows(a),
+            b: rows(b),
+            scales_a: scale_rows(a),
+            scales_b: scale_rows(b),
+            alpha,
+            single: a == b,
         }
     }
 
@@ -524,7 +621,7 @@ impl EntityView<'_> {
     /// set: a pure prefilter that cannot change an answer. Whether the entity is blended is
     /// decided once for all its groups, and the groups' results are gathered before any is
     /// used: the branches per group were mispredicted often enough to matter.
-    #[inline]
+    #[inline(never)]
     pub(crate) fn cull_bones(
         &self,
         first: usize,
@@ -552,44 +649,64 @@ impl EntityView<'_> {
         line: &LineLanes,
         t_max: f32,
     ) -> u64 {
+        // PERF: whole groups of four walk exact chunks, and the last partial group (if any)
+        // is padded apart. A group that may run past the end on the same path made the
+        // compiler select every lane's address separately and load scalars (21 loads and
+        // shuffles per frame instead of 10).
+        let (ta, tb) = (&self.a.0[first..end], &self.b.0[first..end]);
+        let reach = &reach[first..end];
+        let carrying = &carrying[first / 4..];
         let mut mask = 0_u64;
-        for group in (first..end).step_by(4) {
-            let carried = u64::from(carrying[group / 4]);
+        let (ta4, _) = ta.as_chunks::<4>();
+        let (tb4, _) = tb.as_chunks::<4>();
+        let (reach4, _) = reach.as_chunks::<4>();
+        let groups = ta4.iter().zip(tb4).zip(reach4).zip(carrying);
+        for (g, (((ta, tb), reach), &carried)) in groups.enumerate() {
             if carried != 0 {
-                let kept = self.cull_group::<SINGLE>(group, reach, line, t_max);
-                mask |= (u64::from(kept) & carried) << (group - first);
+                let kept = self.cull_group::<SINGLE>(ta, tb, reach, line, t_max);
+                mask |= u64::from(kept & u32::from(carried)) << (4 * g);
+            }
+        }
+        let whole = (end - first) / 4 * 4;
+        if whole < end - first {
+            let carried = carrying[whole / 4];
+            if carried != 0 {
+                let ta = group_of_four(ta, whole);
+                let tb = group_of_four(tb, whole);
+                let reach = group_of_four(reach, whole);
+                let kept = self.cull_group::<SINGLE>(&ta, &tb, &reach, line, t_max);
+                mask |= u64::from(kept & u32::from(carried)) << whole;
             }
         }
         mask
     }
 
-    /// [`EntityView::cull_bones`] for bones `first..first + 4`.
+    /// [`EntityView::cull_bones`] for one group of four bones: their translations in the
+    /// two frames and their reaches.
     #[inline(always)]
     fn cull_group<const SINGLE: bool>(
         &self,
-        first: usize,
-        reach: &[f32],
+        ta: &[StoredTranslation; 4],
+        tb: &[StoredTranslation; 4],
+        reach: &[f32; 4],
         line: &LineLanes,
         t_max: f32,
     ) -> u32 {
-        let [ax, ay, az] = lanes_of_four(self.a.0, first);
         let [px, py, pz] = if SINGLE {
-            [ax, ay, az]
+            transpose(load_rows(ta))
         } else {
-            // `math::lerp`, lane by lane.
-            let [bx, by, bz] = lanes_of_four(self.b.0, first);
+            // `math::lerp`, element by element, before the transpose (which only moves
+            // elements): the same numbers as lerping lanes, for one transpose instead of two.
             let (wa, wb) = (Vec4::splat(1.0 - self.alpha), Vec4::splat(self.alpha));
-            [ax * wa + bx * wb, ay * wa + by * wb, az * wa + bz * wb]
+            let ([a0, a1, a2], [b0, b1, b2]) = (load_rows(ta), load_rows(tb));
+            transpose([a0 * wa + b0 * wb, a1 * wa + b1 * wb, a2 * wa + b2 * wb])
         };
         let (to_x, to_y, to_z) = (px - line.ox, py - line.oy, pz - line.oz);
         let (dx, dy, dz) = (line.dx, line.dy, line.dz);
         let along = to_x * dx + to_y * dy + to_z * dz;
         let (px, py, pz) = (to_x - dx * along, to_y - dy * along, to_z - dz * along);
         let off_line = px * px + py * py + pz * pz;
-        let reach = match reach.get(first..first + 4) {
-            Some(four) => Vec4::from_slice(four),
-            None => Vec4::from_array(group_of_four(reach, first)),
-        } + line.radius;
+        let reach = Vec4::from_array(*reach) + line.radius;
         let keep = along.cmpge(-reach)
             & (along - reach).cmple(Vec4::splat(t_max))
             & off_line.cmple(reach * reach);
@@ -628,28 +745,51 @@ impl LineLanes {
 
 /// The x, y and z coordinates of bones `first..first + 4` on four lanes each (the last
 /// bone repeated where the slice runs out; the caller masks those lanes off).
-#[inline(always)]
+#[cfg(test)]
 fn lanes_of_four(rows: &[StoredTranslation], first: usize) -> [Vec4; 3] {
     match rows.get(first..first + 4) {
-        Some(four) => transpose(four.try_into().expect("four rows")),
-        None => transpose(&group_of_four(rows, first)),
+        Some(four) => transpose(load_rows(four.try_into().expect("four rows"))),
+        None => transpose(load_rows(&group_of_four(rows, first))),
     }
 }
 
-/// Four points, from rows to lanes: `[xs, ys, zs]`.
-///
-/// PERF: on x86_64, three unaligned loads and seven shuffles (SSE, part of the baseline
-/// every x86_64 build targets) instead of twelve scalar loads and nine inserts.
+/// Four points' twelve coordinates on three vectors, as stored:
+/// `[x0 y0 z0 x1, y1 z1 x2 y2, z2 x3 y3 z3]`.
 #[inline(always)]
-fn transpose(rows: &[StoredTranslation; 4]) -> [Vec4; 3] {
+fn load_rows(rows: &[StoredTranslation; 4]) -> [Vec4; 3] {
+    let f: &[f32; 12] = rows.as_flattened().try_into().expect("four rows of three");
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::_mm_loadu_ps;
+        // PERF: vector loads spelled out: built from slices, the compiler folded the
+        // transpose's shuffles into twelve scalar loads and nine inserts.
+        // SAFETY: SSE is enabled on every x86_64 target (it is part of the baseline ABI);
+        // the unaligned loads read `f[0..4]`, `f[4..8]` and `f[8..12]` of a 12-float array.
+        unsafe {
+            [
+                _mm_loadu_ps(f.as_ptr()).into(),
+                _mm_loadu_ps(f.as_ptr().add(4)).into(),
+                _mm_loadu_ps(f.as_ptr().add(8)).into(),
+            ]
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let row = |k: usize| Vec4::from_slice(&f[4 * k..4 * k + 4]);
+        [row(0), row(1), row(2)]
+    }
+}
+
+/// Four points, from rows (as [`load_rows`] gives them) to lanes: `[xs, ys, zs]`.
+///
+/// PERF: on x86_64, seven shuffles (SSE, part of the baseline every x86_64 build targets)
+/// instead of twelve scalar loads and nine inserts.
+#[inline(always)]
+fn transpose([r0, r1, r2]: [Vec4; 3]) -> [Vec4; 3] {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{__m128, _mm_shuffle_ps};
-        let f = rows.as_flattened();
-        // r0 = x0 y0 z0 x1, r1 = y1 z1 x2 y2, r2 = z2 x3 y3 z3.
-        let r0: __m128 = Vec4::from_slice(&f[0..4]).into();
-        let r1: __m128 = Vec4::from_slice(&f[4..8]).into();
-        let r2: __m128 = Vec4::from_slice(&f[8..12]).into();
+        let (r0, r1, r2): (__m128, __m128, __m128) = (r0.into(), r1.into(), r2.into());
         // `_mm_shuffle_ps::<M>(a, b)` is `[a[M & 3], a[M >> 2 & 3], b[M >> 4 & 3], b[M >> 6]]`.
         // SAFETY: SSE is enabled on every x86_64 target (it is part of the baseline ABI);
         // the shuffles only move lanes between registers and touch no memory.
@@ -666,7 +806,9 @@ fn transpose(rows: &[StoredTranslation; 4]) -> [Vec4; 3] {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let lane = |axis: usize| Vec4::from_array(std::array::from_fn(|k| rows[k][axis]));
+        let f = [r0.to_array(), r1.to_array(), r2.to_array()];
+        let f = f.as_flattened();
+        let lane = |axis: usize| Vec4::from_array(std::array::from_fn(|k| f[3 * k + axis]));
         [lane(0), lane(1), lane(2)]
     }
 }

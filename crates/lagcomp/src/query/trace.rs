@@ -16,14 +16,14 @@ use crate::rig::{HitboxId, Zone};
 #[derive(Clone, Copy)]
 struct Touch {
     entity: EntityId,
+    /// The entity's slot, to resample it when the touch becomes a hit.
+    index: usize,
     hitbox: HitboxId,
     zone: Zone,
     hitbox_index: usize,
     crossing: Crossing,
     placed: PlacedShape,
     bone_scale: Vec3,
-    sample: Sample,
-    state: crate::history::EntityState,
 }
 
 impl Touch {
@@ -40,7 +40,14 @@ impl Touch {
         (self.distance(), self.entity, self.hitbox) < (other.distance(), other.entity, other.hitbox)
     }
 
-    fn into_hit(self, origin: Vec3, dir: Vec3, radius: f32) -> Hit {
+    /// The hit, with the entity's sample at the trace's moment rebuilt: the one the trace
+    /// admitted it with (the same inputs give the same sample), so `None` never happens.
+    #[cold]
+    fn into_hit(self, ctx: &TraceContext<'_>) -> Option<Hit> {
+        let (origin, dir, radius) = (ctx.origin, ctx.dir, ctx.radius);
+        let entity_sample = ctx.history.sample(self.index, ctx.bracket);
+        debug_assert!(entity_sample.is_some(), "a touched entity has a sample");
+        let entity_sample = entity_sample?;
         let c = self.crossing;
         let started_inside = c.enter < 0.0;
         let distance = self.distance();
@@ -55,7 +62,7 @@ impl Touch {
                 normal: c.enter_normal,
             }
         };
-        Hit {
+        Some(Hit {
             entity: self.entity,
             hitbox: self.hitbox,
             hitbox_index: self.hitbox_index as u16,
@@ -69,11 +76,14 @@ impl Touch {
             },
             penetration: c.exit - distance,
             started_inside,
-            sample: self.sample,
+            sample: Sample {
+                time: ctx.bracket.time,
+                kind: entity_sample.kind,
+            },
             placement: self.placed,
             bone_scale: self.bone_scale,
-            state: self.state,
-        }
+            state: entity_sample.state,
+        })
     }
 }
 
@@ -182,7 +192,7 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         }
         let hit = match found {
             Found::Closest(touch) => {
-                let hit = touch.map(|t| t.into_hit(ctx.origin, ctx.dir, radius));
+                let hit = touch.and_then(|t| t.into_hit(&ctx));
                 if let Some(hit) = hit.as_ref().filter(|_| O::ENABLED) {
                     self.observer.hit(hit);
                 }
@@ -215,6 +225,10 @@ fn first_wall(
     layers: u32,
 ) -> Option<StaticHit> {
     let (bvh, statics) = history.statics_bvh();
+    if statics.is_empty() {
+        // No walls registered: no tree to cast through.
+        return None;
+    }
     let (origin, dir) = (ray.origin(), ray.dir());
     let mut best: Option<StaticHit> = None;
     bvh.cast(origin, inv_dir, radius, ray.max_distance(), |i, t_max| {
@@ -287,53 +301,73 @@ impl TraceContext<'_> {
                     .ray_interval(self.origin, self.inv_dir, t_max)
                     .is_some()
         };
-        let Some((rig, id, sample)) = admit(
-            history,
-            index,
-            self.bracket,
-            walk,
-            self.layers,
-            self.ignore,
-            observer,
-            touches,
-        ) else {
-            return t_max;
+        let (rig, id, view) = if O::ENABLED || walk != Walk::Tree {
+            let Some((rig, id, sample)) = admit(
+                history,
+                index,
+                self.bracket,
+                walk,
+                self.layers,
+                self.ignore,
+                observer,
+                touches,
+            ) else {
+                return t_max;
+            };
+            if O::ENABLED {
+                let public_sample = Sample {
+                    time: self.bracket.time,
+                    kind: sample.kind,
+                };
+                observer.sample(id, &public_sample);
+            }
+            (rig, id, history.view(index, &sample))
+        } else {
+            // PERF: the tree walk without an observer decides exactly as `admit` does, but
+            // builds no sample (kind, state, bounds) for the entities it reaches, most of
+            // which the bone cull then rejects: the hit kept is resampled at the end.
+            let Some((rig, id)) = history.slot_rig(index) else {
+                return t_max;
+            };
+            if self.ignore.contains(&id) {
+                return t_max;
+            }
+            let Some(rewound) = history.rewound_for_tree(index, self.bracket, self.layers) else {
+                return t_max;
+            };
+            if !touches(&history.rewound_bounds(index, &rewound), rewound.blended()) {
+                return t_max;
+            }
+            (rig, id, history.rewound_view(index, &rewound))
         };
-        let public_sample = Sample {
-            time: self.bracket.time,
-            kind: sample.kind,
-        };
-        if O::ENABLED {
-            observer.sample(id, &public_sample);
-        }
         let present = O::ENABLED.then(|| history.sample_present(index)).flatten();
-        let view = history.view(index, &sample);
         let hitboxes = rig.hitboxes();
         // Reports a hitbox placed at the target time, runs its exact test and keeps the
         // touch; returns the new reach.
-        let mut test = |i: usize, placed: PlacedShape, bone_scale: Vec3, t_max: f32| {
+        let report = |observer: &mut O, i: usize, placed: &PlacedShape| {
             let hitbox = &hitboxes[i];
-            if O::ENABLED {
-                let now = present
-                    .map(|p| hitbox.placed(&history.bone(index, &p, usize::from(hitbox.bone))));
-                observer.hitbox(id, hitbox, &placed, now.as_ref());
-            }
-            let Some(crossing) = placed
-                .cast_sphere_line(self.origin, self.dir, self.radius)
-                .and_then(|c| c.clip(t_max))
-            else {
-                return t_max;
-            };
+            let now =
+                present.map(|p| hitbox.placed(&history.bone(index, &p, usize::from(hitbox.bone))));
+            observer.hitbox(id, hitbox, placed, now.as_ref());
+        };
+        // Keeps a hitbox's crossing (within the current reach); returns the new reach.
+        // PERF: only crossings reach this closure, the exact test itself runs inline.
+        let mut keep = |observer: &mut O,
+                        i: usize,
+                        crossing: Crossing,
+                        placed: PlacedShape,
+                        bone_scale: Vec3,
+                        t_max: f32| {
+            let hitbox = &hitboxes[i];
             let touch = Touch {
                 entity: id,
+                index,
                 hitbox: hitbox.id,
                 zone: hitbox.zone,
                 hitbox_index: i,
                 crossing,
                 placed,
                 bone_scale,
-                sample: public_sample,
-                state: sample.state,
             };
             match found {
                 Found::Closest(best) => {
@@ -343,11 +377,12 @@ impl TraceContext<'_> {
                     }
                 }
                 Found::All(out) => {
-                    let hit = touch.into_hit(self.origin, self.dir, self.radius);
-                    if O::ENABLED {
-                        observer.hit(&hit);
+                    if let Some(hit) = touch.into_hit(self) {
+                        if O::ENABLED {
+                            observer.hit(&hit);
+                        }
+                        out.push(hit);
                     }
-                    out.push(hit);
                 }
             }
             t_max
@@ -368,7 +403,13 @@ impl TraceContext<'_> {
                     bone = view.bone(bone_index);
                     cached_bone = bone_index;
                 }
-                t_max = test(i, hitbox.placed(&bone), bone.scale, t_max);
+                let placed = hitbox.placed(&bone);
+                if O::ENABLED {
+                    report(observer, i, &placed);
+                }
+                if let Some(crossing) = self.crossing(&placed, t_max) {
+                    t_max = keep(observer, i, crossing, placed, bone.scale, t_max);
+                }
             }
             return t_max;
         }
@@ -400,11 +441,25 @@ impl TraceContext<'_> {
                     {
                         continue;
                     }
-                    t_max = test(i, hitbox.placed(&bone), bone.scale, t_max);
+                    let placed = hitbox.placed(&bone);
+                    if O::ENABLED {
+                        report(observer, i, &placed);
+                    }
+                    if let Some(crossing) = self.crossing(&placed, t_max) {
+                        t_max = keep(observer, i, crossing, placed, bone.scale, t_max);
+                    }
                 }
             }
         }
         t_max
+    }
+
+    /// Where the trace crosses `placed` within `[0, t_max]`: a hitbox's exact test.
+    #[inline(always)]
+    fn crossing(&self, placed: &PlacedShape, t_max: f32) -> Option<Crossing> {
+        placed
+            .cast_sphere_line(self.origin, self.dir, self.radius)
+            .and_then(|c| c.clip(t_max))
     }
 
     /// Whether the trace passes within `reach` of `center` (grown by the trace's radius)
