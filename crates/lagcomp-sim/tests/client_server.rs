@@ -25,6 +25,23 @@ fn core() -> ServerCore {
     .expect("a valid configuration")
 }
 
+/// A core with `players` joined (seed 3), their ids, its arena and its rig.
+fn core_with(
+    players: usize,
+) -> (
+    ServerCore,
+    Vec<EntityId>,
+    Arena,
+    std::sync::Arc<lagcomp::Rig>,
+) {
+    let mut core = core();
+    let mut rng = Pcg64Mcg::seed_from_u64(3);
+    let ids: Vec<EntityId> = (0..players).map(|_| core.join(&mut rng)).collect();
+    let arena = core.arena().clone();
+    let rig = std::sync::Arc::clone(core.rig());
+    (core, ids, arena, rig)
+}
+
 fn input(frame: u32, aim: Quat, shots: Vec<(u32, ShotClaim)>) -> ClientInput {
     ClientInput {
         frame,
@@ -39,11 +56,7 @@ fn input(frame: u32, aim: Quat, shots: Vec<(u32, ShotClaim)>) -> ClientInput {
 
 #[test]
 fn brains_fed_straight_from_a_core_agree_with_its_verdicts() {
-    let mut core = core();
-    let mut rng = Pcg64Mcg::seed_from_u64(3);
-    let ids: Vec<EntityId> = (0..4).map(|_| core.join(&mut rng)).collect();
-    let arena = core.arena().clone();
-    let rig = std::sync::Arc::clone(core.rig());
+    let (mut core, ids, arena, rig) = core_with(4);
     let mut brains: Vec<BotBrain> = ids
         .iter()
         .enumerate()
@@ -461,11 +474,7 @@ fn steady_fire_keeps_the_weapons_spacing_while_the_round_trip_jumps() {
     use lagcomp_validate::RejectReason;
     use rand::Rng;
 
-    let mut core = core();
-    let mut rng = Pcg64Mcg::seed_from_u64(3);
-    let ids: Vec<EntityId> = (0..6).map(|_| core.join(&mut rng)).collect();
-    let arena = core.arena().clone();
-    let rig = std::sync::Arc::clone(core.rig());
+    let (mut core, ids, arena, rig) = core_with(6);
     let mut brains: Vec<BotBrain> = ids
         .iter()
         .enumerate()
