@@ -46,12 +46,12 @@ pub const WARM_UP: f64 = 2.0;
 /// [`crate::server::rules`]): a steady rate is never faster.
 pub const RIFLE_INTERVAL: f64 = 0.1;
 
-/// The least time an honest brain lets pass between the times two of its shots claim
-/// ([`BotBrain::spaced`]): 97 % of the rifle's interval. The server allows 95 %
-/// (`Policy::fire_rate_slack`, 5 % by default); the two points between are margin for the
-/// claim's `f32` fraction. Holding shots to the full interval instead held a third of
-/// them for a frame (the drawn time runs a little slower than the local clock while the
-/// round-trip estimate grows) and cost 5 % of the fire rate.
+/// The least time an honest brain lets pass between the times two of its shots claim (a
+/// shot that would claim a closer time waits a frame): 97 % of the rifle's interval. The
+/// server allows 95 % (`Policy::fire_rate_slack`, 5 % by default); the two points between
+/// are margin for the claim's `f32` fraction. Holding shots to the full interval instead
+/// held a third of them for a frame (the drawn time runs a little slower than the local
+/// clock while the round-trip estimate grows) and cost 5 % of the fire rate.
 pub const CLAIM_SPACING: f64 = 0.97 * RIFLE_INTERVAL;
 
 /// The pause a player takes between shots beyond the weapon's 0.1 s, seconds: uniform in
