@@ -49,22 +49,7 @@ mod tests {
     use rand_pcg::Pcg64Mcg;
 
     fn bits(bones: &[BoneTransform]) -> Vec<[u32; 10]> {
-        bones
-            .iter()
-            .map(|b| {
-                let mut out = [0; 10];
-                for (o, v) in out.iter_mut().zip(
-                    b.translation
-                        .to_array()
-                        .into_iter()
-                        .chain(b.rotation.to_array())
-                        .chain(b.scale.to_array()),
-                ) {
-                    *o = v.to_bits();
-                }
-                out
-            })
-            .collect()
+        bones.iter().map(BoneTransform::to_bits).collect()
     }
 
     /// Every body of a running match, sent as its stance through the encoder and decoded,

@@ -304,22 +304,7 @@ fn shots_sent_as_bytes_rebuild_the_bones_the_client_drew() {
                     (0..BONES).map(|b| at.bone(b).expect("a bone")).collect();
                 let drawn = &drawn_at_fire[&seq];
                 let bits = |bones: &[BoneTransform]| -> Vec<[u32; 10]> {
-                    bones
-                        .iter()
-                        .map(|b| {
-                            let mut out = [0; 10];
-                            for (o, v) in out.iter_mut().zip(
-                                b.translation
-                                    .to_array()
-                                    .into_iter()
-                                    .chain(b.rotation.to_array())
-                                    .chain(b.scale.to_array()),
-                            ) {
-                                *o = v.to_bits();
-                            }
-                            out
-                        })
-                        .collect()
+                    bones.iter().map(BoneTransform::to_bits).collect()
                 };
                 assert_eq!(bits(&server_bones), bits(drawn), "shot {seq}");
                 rebuilt += 1;

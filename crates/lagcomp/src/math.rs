@@ -156,6 +156,17 @@ impl BoneTransform {
         self
     }
 
+    /// The ten components' bits (translation, rotation x y z w, scale): the client and the
+    /// server must compute the same geometry, so determinism is checked on bits, not with
+    /// `==` (which takes -0.0 for 0.0 and never matches a NaN).
+    #[must_use]
+    pub fn to_bits(&self) -> [u32; 10] {
+        let [tx, ty, tz] = self.translation.to_array();
+        let [rx, ry, rz, rw] = self.rotation.to_array();
+        let [sx, sy, sz] = self.scale.to_array();
+        [tx, ty, tz, rx, ry, rz, rw, sx, sy, sz].map(f32::to_bits)
+    }
+
     /// The rigid part (translation and rotation).
     #[must_use]
     pub const fn pose(&self) -> Pose {
@@ -487,6 +498,23 @@ mod padding_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bone_bits_keep_order_and_tell_negative_zero_apart() {
+        let bone = BoneTransform::new(
+            Vec3::new(1.0, 2.0, 3.0),
+            Quat::from_xyzw(0.0, 0.0, 0.6, 0.8),
+        )
+        .with_scale(Vec3::new(4.0, 5.0, 6.0));
+        let expected = [1.0, 2.0, 3.0, 0.0, 0.0, 0.6, 0.8, 4.0, 5.0, 6.0_f32].map(f32::to_bits);
+        assert_eq!(bone.to_bits(), expected);
+        let mut flipped = bone;
+        flipped.translation.x = -0.0;
+        let mut zero = bone;
+        zero.translation.x = 0.0;
+        assert_eq!(flipped, zero, "== takes -0.0 for 0.0");
+        assert_ne!(flipped.to_bits(), zero.to_bits());
+    }
 
     #[test]
     fn lerp_is_exact_at_both_ends() {
