@@ -187,12 +187,9 @@ impl Input {
         } else {
             None
         };
-        let offset = r.offset();
-        let count = usize::from(r.u8("input.shots.count")?);
-        let count = r.check_count(
-            offset,
+        let count = r.count_u8(
+            "input.shots.count",
             "input.shots",
-            count,
             MAX_SHOTS_PER_INPUT,
             MIN_SHOT_BYTES,
         )?;

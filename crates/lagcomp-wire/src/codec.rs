@@ -183,9 +183,36 @@ impl<'a> Reader<'a> {
         ))
     }
 
+    /// Reads a one-byte count (`count_field`) of items of at least `min_item_bytes` each
+    /// and checks it under `field` ([`Self::check_count`]).
+    pub(crate) fn count_u8(
+        &mut self,
+        count_field: &'static str,
+        field: &'static str,
+        cap: usize,
+        min_item_bytes: usize,
+    ) -> Result<usize, DecodeError> {
+        let offset = self.offset();
+        let count = usize::from(self.u8(count_field)?);
+        self.check_count(offset, field, count, cap, min_item_bytes)
+    }
+
+    /// [`Self::count_u8`] for a two-byte count.
+    pub(crate) fn count_u16(
+        &mut self,
+        count_field: &'static str,
+        field: &'static str,
+        cap: usize,
+        min_item_bytes: usize,
+    ) -> Result<usize, DecodeError> {
+        let offset = self.offset();
+        let count = usize::from(self.u16(count_field)?);
+        self.check_count(offset, field, count, cap, min_item_bytes)
+    }
+
     /// Checks a count already read at `offset` against its cap and against what the
     /// bytes left can hold at `min_item_bytes` each, so a lying count allocates nothing.
-    pub(crate) fn check_count(
+    fn check_count(
         &self,
         offset: usize,
         field: &'static str,

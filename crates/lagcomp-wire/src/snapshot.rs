@@ -255,12 +255,9 @@ impl SnapshotPart {
                 parts,
             });
         }
-        let offset = r.offset();
-        let count = usize::from(r.u16("snapshot.entities.count")?);
-        let count = r.check_count(
-            offset,
+        let count = r.count_u16(
+            "snapshot.entities.count",
             "snapshot.entities",
-            count,
             usize::MAX,
             ENTITY_HEADER_BYTES,
         )?;
@@ -422,12 +419,9 @@ fn read_bones(
     scaled: bool,
     flags_offset: usize,
 ) -> Result<Vec<BoneTransform>, DecodeError> {
-    let offset = r.offset();
-    let count = usize::from(r.u16("snapshot.entities.bones.count")?);
-    let count = r.check_count(
-        offset,
+    let count = r.count_u16(
+        "snapshot.entities.bones.count",
         "snapshot.entities.bones",
-        count,
         MAX_BONES,
         if scaled {
             SCALED_BONE_BYTES

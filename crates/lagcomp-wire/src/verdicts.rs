@@ -48,12 +48,9 @@ impl Verdicts {
 
     pub(crate) fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let first = r.u32("verdicts.first")?;
-        let offset = r.offset();
-        let count = usize::from(r.u8("verdicts.count")?);
-        let count = r.check_count(
-            offset,
+        let count = r.count_u8(
+            "verdicts.count",
             "verdicts",
-            count,
             MAX_VERDICTS_PER_MESSAGE,
             MIN_VERDICT_BYTES,
         )?;
