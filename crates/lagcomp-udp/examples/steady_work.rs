@@ -31,14 +31,9 @@ fn thread_cpu() -> f64 {
     t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }
 
-/// Steal ticks (USER_HZ) summed over all CPUs, from /proc/stat's first line.
-fn steal() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    stat.lines().next()?.split_whitespace().nth(8)?.parse().ok()
-}
-
-/// Whole-machine busy and total ticks (USER_HZ), from /proc/stat's first line.
-fn busy_total() -> Option<(u64, u64)> {
+/// The machine's CPU time counters (USER_HZ ticks summed over all CPUs), from
+/// /proc/stat's first line: user, nice, system, idle, iowait, irq, softirq, steal, ...
+fn cpu_counters() -> Option<Vec<u64>> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let fields: Vec<u64> = stat
         .lines()
@@ -47,9 +42,15 @@ fn busy_total() -> Option<(u64, u64)> {
         .skip(1)
         .filter_map(|f| f.parse().ok())
         .collect();
-    let total: u64 = fields.iter().take(8).sum();
-    let idle = fields.get(3)? + fields.get(4)?;
-    Some((total - idle, total))
+    (fields.len() >= 8).then_some(fields)
+}
+
+/// (steal, busy, total) ticks between two readings of [`cpu_counters`].
+fn cpu_between(before: &[u64], after: &[u64]) -> (u64, u64, u64) {
+    let delta: Vec<u64> = after.iter().zip(before).map(|(a, b)| a - b).collect();
+    let total: u64 = delta.iter().take(8).sum();
+    let idle = delta[3] + delta[4];
+    (delta[7], total - idle, total)
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -85,8 +86,7 @@ fn main() {
 
     let dt = 1.0 / rate;
     let start = Instant::now();
-    let steal_before = steal();
-    let busy_before = busy_total();
+    let counters_before = cpu_counters();
     let mut wall = Vec::with_capacity(ticks);
     let mut cpu = Vec::with_capacity(ticks);
     for tick in 0..ticks {
@@ -99,10 +99,9 @@ fn main() {
         wall.push(t.elapsed().as_secs_f64() * 1e3);
         cpu.push((thread_cpu() - c) * 1e3);
     }
-    let steal_ticks = steal().zip(steal_before).map(|(a, b)| a - b);
-    let busy = busy_total()
-        .zip(busy_before)
-        .map(|((b1, t1), (b0, t0))| (b1 - b0) as f64 / (t1 - t0).max(1) as f64);
+    let counters = cpu_counters()
+        .zip(counters_before)
+        .map(|(after, before)| cpu_between(&before, &after));
     wall.sort_by(f64::total_cmp);
     cpu.sort_by(f64::total_cmp);
     let elapsed = start.elapsed().as_secs_f64();
@@ -122,17 +121,15 @@ fn main() {
         percentile(&cpu, 0.99),
         percentile(&cpu, 0.99) / percentile(&cpu, 0.5)
     );
-    if let Some(stolen) = steal_ticks {
+    if let Some((steal, busy, total)) = counters {
         // USER_HZ is 100 on Linux: one tick is 10 ms.
         println!(
             "  steal time counted by the kernel: {:.0} ms over all CPUs",
-            stolen as f64 * 10.0
+            steal as f64 * 10.0
         );
-    }
-    if let Some(busy) = busy {
         println!(
             "  machine busy (all CPUs, /proc/stat): {:.1} %",
-            busy * 100.0
+            busy as f64 * 100.0 / total.max(1) as f64
         );
     }
 }
