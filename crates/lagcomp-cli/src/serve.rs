@@ -77,6 +77,10 @@ pub(crate) struct Args {
     /// machine whose cores are busy).
     #[arg(long)]
     send_thread: bool,
+    /// Wait for datagrams and ticks by polling without sleeping: costs a core, and keeps
+    /// it (on a virtual machine, ticks that start on a CPU that was idle are slower).
+    #[arg(long)]
+    busy_poll: bool,
 }
 
 /// `--view-radius`: metres, or everyone.
@@ -118,6 +122,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     }
     config.parallel_validation = args.parallel_validation;
     config.send_thread = args.send_thread;
+    config.busy_poll = args.busy_poll;
     config.interest = args.view_radius.0.map(|radius| InterestConfig {
         radius,
         hysteresis: args.view_hysteresis,

@@ -346,7 +346,8 @@ fn after(text: &str, key: &str) -> f64 {
 /// to each bot, 64), `LAGCOMP_LOAD_FPS` (bot frames a second, 60),
 /// `LAGCOMP_LOAD_THREADS` (bot threads, 2), `LAGCOMP_LOAD_FIRE_RATE` (shots a second per
 /// bot, 10) and `LAGCOMP_LOAD_VIEW` (the server's view radius, metres, 20) change the load;
-/// `LAGCOMP_LOAD_SEND_THREAD=1` has the server send on a second thread (`--send-thread`).
+/// `LAGCOMP_LOAD_SEND_THREAD=1` has the server send on a second thread (`--send-thread`),
+/// `LAGCOMP_LOAD_BUSY_POLL=1` has it wait without sleeping (`--busy-poll`).
 #[test]
 #[ignore = "minutes long, and it loads every core: run it on purpose"]
 fn load_many_bots_firing_fast_for_minutes() {
@@ -358,10 +359,14 @@ fn load_many_bots_firing_fast_for_minutes() {
     let fire_rate = setting("LAGCOMP_LOAD_FIRE_RATE", 10.0);
     let view = setting("LAGCOMP_LOAD_VIEW", 20.0);
     let send_thread = setting("LAGCOMP_LOAD_SEND_THREAD", 0.0) != 0.0;
+    let busy_poll = setting("LAGCOMP_LOAD_BUSY_POLL", 0.0) != 0.0;
     let view_text = view.to_string();
     let mut serve_args = vec!["--view-radius", &view_text];
     if send_thread {
         serve_args.push("--send-thread");
+    }
+    if busy_poll {
+        serve_args.push("--busy-poll");
     }
     let mut server = Process::start(
         "lagcomp serve",

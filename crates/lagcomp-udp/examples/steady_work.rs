@@ -9,9 +9,13 @@
 //! load").
 //!
 //! ```text
-//! cargo run --release -p lagcomp-udp --example steady_work -- [work ms] [ticks] [tick Hz]
+//! cargo run --release -p lagcomp-udp --example steady_work -- [work ms] [ticks] [tick Hz] [spin]
 //! ```
-//! Defaults: 2.0 ms of work, 3,840 ticks (a minute), 64 Hz.
+//! Defaults: 2.0 ms of work, 3,840 ticks (a minute), 64 Hz, asleep between ticks. A fourth
+//! argument `spin` waits for each tick by spinning on the clock instead (the core never goes
+//! idle), to tell apart what waking a sleeping virtual CPU costs from what the work itself
+//! suffers; a number instead sleeps until that many milliseconds before each tick and spins
+//! the rest.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -68,6 +72,12 @@ fn main() {
     let work_ms = next(2.0);
     let ticks = next(3840.0) as usize;
     let rate = next(64.0);
+    // How long before each tick to stop sleeping and spin: all of the wait with `spin`.
+    let spin_ms = match std::env::args().nth(4).as_deref() {
+        Some("spin") => f64::INFINITY,
+        Some(ms) => ms.parse().expect("`spin` or milliseconds"),
+        None => 0.0,
+    };
     assert!(
         work_ms > 0.0 && ticks > 0 && rate > 0.0,
         "work, ticks and rate must be positive"
@@ -91,8 +101,12 @@ fn main() {
     let mut cpu = Vec::with_capacity(ticks);
     for tick in 0..ticks {
         let deadline = start + Duration::from_secs_f64(tick as f64 * dt);
-        if let Some(wait) = deadline.checked_duration_since(Instant::now()) {
+        let wake = deadline.checked_sub(Duration::from_secs_f64((spin_ms * 1e-3).min(1.0)));
+        if let Some(wait) = wake.and_then(|w| w.checked_duration_since(Instant::now())) {
             std::thread::sleep(wait);
+        }
+        while Instant::now() < deadline {
+            std::hint::spin_loop();
         }
         let (t, c) = (Instant::now(), thread_cpu());
         work(steps);
@@ -106,7 +120,15 @@ fn main() {
     cpu.sort_by(f64::total_cmp);
     let elapsed = start.elapsed().as_secs_f64();
     println!(
-        "steady work: {work_ms} ms calibrated, {ticks} ticks at {rate} Hz over {elapsed:.1} s"
+        "steady work: {work_ms} ms calibrated, {ticks} ticks at {rate} Hz over {elapsed:.1} s, \
+         {}",
+        if spin_ms == 0.0 {
+            "asleep between ticks".to_string()
+        } else if spin_ms.is_infinite() {
+            "spinning between ticks".to_string()
+        } else {
+            format!("asleep between ticks but for {spin_ms} ms spun before each")
+        }
     );
     println!(
         "  wall p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms (p99/p50 {:.2})",

@@ -142,6 +142,12 @@ pub struct ServeConfig {
     /// since the second thread waits for a core and the hand-over costs CPU of its own
     /// (tick CPU p50 3.9 against 3.5 ms). Not measured on a quiet machine.
     pub send_thread: bool,
+    /// Wait for datagrams and for the next tick by polling the socket in a loop instead of
+    /// sleeping in `ppoll(2)`: the thread never leaves its core. It costs that core, and
+    /// buys a tick that starts on a running CPU: on a virtual machine a CPU that goes idle
+    /// is handed to others by the hypervisor, and the work after it wakes is what suffers
+    /// (`steady_work` example, BENCHMARKS.md "Server under load"). Off by default.
+    pub busy_poll: bool,
 }
 
 impl ServeConfig {
@@ -164,6 +170,7 @@ impl ServeConfig {
             interest: Some(DEFAULT_INTEREST),
             parallel_validation: false,
             send_thread: false,
+            busy_poll: false,
         }
     }
 
@@ -740,7 +747,12 @@ impl GameServer {
                 .chain(end)
                 .fold(f64::INFINITY, f64::min);
             let timeout = Duration::from_secs_f64((wake - now).clamp(0.0, 1.0));
-            if let Err(error) = wait_readable(&self.socket, timeout, &mut ready) {
+            let waited = if self.config.busy_poll {
+                spin_until_readable(&self.socket[0], &start, wake)
+            } else {
+                wait_readable(&self.socket, timeout, &mut ready)
+            };
+            if let Err(error) = waited {
                 break Err(ServeError::Socket(error));
             }
         };
@@ -1385,5 +1397,29 @@ impl Outgoing<'_> {
                 .send_payload(self.client, self.datagram.as_bytes(), Route::Tick);
             self.datagram.clear();
         }
+    }
+}
+
+/// [`ServeConfig::busy_poll`]'s wait: polls `socket` without sleeping until it has a
+/// datagram or `wake` (seconds since `start`) has come.
+fn spin_until_readable(socket: &UdpSocket, start: &Instant, wake: f64) -> io::Result<()> {
+    let mut set = [rustix::event::PollFd::new(
+        socket,
+        rustix::event::PollFlags::IN,
+    )];
+    let zero = rustix::time::Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    loop {
+        match rustix::event::poll(&mut set, Some(&zero)) {
+            Ok(n) if n > 0 => return Ok(()),
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(error) => return Err(error.into()),
+        }
+        if start.elapsed().as_secs_f64() >= wake {
+            return Ok(());
+        }
+        std::hint::spin_loop();
     }
 }
