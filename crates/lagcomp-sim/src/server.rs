@@ -150,6 +150,9 @@ struct Player {
     bones: Vec<BoneTransform>,
     stance: Stance,
     state: EntityState,
+    /// The timing last handed to the validator: it is handed again only when it changes
+    /// (a few times a second, with each probe), not every tick.
+    timing: Option<ClientTiming>,
 }
 
 /// The server's game state (see the [module documentation](self)).
@@ -161,6 +164,9 @@ pub struct ServerCore {
     arena: Arena,
     rig: Arc<Rig>,
     players: Vec<Player>,
+    /// Each entity slot's place in `players` (`u32::MAX`: none), so finding a player is
+    /// one lookup instead of a scan (it is done for every input and every snapshot).
+    seats: Vec<u32>,
     queue: Vec<QueuedShot>,
     ping_id: u32,
     next_team: u16,
@@ -186,6 +192,7 @@ impl ServerCore {
             arena,
             rig: body::humanoid(),
             players: Vec::new(),
+            seats: Vec::new(),
             queue: Vec::new(),
             ping_id: 0,
             next_team: 0,
@@ -214,7 +221,9 @@ impl ServerCore {
             bones: vec![BoneTransform::IDENTITY; BONES],
             stance,
             state: EntityState::default(),
+            timing: None,
         });
+        self.seat_players();
         id
     }
 
@@ -225,6 +234,7 @@ impl ServerCore {
             return false;
         };
         self.players.remove(i);
+        self.seat_players();
         self.queue.retain(|q| q.shooter != id);
         self.validator.forget(id);
         // The entity was spawned by `join`; despawning it cannot fail.
@@ -233,7 +243,21 @@ impl ServerCore {
     }
 
     fn position(&self, id: EntityId) -> Option<usize> {
-        self.players.iter().position(|p| p.id == id)
+        let i = *self.seats.get(id.index() as usize)? as usize;
+        // A reused slot's old handle finds the new player's seat: the generation decides.
+        self.players.get(i).filter(|p| p.id == id).map(|_| i)
+    }
+
+    /// Rebuilds `seats` after a player joined or left (rare: the order shifts on leave).
+    fn seat_players(&mut self) {
+        self.seats.clear();
+        for (i, player) in self.players.iter().enumerate() {
+            let slot = player.id.index() as usize;
+            if self.seats.len() <= slot {
+                self.seats.resize(slot + 1, u32::MAX);
+            }
+            self.seats[slot] = i as u32;
+        }
     }
 
     /// Players' entities, in join order (the order frames and snapshots list them).
@@ -414,16 +438,17 @@ impl ServerCore {
                 frame.record(player.id, &player.bones, player.state)?;
             }
         }
-        for player in &self.players {
+        for player in &mut self.players {
             if let (Some(srtt), Some(rttvar)) = (player.rtt.srtt(), player.rtt.rttvar()) {
-                self.validator.set_timing(
-                    player.id,
-                    ClientTiming {
-                        srtt,
-                        rttvar,
-                        interp_delay: player.reported_delay,
-                    },
-                );
+                let timing = ClientTiming {
+                    srtt,
+                    rttvar,
+                    interp_delay: player.reported_delay,
+                };
+                if player.timing != Some(timing) {
+                    player.timing = Some(timing);
+                    self.validator.set_timing(player.id, timing);
+                }
             }
         }
         Ok(std::mem::take(&mut self.queue))

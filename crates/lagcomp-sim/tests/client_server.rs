@@ -215,6 +215,9 @@ fn a_player_who_leaves_is_despawned_and_its_queued_shots_dropped() {
     assert!(core.leave(a));
     assert!(!core.leave(a), "already gone");
     assert_eq!(core.players().collect::<Vec<_>>(), vec![b]);
+    // The one who stayed moved up a place and is still found by its entity.
+    assert_eq!(core.shot_ack(a), None);
+    assert_eq!(core.shot_ack(b), Some(0));
     let queued = core
         .tick(Tick(1), 1.0 / 64.0, 1.0 / 64.0, &mut rng)
         .expect("the next tick");

@@ -239,6 +239,72 @@ fn send_until_disconnected(server: SocketAddr, message: &[u8], limit: Duration) 
     (sent, was_connected && disconnected)
 }
 
+/// Connects a netcode client to `server`, sends nothing of its own, and drops it once
+/// connected. Whether it connected within 5 s.
+fn connect_then_fall_silent(server: SocketAddr) -> bool {
+    let socket = UdpSocket::bind("127.0.0.1:0").expect("a socket");
+    let epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970");
+    let mut transport = ClientTransport::new(
+        epoch,
+        ClientAuthentication::Unsecure {
+            protocol_id: PROTOCOL_ID,
+            client_id: u64::from(std::process::id()) << 16
+                | u64::from(epoch.subsec_micros() & 0xffff),
+            server_addr: server,
+            user_data: None,
+        },
+        socket,
+    )
+    .expect("a client transport");
+    let mut client = RenetClient::new(connection_config());
+    let start = Instant::now();
+    let mut last = start;
+    while start.elapsed() < Duration::from_secs(5) && !client.is_connected() {
+        let now = Instant::now();
+        client.update(now - last);
+        if transport.update(now - last, &mut client).is_err()
+            || transport.send_packets(&mut client).is_err()
+        {
+            return false;
+        }
+        last = now;
+        thread::sleep(Duration::from_millis(5));
+    }
+    client.is_connected()
+}
+
+#[test]
+fn a_client_that_falls_silent_times_out_and_leaves() {
+    let server = Running::start(loopback(), Outputs::default());
+    assert!(connect_then_fall_silent(server.addr), "never connected");
+    let silent = Instant::now();
+    let players = || *server.players.lock().expect("not poisoned");
+    // The status line (once a second) counts it, then, once netcode's 15 s timeout for
+    // these clients has passed, no longer: the server's keep-alive and time-out pass
+    // visits each client every few ticks, so it notices within a tick or so.
+    while players() != Some(1) {
+        assert!(silent.elapsed() < Duration::from_secs(5), "never counted");
+        thread::sleep(Duration::from_millis(20));
+    }
+    while players() != Some(0) {
+        assert!(
+            silent.elapsed() < Duration::from_secs(25),
+            "still connected after 25 s"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    let waited = silent.elapsed();
+    let summary = server.stop();
+    assert!(
+        waited >= Duration::from_secs(14),
+        "gone after {waited:?}, before netcode's 15 s timeout"
+    );
+    assert_eq!((summary.status.joined, summary.status.left), (1, 1));
+    assert_eq!(summary.status.kicked, 0, "{:?}", summary.status);
+}
+
 #[test]
 fn a_client_sending_garbage_is_disconnected_past_the_guard_threshold() {
     let server = Running::start(loopback(), Outputs::default());
