@@ -125,6 +125,15 @@ impl NodeBox {
         }
     }
 
+    /// The box from `min` to `max` (their fourth lanes ignored), negated as one vector.
+    #[inline]
+    pub(crate) fn from_corners(min: Vec3A, max: Vec3A) -> Self {
+        Self {
+            min: min.to_array(),
+            neg_max: (-max).to_array(),
+        }
+    }
+
     #[inline]
     fn from_aabb(aabb: Aabb) -> Self {
         Self {
