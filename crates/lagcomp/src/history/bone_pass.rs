@@ -620,13 +620,14 @@ mod x86 {
                 _mm256_cmpeq_epi32(acc.scale_or, one),
                 _mm256_cmpeq_epi32(acc.scale_and, one),
             );
-            // Lanes that hold no norm (2, 3 of each half) or no scale (0) pass those checks.
-            let norms_unit =
-                _mm256_or_si256(norms_unit, _mm256_setr_epi32(0, 0, -1, -1, 0, 0, -1, -1));
-            let scale_unit =
-                _mm256_or_si256(scale_unit, _mm256_setr_epi32(-1, 0, 0, 0, -1, 0, 0, 0));
+            // Lanes that hold no norm (2, 3 of each half) or no scale (0) pass those checks:
+            // blended with all-ones by an immediate mask (no constant to load), and the
+            // eight lanes decided with one `vptest`.
+            let ones = _mm256_cmpeq_epi32(acc.largest, acc.largest);
+            let norms_unit = _mm256_blend_epi32::<0b1100_1100>(norms_unit, ones);
+            let scale_unit = _mm256_blend_epi32::<0b0001_0001>(scale_unit, ones);
             let passed = _mm256_and_si256(in_range, _mm256_and_si256(norms_unit, scale_unit));
-            let clean = _mm256_movemask_ps(_mm256_castsi256_ps(passed)) == 0xff && tail_ok;
+            let clean = _mm256_testc_si256(passed, ones) == 1 && tail_ok;
             let low = |v: __m256| _mm256_castps256_ps128(v);
             let high = |v: __m256| _mm256_extractf128_ps::<1>(v);
             BonePass {

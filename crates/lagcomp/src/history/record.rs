@@ -7,7 +7,7 @@ use super::{
     EntityFrame, EntityId, EntitySlot, EntityState, FrameMeta, History, Life, RecordError,
     StoredRotation, StoredTranslation,
 };
-use crate::bvh::{NodeBox, TemporalBvh};
+use crate::bvh::{FrameLeaves, NodeBox};
 use crate::math::{BoneTransform, padded_corners};
 use crate::time::Tick;
 
@@ -232,7 +232,7 @@ impl FrameSlot {
 #[inline(always)]
 fn record_entity(
     slot: &mut EntitySlot,
-    tree: &mut TemporalBvh,
+    leaves: &mut FrameLeaves<'_>,
     at: FrameSlot,
     id: EntityId,
     bones: &[BoneTransform],
@@ -305,7 +305,7 @@ fn record_entity(
     }
     // The frame was cleared and the entity not recorded in it yet: its leaf is empty,
     // and growing it is setting it.
-    tree.grow_leaf(ring, id.index() as usize, NodeBox::from_corners(min, max));
+    leaves.set(id.index() as usize, NodeBox::from_corners(min, max));
     Ok(())
 }
 
@@ -480,7 +480,7 @@ impl FrameRecorder<'_> {
         let at = FrameSlot::of(history, self.seq);
         record_entity(
             &mut history.slots[index],
-            &mut history.tree,
+            &mut history.tree.frame_leaves(at.ring),
             at,
             id,
             bones,
@@ -572,6 +572,7 @@ impl FrameRecorder<'_> {
             uncompensated,
             ..
         } = history;
+        let mut leaves = tree.frame_leaves(at.ring);
         let mut first_error = None;
         let mut rest = bones;
         for (k, &(id, state)) in entities.iter().enumerate() {
@@ -592,7 +593,7 @@ impl FrameRecorder<'_> {
             }
             // SAFETY: as above (`get` for the prefetch borrowed the slots only briefly).
             let slot = unsafe { slots.get_unchecked_mut(index) };
-            match record_entity(slot, tree, at, id, own, state, bone_pass) {
+            match record_entity(slot, &mut leaves, at, id, own, state, bone_pass) {
                 Ok(()) => {
                     if !state.lag_compensated {
                         mark_uncompensated(uncompensated, index, at.seq);
