@@ -425,7 +425,8 @@ mod x86 {
     /// value mask and one's bits, in every group rather than keep them in registers): the
     /// range check doubles each component's bits instead of masking the sign (shifting the
     /// sign out), and the scale check keeps the OR and the AND of the scale bits, which
-    /// are both one's bits exactly when every scale is. 53 -> 51 instructions per group.
+    /// are both one's bits exactly when every scale is. Callgrind: 55 -> 53 instructions per
+    /// group.
     struct Avx2Acc {
         lo: __m256,
         hi: __m256,
