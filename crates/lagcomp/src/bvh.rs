@@ -125,6 +125,15 @@ impl NodeBox {
         }
     }
 
+    /// The box from `min` to `max` (their fourth lanes ignored), negated as one vector.
+    #[inline]
+    pub(crate) fn from_corners(min: Vec3A, max: Vec3A) -> Self {
+        Self {
+            min: min.to_array(),
+            neg_max: (-max).to_array(),
+        }
+    }
+
     #[inline]
     fn from_aabb(aabb: Aabb) -> Self {
         Self {
@@ -617,8 +626,8 @@ impl Bvh {
 /// binary tree of per-node boxes.
 ///
 /// Two ways to fill frames: tick by tick, [`TemporalBvh::clear_frame`], one
-/// [`TemporalBvh::grow_leaf`] per item recorded, and [`TemporalBvh::finish_frame`], which
-/// never reads the items' records again; or, after a rebuild, one
+/// [`FrameLeaves::set`] per item recorded (on [`TemporalBvh::frame_leaves`]), and
+/// [`TemporalBvh::finish_frame`], which never reads the items' records again; or, after a rebuild, one
 /// [`TemporalBvh::set_leaf_in_every_frame`] per item (its boxes in every frame of the ring)
 /// and then [`TemporalBvh::finish_frame`] for each frame, oldest first. (`refit_frame`, the
 /// straightforward way, is kept as the tests' reference.)
@@ -644,6 +653,35 @@ pub(crate) struct TemporalBvh {
     /// collapse's work list.
     sizes: Vec<u32>,
     pending: Vec<(u32, u32)>,
+}
+
+/// One ring frame's node boxes and where each item's leaf is, borrowed while a tick is
+/// recorded ([`TemporalBvh::frame_leaves`]).
+#[derive(Debug)]
+pub(crate) struct FrameLeaves<'a> {
+    spans: &'a mut [ChildBoxes],
+    leaf_of: &'a [u32],
+}
+
+impl FrameLeaves<'_> {
+    /// Sets the leaf of `item` to `node_box`: the frame was cleared when it began and an
+    /// item is recorded at most once per frame, so its leaf is empty and growing it is
+    /// setting it (six stores, no loads). Nothing if the item is not in the tree yet (a
+    /// rebuild will place it).
+    #[inline]
+    pub(crate) fn set(&mut self, item: usize, node_box: NodeBox) {
+        let Some(&link) = self.leaf_of.get(item) else {
+            return;
+        };
+        // An item not in the tree has the link `u32::MAX`, whose node (`u32::MAX >> 2`) is
+        // past any tree's nodes (each takes 96 bytes per frame), so the one bounds check
+        // also skips it.
+        if let Some(slot) = self.spans.get_mut((link >> 2) as usize) {
+            let lane = (link & 3) as usize;
+            debug_assert_eq!(slot.lane(lane), NodeBox::EMPTY, "one record per frame");
+            slot.set_lane(lane, &node_box);
+        }
+    }
 }
 
 /// A child link that is an item rather than a node.
@@ -948,22 +986,26 @@ impl TemporalBvh {
         }
     }
 
-    /// Grows the leaf of `item` in ring frame `frame` by `aabb` (nothing if the item is
-    /// not in the tree yet: a rebuild will place it). An item is recorded at most once per
-    /// frame, into a frame cleared when it began.
-    ///
-    /// PERF: the leaf is still the empty box here, so growing it is storing `node_box`
-    /// (`b < inf ? b : inf` is `b`): six scalar stores into the lanes, no loads.
-    #[inline]
+    /// Sets the leaf of `item` in ring frame `frame` (one record of a tick; see
+    /// [`FrameLeaves::set`]).
+    #[cfg(test)]
     pub(crate) fn grow_leaf(&mut self, frame: usize, item: usize, node_box: NodeBox) {
-        let Some(&link) = self.leaf_of.get(item) else {
-            return;
-        };
-        if link != u32::MAX {
-            let slot = &mut self.spans[frame * self.children.len() + (link >> 2) as usize];
-            let lane = (link & 3) as usize;
-            debug_assert_eq!(slot.lane(lane), NodeBox::EMPTY, "one record per frame");
-            slot.set_lane(lane, &node_box);
+        self.frame_leaves(frame).set(item, node_box);
+    }
+
+    /// The leaves of ring frame `frame`, for a tick's records into it: the frame's nodes
+    /// found once per tick.
+    ///
+    /// PERF: finding them per record (a multiply, two loads, a bounds check and the
+    /// not-in-tree check) cost about seven instructions an entity.
+    pub(crate) fn frame_leaves(&mut self, frame: usize) -> FrameLeaves<'_> {
+        let n = self.children.len();
+        FrameLeaves {
+            spans: self
+                .spans
+                .get_mut(frame * n..(frame + 1) * n)
+                .unwrap_or_default(),
+            leaf_of: &self.leaf_of,
         }
     }
 

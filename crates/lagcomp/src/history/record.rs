@@ -7,7 +7,7 @@ use super::{
     EntityFrame, EntityId, EntitySlot, EntityState, FrameMeta, History, Life, RecordError,
     StoredRotation, StoredTranslation,
 };
-use crate::bvh::{NodeBox, TemporalBvh};
+use crate::bvh::{FrameLeaves, NodeBox};
 use crate::math::{BoneTransform, padded_corners};
 use crate::time::Tick;
 
@@ -232,7 +232,7 @@ impl FrameSlot {
 #[inline(always)]
 fn record_entity(
     slot: &mut EntitySlot,
-    tree: &mut TemporalBvh,
+    leaves: &mut FrameLeaves<'_>,
     at: FrameSlot,
     id: EntityId,
     bones: &[BoneTransform],
@@ -287,14 +287,17 @@ fn record_entity(
         settle_unclean(slot, base, capacity, id, bones, pass.clean)?
     };
     let (min, max) = padded_corners(lo, hi);
-    let (min, max) = (Vec3::from(min).to_array(), Vec3::from(max).to_array());
-    slot.frames[ring] = EntityFrame {
+    debug_assert_eq!(slot.frames.len(), capacity);
+    // SAFETY: an active slot's frame ring has `capacity` records (`History::spawn`), and
+    // `ring < capacity`. PERF: the checked index cost three instructions an entity.
+    let frame = unsafe { slot.frames.get_unchecked_mut(ring) };
+    *frame = EntityFrame {
         seq: seq as u32,
         layers: state.layers,
         user: state.user,
         flags: state.to_flags(),
-        bounds_min: min,
-        bounds_max: max,
+        bounds_min: Vec3::from(min).to_array(),
+        bounds_max: Vec3::from(max).to_array(),
     };
     slot.last_seq = seq;
     if slot.first_seq == 0 {
@@ -302,7 +305,7 @@ fn record_entity(
     }
     // The frame was cleared and the entity not recorded in it yet: its leaf is empty,
     // and growing it is setting it.
-    tree.grow_leaf(ring, id.index() as usize, NodeBox::new(min, max));
+    leaves.set(id.index() as usize, NodeBox::from_corners(min, max));
     Ok(())
 }
 
@@ -477,7 +480,7 @@ impl FrameRecorder<'_> {
         let at = FrameSlot::of(history, self.seq);
         record_entity(
             &mut history.slots[index],
-            &mut history.tree,
+            &mut history.tree.frame_leaves(at.ring),
             at,
             id,
             bones,
@@ -512,19 +515,23 @@ impl FrameRecorder<'_> {
         self.history.check_batch(entities, bones.len())?;
         #[cfg(target_arch = "x86_64")]
         if self.history.bone_pass == Kernel::Avx2 {
-            // SAFETY: `Kernel::Avx2` is only chosen on a CPU with AVX2.
+            // SAFETY: `Kernel::Avx2` is only chosen on a CPU with AVX2, and the batch was
+            // checked above.
             return unsafe { self.record_all_avx2(entities, bones) };
         }
         let kernel = self.history.bone_pass;
-        self.record_all_with(entities, bones, |bones, reach, translations, rotations| {
-            kernel.run(bones, reach, translations, rotations)
-        })
+        // SAFETY: the batch was checked above.
+        unsafe {
+            self.record_all_with(entities, bones, |bones, reach, translations, rotations| {
+                kernel.run(bones, reach, translations, rotations)
+            })
+        }
     }
 
     /// [`FrameRecorder::record_all`] compiled for AVX2, with the AVX2 bone pass inlined.
     ///
     /// # Safety
-    /// The CPU supports AVX2.
+    /// The CPU supports AVX2, and `History::check_batch` accepted the batch.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn record_all_avx2(
@@ -532,15 +539,24 @@ impl FrameRecorder<'_> {
         entities: &[(EntityId, EntityState)],
         bones: &[BoneTransform],
     ) -> Result<(), RecordError> {
-        self.record_all_with(entities, bones, |bones, reach, translations, rotations| {
+        let pass = |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| {
             // SAFETY: the caller's contract: the CPU has AVX2.
             unsafe { Kernel::run_avx2(bones, reach, translations, rotations) }
-        })
+        };
+        // SAFETY: the caller's contract: the batch was checked.
+        unsafe { self.record_all_with(entities, bones, pass) }
     }
 
     /// The body of [`FrameRecorder::record_all`] once the batch is checked.
+    ///
+    /// # Safety
+    /// `History::check_batch` accepted `entities` and `bones.len()`: every handle is
+    /// active (its index is a slot) and the entities' bone counts add up to `bones.len()`.
+    ///
+    /// PERF: both are relied on without checking again (a slot index and a split checked
+    /// per entity: about five instructions).
     #[inline(always)]
-    fn record_all_with(
+    unsafe fn record_all_with(
         &mut self,
         entities: &[(EntityId, EntityState)],
         bones: &[BoneTransform],
@@ -556,12 +572,18 @@ impl FrameRecorder<'_> {
             uncompensated,
             ..
         } = history;
+        let mut leaves = tree.frame_leaves(at.ring);
         let mut first_error = None;
         let mut rest = bones;
         for (k, &(id, state)) in entities.iter().enumerate() {
-            // `check_batch` found every handle active and the bone total right.
             let index = id.index() as usize;
-            let (own, next) = rest.split_at(slots[index].bone_count);
+            debug_assert!(index < slots.len());
+            // SAFETY: `check_batch` found every handle active, so `index` is a slot.
+            let slot = unsafe { slots.get_unchecked_mut(index) };
+            debug_assert!(slot.bone_count <= rest.len());
+            // SAFETY: `check_batch` found the entities' bone counts to add up to the
+            // transforms given: this entity's are among those left.
+            let (own, next) = unsafe { rest.split_at_unchecked(slot.bone_count) };
             rest = next;
             if prefetch
                 && let Some((ahead, _)) = entities.get(k + PREFETCH_DISTANCE)
@@ -569,8 +591,9 @@ impl FrameRecorder<'_> {
             {
                 prefetch_rows(ahead, at.ring);
             }
-            let slot = &mut slots[index];
-            match record_entity(slot, tree, at, id, own, state, bone_pass) {
+            // SAFETY: as above (`get` for the prefetch borrowed the slots only briefly).
+            let slot = unsafe { slots.get_unchecked_mut(index) };
+            match record_entity(slot, &mut leaves, at, id, own, state, bone_pass) {
                 Ok(()) => {
                     if !state.lag_compensated {
                         mark_uncompensated(uncompensated, index, at.seq);
