@@ -2,8 +2,9 @@
 //! tick over real UDP, with renet and netcode carrying the wire protocol.
 //!
 //! One thread. It waits on the socket with `ppoll(2)` until a datagram arrives or the next
-//! tick is due, so every input is timestamped when it arrives (not at the next tick) and a
-//! clock-sync ping is answered at once. Each tick at its deadline: every body moves, the
+//! tick is due (or, with [`ServeConfig::busy_poll`], polls without sleeping), so every
+//! input is timestamped when it arrives (not at the next tick) and a clock-sync ping is
+//! answered at once. Each tick at its deadline: every body moves, the
 //! frame is recorded in the history (and the recording), the shots that arrived since the
 //! last tick are validated in arrival order on this thread (or, with
 //! [`ServeConfig::parallel_validation`], together on rayon's threads:
