@@ -192,14 +192,36 @@ fn snapshots_below_the_tick_rate_are_spread_over_the_ticks_and_bots_still_agree(
     assert!(status.tick_datagrams >= status.snapshots, "{status:?}");
 }
 
-/// A renet client that connects and then sends `message` every few milliseconds until it
-/// is disconnected (or `limit` passes); returns how many it sent while connected.
-fn send_until_disconnected(server: SocketAddr, message: &[u8], limit: Duration) -> (u32, bool) {
+#[test]
+fn a_busy_polling_server_ticks_on_time_and_answers_every_shot() {
+    let mut config = loopback();
+    config.busy_poll = true;
+    config.send_rate = 32.0;
+    let server = Running::start(config, Outputs::default());
+    let mut bots_config = BotsConfig::new(server.addr, 4, 6.0);
+    bots_config.pause = (0.0, 0.001);
+    let report = bots::run(&bots_config).expect("the bots run");
+    server.wait_until_empty();
+    let status = server.stop().status;
+    assert_eq!(report.connected, 4, "{report:?}");
+    assert!(report.honest.shots_arrived >= 40, "{report:?}");
+    assert_eq!(report.unanswered, 0, "{report:?}");
+    assert_eq!(status.shots, report.honest.shots_arrived + report.unexpected);
+    // Polling, it still keeps the clock: a tick every 1/64 s, none skipped.
+    assert!(status.ticks >= 6 * 64, "{status:?}");
+    assert_eq!(status.skipped_ticks, 0, "{status:?}");
+    // Each of the four a snapshot every other tick while it plays (most of the run).
+    assert!(status.snapshots <= status.ticks * 2 + 4, "{status:?}");
+    assert!(status.snapshots >= status.ticks, "{status:?}");
+}
+
+/// A netcode client of `server` on a socket of its own, not yet connected.
+fn raw_client(server: SocketAddr) -> (ClientTransport, RenetClient) {
     let socket = UdpSocket::bind("127.0.0.1:0").expect("a socket");
     let epoch = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("after 1970");
-    let mut transport = ClientTransport::new(
+    let transport = ClientTransport::new(
         epoch,
         ClientAuthentication::Unsecure {
             protocol_id: PROTOCOL_ID,
@@ -211,7 +233,13 @@ fn send_until_disconnected(server: SocketAddr, message: &[u8], limit: Duration) 
         socket,
     )
     .expect("a client transport");
-    let mut client = RenetClient::new(connection_config());
+    (transport, RenetClient::new(connection_config()))
+}
+
+/// A renet client that connects and then sends `message` every few milliseconds until it
+/// is disconnected (or `limit` passes); returns how many it sent while connected.
+fn send_until_disconnected(server: SocketAddr, message: &[u8], limit: Duration) -> (u32, bool) {
+    let (mut transport, mut client) = raw_client(server);
     let start = Instant::now();
     let mut last = start;
     let mut sent = 0;
@@ -242,23 +270,7 @@ fn send_until_disconnected(server: SocketAddr, message: &[u8], limit: Duration) 
 /// Connects a netcode client to `server`, sends nothing of its own, and drops it once
 /// connected. Whether it connected within 5 s.
 fn connect_then_fall_silent(server: SocketAddr) -> bool {
-    let socket = UdpSocket::bind("127.0.0.1:0").expect("a socket");
-    let epoch = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("after 1970");
-    let mut transport = ClientTransport::new(
-        epoch,
-        ClientAuthentication::Unsecure {
-            protocol_id: PROTOCOL_ID,
-            client_id: u64::from(std::process::id()) << 16
-                | u64::from(epoch.subsec_micros() & 0xffff),
-            server_addr: server,
-            user_data: None,
-        },
-        socket,
-    )
-    .expect("a client transport");
-    let mut client = RenetClient::new(connection_config());
+    let (mut transport, mut client) = raw_client(server);
     let start = Instant::now();
     let mut last = start;
     while start.elapsed() < Duration::from_secs(5) && !client.is_connected() {
