@@ -143,6 +143,9 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         }
         let bracket = self.bracket()?;
         let history = self.history;
+        if !O::ENABLED {
+            history.entity_tree().prefetch_root(bracket.spans);
+        }
         let inv_dir = ray_recip(ray.dir());
         let blocker = first_wall(history, ray, inv_dir, radius, self.layers);
         if let Some(wall) = blocker.as_ref().filter(|_| O::ENABLED) {
@@ -326,6 +329,7 @@ impl TraceContext<'_> {
             // PERF: the tree walk without an observer decides exactly as `admit` does, but
             // builds no sample (kind, state, bounds) for the entities it reaches, most of
             // which the bone cull then rejects: the hit kept is resampled at the end.
+            history.prefetch_rewound(index, self.bracket);
             let Some((rig, id)) = history.slot_rig(index) else {
                 return t_max;
             };
