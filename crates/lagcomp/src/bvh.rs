@@ -1075,7 +1075,12 @@ impl TemporalBvh {
     /// Visits every item whose box (over the range, grown by `margin`) the ray passes
     /// through within `t_max`, nearest boxes first. The visitor tests each item itself and
     /// returns the new `t_max` (return the argument to keep it): a closest-hit query
-    /// shrinks it as it finds hits, which prunes what is behind.
+    /// shrinks it as it finds hits, which prunes what is behind. `ahead` hears of each item
+    /// as soon as its box passes, before it is visited (a trace prefetches its rows then).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the ray, its reach and the two callbacks of one walk"
+    )]
     #[inline]
     pub(crate) fn cast(
         &self,
@@ -1084,6 +1089,7 @@ impl TemporalBvh {
         inv_dir: Vec3,
         margin: f32,
         t_max: f32,
+        ahead: impl Fn(u32),
         visit: impl FnMut(u32, f32) -> f32,
     ) {
         let ray = WideRay::new(origin, inv_dir, margin);
@@ -1098,12 +1104,19 @@ impl TemporalBvh {
             // PERF: a ray (no margin) skips adding the margin, which is then `-0.0`: the
             // identity for every float, so the same numbers for six fewer additions a node.
             if margin.to_bits() == 0 {
-                self.walk::<_, false>(|i| &spans[i], node_ahead, &ray, t_max, visit);
+                self.walk::<_, false>(|i| &spans[i], node_ahead, &ray, t_max, ahead, visit);
             } else {
-                self.walk::<_, true>(|i| &spans[i], node_ahead, &ray, t_max, visit);
+                self.walk::<_, true>(|i| &spans[i], node_ahead, &ray, t_max, ahead, visit);
             }
         } else {
-            self.walk::<_, true>(|i| self.range_boxes(range, i), |_| {}, &ray, t_max, visit);
+            self.walk::<_, true>(
+                |i| self.range_boxes(range, i),
+                |_| {},
+                &ray,
+                t_max,
+                ahead,
+                visit,
+            );
         }
     }
 
@@ -1124,6 +1137,7 @@ impl TemporalBvh {
         node_ahead: impl Fn(usize),
         ray: &WideRay,
         mut t_max: f32,
+        ahead: impl Fn(u32),
         mut visit: impl FnMut(u32, f32) -> f32,
     ) {
         if self.children.is_empty() {
@@ -1147,6 +1161,8 @@ impl TemporalBvh {
                 let entry = (links[lane], near[lane]);
                 if entry.0 & ITEM == 0 {
                     node_ahead(entry.0 as usize);
+                } else {
+                    ahead(entry.0 & !ITEM);
                 }
                 let mut at = depth;
                 while at > base {
@@ -1382,7 +1398,7 @@ mod tests {
                 (span(0, 2), &union),
             ] {
                 let found = cast_all(
-                    |v| bvh.cast(frames, origin, inv, 0.0, 100.0, &mut *v),
+                    |v| bvh.cast(frames, origin, inv, 0.0, 100.0, |_| {}, &mut *v),
                     bounds,
                     origin,
                     inv,
@@ -1536,10 +1552,18 @@ mod tests {
             for count in [1, 2] {
                 let span = SpanRange { first: 0, count };
                 let mut found = Vec::new();
-                bvh.cast(span, origin, inv, 0.1, 100.0, |i, t| {
-                    found.push(i);
-                    t
-                });
+                bvh.cast(
+                    span,
+                    origin,
+                    inv,
+                    0.1,
+                    100.0,
+                    |_| {},
+                    |i, t| {
+                        found.push(i);
+                        t
+                    },
+                );
                 assert!(found.iter().all(|&i| i < 6), "ray {k}: {found:?}");
                 found.sort_unstable();
                 let expected: Vec<u32> = (0..6)

@@ -178,6 +178,10 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                 inv_dir,
                 radius,
                 reach,
+                // PERF: an entity's rows are asked for as its leaf passes, so their misses
+                // overlap with the rest of the walk and with each other (64x16 -6 %, 200x20
+                // -6 % wall time in the funnel; prefetching as the visit starts gave half).
+                |index| history.prefetch_rewound(index as usize, &bracket),
                 |index, t| {
                     t_max = ctx.entity(index as usize, Walk::Tree, t, &mut found, &mut *observer);
                     t_max
@@ -329,7 +333,6 @@ impl TraceContext<'_> {
             // PERF: the tree walk without an observer decides exactly as `admit` does, but
             // builds no sample (kind, state, bounds) for the entities it reaches, most of
             // which the bone cull then rejects: the hit kept is resampled at the end.
-            history.prefetch_rewound(index, self.bracket);
             let Some((rig, id)) = history.slot_rig(index) else {
                 return t_max;
             };
