@@ -2,14 +2,11 @@
 //!
 //! Run: `cargo run --release -p lagcomp-bench --example funnel`. `FUNNEL_SCENE=<name>`
 //! runs one scene; `FUNNEL_FULL_ONLY=1` only the full query (for callgrind);
-//! `FUNNEL_PARRY=1` parry3d's BVH cast over the same rays instead; `FUNNEL_TWICE=1` runs
-//! every shot of the full query (or parry's cast) twice in a row, so the second run finds
-//! its data in cache with the same instructions (the difference from a single run is the
-//! hot-cache time); `FUNNEL_SHORT=1` takes the minimum over many short passes (see
-//! `per_shot`); `FUNNEL_SORTED=1` runs the shots in time order (history mostly in
-//! cache); `FUNNEL_RECORD=1`
-//! recording against a memcpy (`FUNNEL_RECORD_EACH=1`: one `record` per entity instead of
-//! `record_all`).
+//! `FUNNEL_PARRY=1` parry3d's BVH cast over the same rays instead; `FUNNEL_SHORT=1` takes
+//! the minimum over many short passes (see `per_shot`; steadier on a shared machine);
+//! `FUNNEL_SORTED=1` runs the shots in time order (the history mostly in cache, the same
+//! instructions); `FUNNEL_RECORD=1` recording against a memcpy (`FUNNEL_RECORD_EACH=1`: one
+//! `record` per entity instead of `record_all`).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -45,8 +42,6 @@ fn per_shot(scene: &Scene, mut f: impl FnMut(&lagcomp_bench::Shot)) -> f64 {
 
 fn main() {
     let only_full = std::env::var_os("FUNNEL_FULL_ONLY").is_some();
-    let twice = std::env::var_os("FUNNEL_TWICE").is_some();
-    let runs = if twice { 2 } else { 1 };
     if std::env::var_os("FUNNEL_RECORD").is_some() {
         let each = std::env::var_os("FUNNEL_RECORD_EACH").is_some();
         for spec in SCENES
@@ -117,9 +112,7 @@ fn main() {
             let rays: Vec<_> = scene.shots.iter().map(|s| parry_ray(&s.ray)).collect();
             let mut k = 0;
             let bvh = per_shot(&scene, |_| {
-                for _ in 0..runs {
-                    black_box(parry.cast_bvh(black_box(&rays[k % rays.len()]), SHOT_RANGE));
-                }
+                black_box(parry.cast_bvh(black_box(&rays[k % rays.len()]), SHOT_RANGE));
                 k += 1;
             });
             println!("{} parry_bvh {bvh:.0} ns", spec.name);
@@ -130,15 +123,13 @@ fn main() {
         }
         if only_full {
             let full = per_shot(&scene, |s| {
-                for _ in 0..runs {
-                    black_box(
-                        scene
-                            .history
-                            .query(RewindTarget::Time(black_box(s.time)))
-                            .ray(black_box(&s.ray)),
-                    )
-                    .ok();
-                }
+                black_box(
+                    scene
+                        .history
+                        .query(RewindTarget::Time(black_box(s.time)))
+                        .ray(black_box(&s.ray)),
+                )
+                .ok();
             });
             println!("{} full {full:.0} ns", spec.name);
             return;
