@@ -1580,6 +1580,45 @@ mod tests {
     }
 
     #[test]
+    fn every_visited_item_is_announced_before_its_visit() {
+        // `ahead` is what a trace prefetches by: it must hear of each item before the
+        // visit, for every span count and margin, and a shrinking reach may skip items
+        // it announced but never visit one it did not.
+        let ring = 2;
+        let bounds = boxes(200, 0.0);
+        let mut bvh = TemporalBvh::default();
+        bvh.build(ring, 0..200, |i| bounds[i as usize].center());
+        for f in 0..ring {
+            bvh.refit_frame(f, f.checked_sub(1), |i| {
+                NodeBox::from_aabb(bounds[i as usize])
+            });
+        }
+        let mut visits = 0;
+        for k in 0..80 {
+            let origin = Vec3::new(-5.0, k as f32 * 0.4 - 3.0, (k % 7) as f32 * 0.5);
+            let inv = ray_recip(Vec3::new(1.0, 0.03 * (k % 11) as f32, -0.02).normalize());
+            for (count, margin, shrink) in [(1, 0.0, false), (1, 0.1, true), (2, 0.0, true)] {
+                let span = SpanRange { first: 0, count };
+                let announced = std::cell::RefCell::new(Vec::new());
+                bvh.cast(
+                    span,
+                    origin,
+                    inv,
+                    margin,
+                    100.0,
+                    |i| announced.borrow_mut().push(i),
+                    |i, t| {
+                        assert!(announced.borrow().contains(&i), "ray {k}: {i} unannounced");
+                        visits += 1;
+                        if shrink { t * 0.9 } else { t }
+                    },
+                );
+            }
+        }
+        assert!(visits > 100, "the rays visit items: {visits}");
+    }
+
+    #[test]
     fn wide_nodes_use_their_four_children_and_every_item_once() {
         for items in [1_u32, 2, 3, 4, 5, 17, 64, 200, 1000] {
             let bounds = boxes(items as usize, 0.0);
