@@ -478,13 +478,14 @@ impl History {
     }
 
     /// Prefetches what a trace reads of the entity in slot `index` at the bracket: its
-    /// bone rows (translations and rotations) in the bracket's two frames (the same frame
-    /// twice for an exact one). Only a hint (see [`crate::math::prefetch_line`]): nothing
+    /// frame records and bone rows (translations and rotations) in the bracket's two
+    /// frames (the same frame twice for an exact one). Only a hint (see [`crate::math::prefetch_line`]): nothing
     /// is read, so nothing is checked beyond the slot index.
     ///
-    /// PERF: a trace reads the rows after the frame record's checks, then the bone cull,
-    /// then each passing bone's rotation, each step waiting on the one before: asking for
-    /// all of them as the tree walk reaches the entity lets their misses overlap. One loop walks the four rows together, a rotation row's line per step
+    /// PERF: a trace reads the frame records, then (after their checks) the translation
+    /// rows for the bone cull, then each passing bone's rotation, each step waiting on the
+    /// one before: asking for all of them as the tree walk pushes the entity's leaf lets
+    /// their misses overlap with each other and with the rest of the walk. One loop walks the four rows together, a rotation row's line per step
     /// and the translation row at three quarters of that stride (48 bytes, so no line is
     /// skipped): about 50 instructions for a 16-bone rig.
     #[inline(always)]
@@ -504,6 +505,13 @@ impl History {
             r.wrapping_add(a * bc).cast::<u8>(),
             r.wrapping_add(b * bc).cast::<u8>(),
         );
+        let frames = slot.frames.as_ptr();
+        for record in [frames.wrapping_add(a), frames.wrapping_add(b)] {
+            // 36 bytes: one line, or two when it straddles.
+            let record = record.cast::<u8>();
+            prefetch_line(record);
+            prefetch_line(record.wrapping_add(35));
+        }
         let rotation_bytes = 16 * bc;
         let mut offset = 0;
         while offset < rotation_bytes {

@@ -178,9 +178,10 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                 inv_dir,
                 radius,
                 reach,
-                // PERF: an entity's rows are asked for as its leaf passes, so their misses
-                // overlap with the rest of the walk and with each other (64x16 -6 %, 200x20
-                // -6 % wall time in the funnel; prefetching as the visit starts gave half).
+                // PERF: an entity's records and rows are asked for as its leaf passes, so
+                // their misses overlap with the rest of the walk and with each other
+                // (64x16 -9 %, 200x20 -9 % wall time in the funnel; prefetching as the
+                // visit starts gave a third of that).
                 |index| history.prefetch_rewound(index as usize, &bracket),
                 |index, t| {
                     t_max = ctx.entity(index as usize, Walk::Tree, t, &mut found, &mut *observer);
