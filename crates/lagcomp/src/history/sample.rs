@@ -479,15 +479,17 @@ impl History {
 
     /// Prefetches what a trace reads of the entity in slot `index` at the bracket: its
     /// frame records and bone rows (translations and rotations) in the bracket's two
-    /// frames (the same frame twice for an exact one). Only a hint (see [`crate::math::prefetch_line`]): nothing
-    /// is read, so nothing is checked beyond the slot index.
+    /// frames (the same frame twice for an exact one). Only a hint (see
+    /// [`crate::math::prefetch_line`]): nothing is read, so nothing is checked beyond the
+    /// slot index.
     ///
     /// PERF: a trace reads the frame records, then (after their checks) the translation
     /// rows for the bone cull, then each passing bone's rotation, each step waiting on the
     /// one before: asking for all of them as the tree walk pushes the entity's leaf lets
-    /// their misses overlap with each other and with the rest of the walk. One loop walks the four rows together, a rotation row's line per step
-    /// and the translation row at three quarters of that stride (48 bytes, so no line is
-    /// skipped): about 50 instructions for a 16-bone rig.
+    /// their misses overlap with each other and with the rest of the walk. One loop walks
+    /// the four rows together, a rotation row's line per step and the translation row at
+    /// three quarters of that stride (48 bytes, so no line is skipped): about 60
+    /// instructions for a 16-bone rig.
     #[inline(always)]
     pub(crate) fn prefetch_rewound(&self, index: usize, bracket: &Bracket) {
         use crate::math::prefetch_line;
