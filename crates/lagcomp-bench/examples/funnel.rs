@@ -2,9 +2,11 @@
 //!
 //! Run: `cargo run --release -p lagcomp-bench --example funnel`. `FUNNEL_SCENE=<name>`
 //! runs one scene; `FUNNEL_FULL_ONLY=1` only the full query (for callgrind);
-//! `FUNNEL_PARRY=1` parry3d's BVH cast over the same rays instead; `FUNNEL_RECORD=1`
-//! recording against a memcpy (`FUNNEL_RECORD_EACH=1`: one `record` per entity instead of
-//! `record_all`).
+//! `FUNNEL_PARRY=1` parry3d's BVH cast over the same rays instead; `FUNNEL_SHORT=1` takes
+//! the minimum over many short passes (see `per_shot`; steadier on a shared machine);
+//! `FUNNEL_SORTED=1` runs the shots in time order (the history mostly in cache, the same
+//! instructions); `FUNNEL_RECORD=1` recording against a memcpy (`FUNNEL_RECORD_EACH=1`: one
+//! `record` per entity instead of `record_all`).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -16,9 +18,16 @@ use lagcomp_bench::scene::{SHOT_RANGE, record_frame, record_frame_each};
 use lagcomp_bench::{ParryWorld, SCENES, Scene};
 
 fn per_shot(scene: &Scene, mut f: impl FnMut(&lagcomp_bench::Shot)) -> f64 {
-    let rounds = 200;
+    // `FUNNEL_SHORT=1`: the minimum over 2,000 passes of the shots instead of 5 runs of 200
+    // passes, so that on a shared machine some passes run without a neighbour's
+    // interference (same shots, same instructions).
+    let (reps, rounds) = if std::env::var_os("FUNNEL_SHORT").is_some() {
+        (2000, 1)
+    } else {
+        (5, 200)
+    };
     let mut best = f64::INFINITY;
-    for _ in 0..5 {
+    for _ in 0..reps {
         let start = Instant::now();
         for _ in 0..rounds {
             for shot in &scene.shots {
@@ -88,7 +97,12 @@ fn main() {
         .into_iter()
         .filter(|s| std::env::var("FUNNEL_SCENE").map_or(true, |n| n == s.name))
     {
-        let scene = Scene::build(spec);
+        let mut scene = Scene::build(spec);
+        if std::env::var_os("FUNNEL_SORTED").is_some() {
+            // The same shots in time order: consecutive shots read the same frames, so
+            // the history's rows are mostly in cache (the same instructions otherwise).
+            scene.shots.sort_by(|a, b| a.time.total_cmp(&b.time));
+        }
         if std::env::var_os("FUNNEL_PARRY").is_some() {
             // parry3d's BVH cast over the same hitboxes posed at the newest frame (the
             // benchmark's `query_parry_bvh`), for instruction counts side by side.
@@ -98,7 +112,7 @@ fn main() {
             let rays: Vec<_> = scene.shots.iter().map(|s| parry_ray(&s.ray)).collect();
             let mut k = 0;
             let bvh = per_shot(&scene, |_| {
-                black_box(parry.cast_bvh(&rays[k % rays.len()], SHOT_RANGE));
+                black_box(parry.cast_bvh(black_box(&rays[k % rays.len()]), SHOT_RANGE));
                 k += 1;
             });
             println!("{} parry_bvh {bvh:.0} ns", spec.name);
@@ -109,7 +123,13 @@ fn main() {
         }
         if only_full {
             let full = per_shot(&scene, |s| {
-                black_box(scene.history.query(RewindTarget::Time(s.time)).ray(&s.ray)).ok();
+                black_box(
+                    scene
+                        .history
+                        .query(RewindTarget::Time(black_box(s.time)))
+                        .ray(black_box(&s.ray)),
+                )
+                .ok();
             });
             println!("{} full {full:.0} ns", spec.name);
             return;

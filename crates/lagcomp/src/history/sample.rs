@@ -477,6 +477,60 @@ impl History {
         })
     }
 
+    /// Prefetches what a trace reads of the entity in slot `index` at the bracket: its
+    /// frame records and bone rows (translations and rotations) in the bracket's two
+    /// frames (the same frame twice for an exact one). Only a hint (see
+    /// [`crate::math::prefetch_line`]): nothing is read, so nothing is checked beyond the
+    /// slot index.
+    ///
+    /// PERF: a trace reads the frame records, then (after their checks) the translation
+    /// rows for the bone cull, then each passing bone's rotation, each step waiting on the
+    /// one before: asking for all of them as the tree walk pushes the entity's leaf lets
+    /// their misses overlap with each other and with the rest of the walk. One loop walks
+    /// the four rows together, a rotation row's line per step and the translation row at
+    /// three quarters of that stride (48 bytes, so no line is skipped): about 60
+    /// instructions for a 16-bone rig.
+    #[inline(always)]
+    pub(crate) fn prefetch_rewound(&self, index: usize, bracket: &Bracket) {
+        use crate::math::prefetch_line;
+        let Some(slot) = self.slots.get(index) else {
+            return;
+        };
+        let bc = slot.bone_count;
+        let (a, b) = bracket.rings;
+        let (t, r) = (slot.translations.as_ptr(), slot.rotations.as_ptr());
+        let (ta, tb) = (
+            t.wrapping_add(a * bc).cast::<u8>(),
+            t.wrapping_add(b * bc).cast::<u8>(),
+        );
+        let (ra, rb) = (
+            r.wrapping_add(a * bc).cast::<u8>(),
+            r.wrapping_add(b * bc).cast::<u8>(),
+        );
+        let frames = slot.frames.as_ptr();
+        for record in [frames.wrapping_add(a), frames.wrapping_add(b)] {
+            // 36 bytes: one line, or two when it straddles.
+            let record = record.cast::<u8>();
+            prefetch_line(record);
+            prefetch_line(record.wrapping_add(35));
+        }
+        let rotation_bytes = 16 * bc;
+        let mut offset = 0;
+        while offset < rotation_bytes {
+            prefetch_line(ra.wrapping_add(offset));
+            prefetch_line(rb.wrapping_add(offset));
+            prefetch_line(ta.wrapping_add(offset / 4 * 3));
+            prefetch_line(tb.wrapping_add(offset / 4 * 3));
+            offset += 64;
+        }
+        // The rows' last lines, which a row not starting on a line boundary spills into.
+        let (last_rotation, last_translation) = (rotation_bytes.max(1) - 1, (12 * bc).max(1) - 1);
+        prefetch_line(ra.wrapping_add(last_rotation));
+        prefetch_line(rb.wrapping_add(last_rotation));
+        prefetch_line(ta.wrapping_add(last_translation));
+        prefetch_line(tb.wrapping_add(last_translation));
+    }
+
     /// The bounds [`History::sample`] gives an entity picked by
     /// [`History::rewound_for_tree`]: over both frames when blended.
     #[inline]

@@ -143,6 +143,9 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         }
         let bracket = self.bracket()?;
         let history = self.history;
+        if !O::ENABLED {
+            history.entity_tree().prefetch_root(bracket.spans);
+        }
         let inv_dir = ray_recip(ray.dir());
         let blocker = first_wall(history, ray, inv_dir, radius, self.layers);
         if let Some(wall) = blocker.as_ref().filter(|_| O::ENABLED) {
@@ -175,6 +178,11 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                 inv_dir,
                 radius,
                 reach,
+                // PERF: an entity's records and rows are asked for as its leaf passes, so
+                // their misses overlap with the rest of the walk and with each other
+                // (64x16 -9 %, 200x20 -9 % wall time in the funnel; prefetching as the
+                // visit starts gave a third of that).
+                |index| history.prefetch_rewound(index as usize, &bracket),
                 |index, t| {
                     t_max = ctx.entity(index as usize, Walk::Tree, t, &mut found, &mut *observer);
                     t_max
