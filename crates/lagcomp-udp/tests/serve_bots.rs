@@ -206,7 +206,10 @@ fn a_busy_polling_server_ticks_on_time_and_answers_every_shot() {
     assert_eq!(report.connected, 4, "{report:?}");
     assert!(report.honest.shots_arrived >= 40, "{report:?}");
     assert_eq!(report.unanswered, 0, "{report:?}");
-    assert_eq!(status.shots, report.honest.shots_arrived + report.unexpected);
+    assert_eq!(
+        status.shots,
+        report.honest.shots_arrived + report.unexpected
+    );
     // Polling, it still keeps the clock: a tick every 1/64 s, none skipped.
     assert!(status.ticks >= 6 * 64, "{status:?}");
     assert_eq!(status.skipped_ticks, 0, "{status:?}");
