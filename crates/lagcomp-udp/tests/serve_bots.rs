@@ -15,7 +15,7 @@ use lagcomp_sim::interest::InterestConfig;
 use lagcomp_udp::bots::{self, BotsConfig, BotsError};
 use lagcomp_udp::channel::{PROTOCOL_ID, UNRELIABLE, connection_config};
 use lagcomp_udp::client::ClientTransport;
-use lagcomp_udp::server::{GameServer, Outputs, ServeConfig, ServeError, Summary};
+use lagcomp_udp::server::{GameServer, Outputs, ServeConfig, ServeError, Status, Summary};
 use lagcomp_validate::AuditLog;
 use lagcomp_validate::recording::{Recording, revalidate};
 use renet::RenetClient;
@@ -163,6 +163,17 @@ fn bots_play_get_every_verdict_and_the_recording_replays_to_the_same_verdicts() 
     );
 }
 
+/// Four bots firing as fast as the weapon allows for 6 s against a server set up by
+/// `config`: their report and the server's figures once they have left.
+fn four_bots_for_six_seconds(config: ServeConfig) -> (bots::BotsReport, Status) {
+    let server = Running::start(config, Outputs::default());
+    let mut bots_config = BotsConfig::new(server.addr, 4, 6.0);
+    bots_config.pause = (0.0, 0.001);
+    let report = bots::run(&bots_config).expect("the bots run");
+    server.wait_until_empty();
+    (report, server.stop().status)
+}
+
 #[test]
 fn snapshots_below_the_tick_rate_are_spread_over_the_ticks_and_bots_still_agree() {
     let mut config = loopback();
@@ -170,13 +181,7 @@ fn snapshots_below_the_tick_rate_are_spread_over_the_ticks_and_bots_still_agree(
     config.send_rate = 16.0;
     // The tick's datagrams handed to the socket by a second thread.
     config.send_thread = true;
-    let server = Running::start(config, Outputs::default());
-    let mut bots_config = BotsConfig::new(server.addr, 4, 6.0);
-    // As fast as the weapon allows.
-    bots_config.pause = (0.0, 0.001);
-    let report = bots::run(&bots_config).expect("the bots run");
-    server.wait_until_empty();
-    let status = server.stop().status;
+    let (report, status) = four_bots_for_six_seconds(config);
     assert_eq!(report.connected, 4, "{report:?}");
     let honest = &report.honest;
     // Four bots for four seconds after their warm-up, up to ten shots a second each
@@ -197,12 +202,7 @@ fn a_busy_polling_server_ticks_on_time_and_answers_every_shot() {
     let mut config = loopback();
     config.busy_poll = true;
     config.send_rate = 32.0;
-    let server = Running::start(config, Outputs::default());
-    let mut bots_config = BotsConfig::new(server.addr, 4, 6.0);
-    bots_config.pause = (0.0, 0.001);
-    let report = bots::run(&bots_config).expect("the bots run");
-    server.wait_until_empty();
-    let status = server.stop().status;
+    let (report, status) = four_bots_for_six_seconds(config);
     assert_eq!(report.connected, 4, "{report:?}");
     assert!(report.honest.shots_arrived >= 40, "{report:?}");
     assert_eq!(report.unanswered, 0, "{report:?}");
