@@ -168,37 +168,30 @@ const PREFETCH_ABOVE_BYTES: usize = 16 << 20;
 /// size threshold.
 #[inline]
 fn prefetch_rows(slot: &super::EntitySlot, ring: usize) {
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (slot, ring);
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        let n = slot.bone_count;
-        if slot.frames.len() <= ring {
-            // Not an active slot with a ring (free, or never spawned into).
-            return;
+    use crate::math::prefetch_line;
+    let n = slot.bone_count;
+    if slot.frames.len() <= ring {
+        // Not an active slot with a ring (free, or never spawned into).
+        return;
+    }
+    let rows: [(*const u8, usize); 3] = [
+        (
+            slot.translations.as_ptr().wrapping_add(ring * n).cast(),
+            n * 12,
+        ),
+        (
+            slot.rotations.as_ptr().wrapping_add(ring * n).cast(),
+            n * 16,
+        ),
+        (std::ptr::from_ref(&slot.frames[ring]).cast(), 36),
+    ];
+    for (start, len) in rows {
+        let mut offset = 0;
+        while offset < len {
+            prefetch_line(start.wrapping_add(offset));
+            offset += 64;
         }
-        let rows: [(*const u8, usize); 3] = [
-            (
-                slot.translations.as_ptr().wrapping_add(ring * n).cast(),
-                n * 12,
-            ),
-            (
-                slot.rotations.as_ptr().wrapping_add(ring * n).cast(),
-                n * 16,
-            ),
-            (std::ptr::from_ref(&slot.frames[ring]).cast(), 36),
-        ];
-        for (start, len) in rows {
-            let mut offset = 0;
-            while offset < len {
-                // SAFETY: a prefetch is a hint: it never faults and changes no memory.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset).cast()) };
-                offset += 64;
-            }
-            // SAFETY: as above.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(len - 1).cast()) };
-        }
+        prefetch_line(start.wrapping_add(len - 1));
     }
 }
 
