@@ -6,11 +6,13 @@
 //! - [`parry_world`]: the same hitboxes, in the present, in a parry3d `Bvh` and `Compound`.
 //! - [`rapier_world`]: the same hitboxes as rapier3d colliders, rewound the usual way
 //!   (move every collider, update the broad phase, cast, move back, update).
+//! - [`copy_target`]: where the memcpy baselines copy to (away from a slow `rep movsb` case).
 //! - [`report`]: reading criterion's estimates back and printing the ratio tables.
 //!
 //! The criterion suite is `benches/rewind.rs`; `cargo run --release -p lagcomp-bench --bin
 //! bench-table` prints the tables of `BENCHMARKS.md` from its last run.
 
+pub mod copy_target;
 pub mod parry_world;
 pub mod rapier_world;
 pub mod report;
