@@ -73,18 +73,33 @@ pub fn wait_readable(
     timeout: Duration,
     ready: &mut Vec<bool>,
 ) -> std::io::Result<()> {
+    // A server waits on one socket thousands of times a second: its set lives on the
+    // stack. Many sockets (the bots' process) get a vector.
+    if let [socket] = sockets {
+        return poll_into(&mut [PollFd::new(socket, PollFlags::IN)], timeout, ready);
+    }
     let mut set: Vec<PollFd<'_>> = sockets
         .iter()
         .map(|s| PollFd::new(s, PollFlags::IN))
         .collect();
+    poll_into(&mut set, timeout, ready)
+}
+
+/// Polls `set` for up to `timeout` and writes which entries became readable to `ready`
+/// (all `false` when a signal interrupted the wait).
+fn poll_into(
+    set: &mut [PollFd<'_>],
+    timeout: Duration,
+    ready: &mut Vec<bool>,
+) -> std::io::Result<()> {
     let timeout = Timespec {
         tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
         tv_nsec: i64::from(timeout.subsec_nanos()),
     };
     ready.clear();
-    match rustix::event::poll(&mut set, Some(&timeout)) {
+    match rustix::event::poll(set, Some(&timeout)) {
         Ok(_) => ready.extend(set.iter().map(|fd| !fd.revents().is_empty())),
-        Err(rustix::io::Errno::INTR) => ready.resize(sockets.len(), false),
+        Err(rustix::io::Errno::INTR) => ready.resize(set.len(), false),
         Err(error) => return Err(error.into()),
     }
     Ok(())
@@ -121,4 +136,35 @@ impl Drop for TightTimers {
 /// snapshot parts is not dropped while the thread is busy.
 pub(crate) fn widen_receive_buffer(socket: &UdpSocket) {
     let _ = rustix::net::sockopt::set_socket_recv_buffer_size(socket, 1 << 20);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bound() -> UdpSocket {
+        UdpSocket::bind("127.0.0.1:0").expect("a loopback socket")
+    }
+
+    #[test]
+    fn says_which_sockets_have_a_datagram() {
+        let sender = bound();
+        let mut ready = vec![true; 5];
+        // One socket (the server's stack-held set): nothing yet, then a datagram.
+        let one = [bound()];
+        wait_readable(&one, Duration::from_millis(1), &mut ready).expect("poll");
+        assert_eq!(ready, [false]);
+        sender
+            .send_to(b"x", one[0].local_addr().expect("address"))
+            .expect("send");
+        wait_readable(&one, Duration::from_secs(5), &mut ready).expect("poll");
+        assert_eq!(ready, [true]);
+        // Several: only the one sent to.
+        let three = [bound(), bound(), bound()];
+        sender
+            .send_to(b"y", three[1].local_addr().expect("address"))
+            .expect("send");
+        wait_readable(&three, Duration::from_secs(5), &mut ready).expect("poll");
+        assert_eq!(ready, [false, true, false]);
+    }
 }
