@@ -7,6 +7,7 @@
 //! when no bot got connected.
 
 use std::io::{self, Write};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use lagcomp_sim::cheat::Cheat;
@@ -56,6 +57,10 @@ pub(crate) struct Args {
     /// Print the whole report as JSON on stdout (the table goes to stderr).
     #[arg(long)]
     json: bool,
+    /// The server's netcode private key (as `lagcomp key` writes it): each bot mints its
+    /// own connect token with it, as a matchmaker would.
+    #[arg(long, value_name = "FILE")]
+    key_file: Option<PathBuf>,
 }
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
@@ -65,6 +70,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     config.fps = args.fps;
     config.pause = (args.pause_ms.0 / 1000.0, args.pause_ms.1 / 1000.0);
     config.fire_rate = args.fire_rate;
+    config.private_key = args
+        .key_file
+        .as_deref()
+        .map(crate::key::read_key_file)
+        .transpose()?;
     if let Some(threads) = args.threads {
         config.threads = threads.max(1);
     }

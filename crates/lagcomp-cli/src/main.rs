@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bots;
+mod key;
 mod proxy;
 mod serve;
 mod simulate;
@@ -42,6 +43,9 @@ enum Command {
     /// Run bot clients against a server (or a proxy in front of it) and print how often
     /// the server agreed with what they saw, and what became of their cheats.
     Bots(bots::Args),
+    /// Print a fresh netcode private key (64 hexadecimal digits): give the same file to
+    /// `serve --key-file` and to whatever mints connect tokens (`bots --key-file`).
+    Key,
 }
 
 fn main() -> ExitCode {
@@ -52,6 +56,7 @@ fn main() -> ExitCode {
         Command::Proxy(args) => proxy::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Bots(args) => bots::run(&args),
+        Command::Key => key::run(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -81,6 +81,15 @@ pub(crate) struct Args {
     /// it (on a virtual machine, ticks that start on a CPU that was idle are slower).
     #[arg(long)]
     busy_poll: bool,
+    /// netcode private key (a file as `lagcomp key` writes it): clients then join only with
+    /// connect tokens minted with it. Without one, anyone who reaches the port may join.
+    #[arg(long, value_name = "FILE")]
+    key_file: Option<PathBuf>,
+    /// An address connect tokens may name for this server, where clients reach it
+    /// (repeatable; default: the listen address). Needed with --key-file when listening on
+    /// 0.0.0.0 or behind a proxy.
+    #[arg(long, value_name = "ADDR")]
+    public_addr: Vec<String>,
 }
 
 /// `--view-radius`: metres, or everyone.
@@ -123,6 +132,16 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     config.parallel_validation = args.parallel_validation;
     config.send_thread = args.send_thread;
     config.busy_poll = args.busy_poll;
+    config.private_key = args
+        .key_file
+        .as_deref()
+        .map(crate::key::read_key_file)
+        .transpose()?;
+    config.public_addresses = args
+        .public_addr
+        .iter()
+        .map(|a| resolve(a))
+        .collect::<anyhow::Result<_>>()?;
     config.interest = args.view_radius.0.map(|radius| InterestConfig {
         radius,
         hysteresis: args.view_hysteresis,
@@ -143,12 +162,17 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     writeln!(
         out,
         "  tick {} Hz, snapshots every {} tick(s), rewind window {} s, up to {} players, seed {}; \
-         netcode unsecure mode (anyone who reaches the port may join)",
+         {}",
         c.tick_rate,
         c.send_every(),
         c.max_rewind,
         c.max_clients,
-        c.seed
+        c.seed,
+        if c.private_key.is_some() {
+            "netcode secure mode (clients need a connect token minted with the key)"
+        } else {
+            "netcode unsecure mode (anyone who reaches the port may join)"
+        }
     )?;
     writeln!(
         out,

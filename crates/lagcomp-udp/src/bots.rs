@@ -42,8 +42,8 @@ use renet_netcode::ClientAuthentication;
 use serde::Serialize;
 
 use crate::channel::{
-    PROTOCOL_ID, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
-    widen_receive_buffer,
+    NetcodeKey, PROTOCOL_ID, TightTimers, UNRELIABLE, WELCOME, connect_token, connection_config,
+    wait_readable, widen_receive_buffer,
 };
 use crate::client::{ClientTransport, Messages};
 use crate::stance;
@@ -78,6 +78,9 @@ pub struct BotsConfig {
     pub fire_rate: Option<f64>,
     /// Seed of the bots' aim and pacing.
     pub seed: u64,
+    /// The server's netcode key, if it runs secure mode: each bot then mints its own
+    /// connect token with it, standing in for a matchmaker ([`crate::channel`]).
+    pub private_key: Option<NetcodeKey>,
 }
 
 impl BotsConfig {
@@ -97,6 +100,7 @@ impl BotsConfig {
             pause: HUMAN_PAUSE,
             fire_rate: None,
             seed: 1,
+            private_key: None,
         }
     }
 }
@@ -315,17 +319,20 @@ impl Bot {
         widen_receive_buffer(&socket);
         let waiter = socket.try_clone()?;
         let client_id = splitmix(config.seed ^ salt).wrapping_add(index as u64);
-        let transport = ClientTransport::new(
-            epoch,
-            ClientAuthentication::Unsecure {
+        let authentication = match &config.private_key {
+            Some(key) => ClientAuthentication::Secure {
+                connect_token: connect_token(key, client_id, config.server, epoch)
+                    .map_err(|e| BotsError::Netcode(format!("{e:?}")))?,
+            },
+            None => ClientAuthentication::Unsecure {
                 protocol_id: PROTOCOL_ID,
                 client_id,
                 server_addr: config.server,
                 user_data: None,
             },
-            socket,
-        )
-        .map_err(|e| BotsError::Netcode(e.to_string()))?;
+        };
+        let transport = ClientTransport::new(epoch, authentication, socket)
+            .map_err(|e| BotsError::Netcode(e.to_string()))?;
         let mut rng =
             Pcg64Mcg::seed_from_u64(config.seed.wrapping_mul(31).wrapping_add(index as u64));
         let next_frame = rng.random_range(0.0..1.0 / config.fps);

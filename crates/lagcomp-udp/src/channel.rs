@@ -1,21 +1,106 @@
 //! What `lagcomp serve` and `lagcomp bots` agree on below the wire protocol: the netcode
 //! protocol id, renet's channels and their limits, and waiting on sockets.
 //!
-//! Connections use netcode's *unsecure* mode: a client makes up its own connect token
-//! with the fixed [`PROTOCOL_ID`], so anyone who can reach the port can join, and packets
-//! are not encrypted with a key the server handed out. That is fine for a test server
-//! and bots on one machine or a lab network, not for a game on the internet, which would
-//! hand out secure tokens from a matchmaker.
+//! Connections are netcode's *secure* mode when the server is given a private key
+//! ([`NetcodeKey`]): a client then joins only with a connect token minted with that key
+//! ([`connect_token`], what a matchmaker hands out; `lagcomp bots` given the same key mints
+//! its own), naming this server's address, unexpired, and each connection's packets are
+//! encrypted with keys the token carries. Without a key the server runs netcode's
+//! *unsecure* mode: a client makes up its own token with the fixed [`PROTOCOL_ID`], so
+//! anyone who can reach the port can join. That is fine for a test server and bots on
+//! one machine or a lab network, not for a game on the internet.
 
-use std::net::UdpSocket;
+use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
 
 use renet::{ChannelConfig, ConnectionConfig, SendType};
+use renetcode::{ConnectToken, NETCODE_KEY_BYTES};
 use rustix::event::{PollFd, PollFlags, Timespec};
+use thiserror::Error;
 
 /// Netcode's protocol id: `"lagcomp"` and the wire protocol's version in the low byte, so
 /// a client of another version is refused during the handshake.
 pub const PROTOCOL_ID: u64 = 0x6c61_6763_6f6d_7000 | lagcomp_wire::PROTOCOL_VERSION as u64;
+
+/// Netcode's private key: shared by the server and whoever mints connect tokens, never
+/// sent to a client.
+pub type NetcodeKey = [u8; NETCODE_KEY_BYTES];
+
+/// How long a minted connect token may be used to connect, seconds.
+pub const TOKEN_EXPIRY_SECS: u64 = 60;
+
+/// Seconds without a packet after which either side drops a connection made with a
+/// minted token: netcode's default, the same as an unsecure connection's.
+pub const CONNECTION_TIMEOUT_SECS: i32 = 15;
+
+/// A fresh private key from the operating system's random source.
+#[must_use]
+pub fn new_key() -> NetcodeKey {
+    renetcode::generate_random_bytes()
+}
+
+/// A key as text: 64 lowercase hexadecimal digits.
+#[must_use]
+pub fn key_to_hex(key: &NetcodeKey) -> String {
+    key.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Why text is not a key.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum KeyError {
+    /// Not 64 hexadecimal digits (surrounding white space is ignored).
+    #[error("a netcode key is 64 hexadecimal digits, got {0} characters")]
+    Length(usize),
+    /// A character that is not a hexadecimal digit.
+    #[error("a netcode key is hexadecimal; found {0:?}")]
+    Digit(char),
+}
+
+/// Reads a key written by [`key_to_hex`] (either case, surrounding white space ignored).
+///
+/// # Errors
+/// [`KeyError`] when the text is not 64 hexadecimal digits.
+pub fn parse_key(text: &str) -> Result<NetcodeKey, KeyError> {
+    let text = text.trim();
+    let chars = text.chars().count();
+    if chars != 2 * NETCODE_KEY_BYTES {
+        return Err(KeyError::Length(chars));
+    }
+    let mut key = [0_u8; NETCODE_KEY_BYTES];
+    let mut digits = text.chars();
+    for byte in &mut key {
+        let mut next = || {
+            let c = digits.next().unwrap_or('?');
+            c.to_digit(16).map(|d| d as u8).ok_or(KeyError::Digit(c))
+        };
+        *byte = next()? << 4 | next()?;
+    }
+    Ok(key)
+}
+
+/// Mints the connect token a matchmaker would hand the player `client_id` for `server`
+/// (the address the server was told is its own), valid for [`TOKEN_EXPIRY_SECS`] from
+/// `now` (time since the Unix epoch).
+///
+/// # Errors
+/// netcode's, if the token cannot be encrypted.
+pub fn connect_token(
+    key: &NetcodeKey,
+    client_id: u64,
+    server: SocketAddr,
+    now: Duration,
+) -> Result<ConnectToken, renetcode::TokenGenerationError> {
+    ConnectToken::generate(
+        now,
+        PROTOCOL_ID,
+        TOKEN_EXPIRY_SECS,
+        client_id,
+        CONNECTION_TIMEOUT_SECS,
+        vec![server],
+        None,
+        key,
+    )
+}
 
 /// Unreliable, both ways: inputs up; snapshot parts, pongs, probes and shot
 /// acknowledgements down (each superseded by the next), and shot verdicts, which the
@@ -144,6 +229,23 @@ mod tests {
 
     fn bound() -> UdpSocket {
         UdpSocket::bind("127.0.0.1:0").expect("a loopback socket")
+    }
+
+    #[test]
+    fn keys_read_back_what_was_written_and_nothing_else() {
+        let key = new_key();
+        assert_ne!(key, new_key(), "two fresh keys should differ");
+        assert_eq!(parse_key(&key_to_hex(&key)), Ok(key));
+        assert_eq!(
+            parse_key(&format!("  {}\n", key_to_hex(&key).to_uppercase())),
+            Ok(key)
+        );
+        assert_eq!(parse_key("abc"), Err(KeyError::Length(3)));
+        let bad = format!("{}g", &key_to_hex(&key)[1..]);
+        assert_eq!(parse_key(&bad), Err(KeyError::Digit('g')));
+        // A multi-byte character counts as one, and is refused, not sliced through.
+        let wide = format!("é{}", &key_to_hex(&key)[1..]);
+        assert_eq!(parse_key(&wide), Err(KeyError::Digit('é')));
     }
 
     #[test]

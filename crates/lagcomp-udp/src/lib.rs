@@ -11,7 +11,8 @@
 //!   serve`.
 //! - [`bots`]: many clients in one process running the simulator's client logic against
 //!   the real clock, and their agreement tally. The engine of `lagcomp bots`.
-//! - [`channel`]: the protocol id, renet channels and socket waiting both sides share.
+//! - [`channel`]: the protocol id, renet channels, socket waiting and the netcode keys and
+//!   connect tokens both sides share.
 //! - [`client`]: a client's end of netcode on its socket ([`client::ClientTransport`]),
 //!   which takes apart the server's datagrams of records.
 //! - [`stats`]: the tick-time histogram.

@@ -73,7 +73,7 @@ use renet_netcode::{ServerAuthentication, ServerConfig};
 use renetcode::NETCODE_MAX_PAYLOAD_BYTES;
 
 use crate::channel::{
-    PROTOCOL_ID, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
+    NetcodeKey, PROTOCOL_ID, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
     widen_receive_buffer,
 };
 use crate::stats::{TickTimes, thread_cpu_time};
@@ -149,6 +149,14 @@ pub struct ServeConfig {
     /// is handed to others by the hypervisor, and the work after it wakes is what suffers
     /// (`steady_work` example, BENCHMARKS.md "Server under load"). Off by default.
     pub busy_poll: bool,
+    /// netcode's private key: with one, clients join only with connect tokens minted with
+    /// it (secure mode, see [`crate::channel`]); without, anyone who reaches the port may
+    /// join (unsecure mode, the default).
+    pub private_key: Option<NetcodeKey>,
+    /// The addresses a connect token may name for this server (where clients reach it);
+    /// empty means the address it is bound to. A server listening on `0.0.0.0` needs the
+    /// address its players are given here.
+    pub public_addresses: Vec<SocketAddr>,
 }
 
 impl ServeConfig {
@@ -172,6 +180,8 @@ impl ServeConfig {
             parallel_validation: false,
             send_thread: false,
             busy_poll: false,
+            private_key: None,
+            public_addresses: Vec::new(),
         }
     }
 
@@ -627,8 +637,16 @@ impl GameServer {
                     .unwrap_or_default(),
                 max_clients: config.max_clients,
                 protocol_id: PROTOCOL_ID,
-                public_addresses: vec![local_addr],
-                authentication: ServerAuthentication::Unsecure,
+                public_addresses: if config.public_addresses.is_empty() {
+                    vec![local_addr]
+                } else {
+                    config.public_addresses.clone()
+                },
+                authentication: config
+                    .private_key
+                    .map_or(ServerAuthentication::Unsecure, |private_key| {
+                        ServerAuthentication::Secure { private_key }
+                    }),
             },
             socket,
         )

@@ -13,7 +13,7 @@ use lagcomp_sim::body::ArenaSpec;
 use lagcomp_sim::cheat::Cheat;
 use lagcomp_sim::interest::InterestConfig;
 use lagcomp_udp::bots::{self, BotsConfig, BotsError};
-use lagcomp_udp::channel::{PROTOCOL_ID, UNRELIABLE, connection_config};
+use lagcomp_udp::channel::{PROTOCOL_ID, UNRELIABLE, connection_config, new_key};
 use lagcomp_udp::client::ClientTransport;
 use lagcomp_udp::server::{GameServer, Outputs, ServeConfig, ServeError, Status, Summary};
 use lagcomp_validate::AuditLog;
@@ -496,4 +496,36 @@ fn bots_refuse_a_fire_rate_faster_than_the_rifle() {
             "{rate}"
         );
     }
+}
+
+#[test]
+fn a_secure_server_lets_in_only_tokens_minted_with_its_key() {
+    let key = new_key();
+    let mut config = loopback();
+    config.private_key = Some(key);
+    let server = Running::start(config, Outputs::default());
+    // Bots holding the key mint their own tokens, as a matchmaker would, and play.
+    let mut keyed = BotsConfig::new(server.addr, 2, 4.0);
+    keyed.private_key = Some(key);
+    keyed.pause = (0.0, 0.001);
+    let report = bots::run(&keyed).expect("the bots run");
+    assert_eq!(report.connected, 2, "{report:?}");
+    assert!(report.honest.shots_arrived >= 10, "{report:?}");
+    assert_eq!(report.unanswered, 0, "{report:?}");
+    let answered = report.honest.shots_arrived + report.unexpected;
+    server.wait_until_empty();
+    // Tokens minted with another key, and made-up (unsecure) tokens, are never welcomed.
+    for private_key in [Some(new_key()), None] {
+        let mut outsider = BotsConfig::new(server.addr, 2, 4.0);
+        outsider.private_key = private_key;
+        outsider.connect_timeout = 2.0;
+        let report = bots::run(&outsider).expect("the bots run");
+        assert_eq!(report.connected, 0, "{report:?}");
+        assert!(
+            report.dropped.iter().all(|d| d.contains("no welcome")),
+            "{report:?}"
+        );
+    }
+    // Every shot the server validated came from the keyed bots.
+    assert_eq!(server.stop().status.shots, answered);
 }
