@@ -70,7 +70,6 @@ impl<T: Copy> Lane<T> {
     }
 
     /// `len` copies of `fill`.
-    #[cfg(test)]
     ///
     /// # Panics
     /// If `len` elements overflow `isize::MAX` bytes. Aborts (as `Vec` does) when the
@@ -78,24 +77,6 @@ impl<T: Copy> Lane<T> {
     pub(super) fn filled(len: usize, fill: T) -> Self {
         let mut lane = Self::uninit(len);
         lane.init_with(|rest| rest.fill(MaybeUninit::new(fill)));
-        lane
-    }
-
-    /// A lane of `len` elements whose first `min(len, self.len())` are a copy of this
-    /// lane's and the rest `fill`.
-    ///
-    /// # Panics
-    /// As [`Lane::filled`].
-    pub(super) fn resized(&self, len: usize, fill: T) -> Self {
-        let kept = len.min(self.len);
-        let mut lane = Self::uninit(len);
-        lane.init_with(|all| {
-            let (head, tail) = all.split_at_mut(kept);
-            for (dst, &src) in head.iter_mut().zip(&self[..kept]) {
-                *dst = MaybeUninit::new(src);
-            }
-            tail.fill(MaybeUninit::new(fill));
-        });
         lane
     }
 
@@ -408,18 +389,17 @@ mod tests {
     }
 
     #[test]
-    fn a_resized_lane_keeps_its_elements_and_fills_the_rest() {
-        let mut lane = Lane::filled(10, 7_u32);
+    fn a_cloned_lane_is_a_copy_in_its_own_memory() {
+        let mut lane = Lane::filled(HUGE_PAGE / 4 + 3, 7_u32);
         for (k, v) in lane.iter_mut().enumerate() {
             *v = k as u32;
         }
-        let grown = lane.resized(HUGE_PAGE / 4 + 3, 99);
-        assert_eq!(&grown[..10], &(0..10).collect::<Vec<u32>>()[..]);
-        assert!(grown[10..].iter().all(|&v| v == 99));
-        let shrunk = grown.resized(4, 0);
-        assert_eq!(&shrunk[..], &[0, 1, 2, 3]);
-        let copy = grown.clone();
-        assert!(copy[..] == grown[..]);
+        let copy = lane.clone();
+        assert!(copy[..] == lane[..]);
+        assert_ne!(copy.as_ptr(), lane.as_ptr());
+        assert_eq!(copy.held_bytes(), lane.held_bytes());
+        lane[5] = 0;
+        assert_eq!(copy[5], 5);
         assert_eq!(Lane::<u32>::new().held_bytes(), 0);
         assert!(Lane::filled(0, 1_u8).is_empty());
     }

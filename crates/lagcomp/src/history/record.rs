@@ -108,7 +108,10 @@ impl History {
                     continue;
                 }
                 let capacity = self.capacity;
-                let frames = &self.lanes.frames[index * capacity..(index + 1) * capacity];
+                // Ring slot by ring slot: one record in each block of the frame lane.
+                let frames = self.lanes.frames[index..]
+                    .iter()
+                    .step_by(self.lanes.frame_stride);
                 let metas = &metas[..capacity];
                 let last_seq = slot.last_seq;
                 tree.set_leaf_in_every_frame(
@@ -176,8 +179,8 @@ const PREFETCH_ABOVE_BYTES: usize = 16 << 20;
 fn prefetch_rows(slot: &EntitySlot, lanes: &Lanes, index: usize, at: FrameSlot) {
     use crate::math::prefetch_line;
     let n = slot.bone_count;
-    let row = History::row_of(slot, at.ring);
-    let frame = index * at.capacity + at.ring;
+    let row = at.rows + slot.bones_at;
+    let frame = at.frames + index;
     let rows: [(*const u8, usize); 3] = [
         (lanes.translations.as_ptr().wrapping_add(row).cast(), n * 12),
         (lanes.rotations.as_ptr().wrapping_add(row).cast(), n * 16),
@@ -193,22 +196,29 @@ fn prefetch_rows(slot: &EntitySlot, lanes: &Lanes, index: usize, at: FrameSlot) 
     }
 }
 
-/// Where a frame is being recorded: its sequence number, its ring slot and the ring's
-/// length, read once per frame.
+/// Where a frame is being recorded: its sequence number, its ring slot, the ring's length
+/// and where the slot's blocks start in the lanes, read once per frame.
 #[derive(Debug, Clone, Copy)]
 struct FrameSlot {
     seq: u64,
     ring: usize,
     capacity: usize,
+    /// `Lanes::row` of bone place 0 in this ring slot.
+    rows: usize,
+    /// `Lanes::frame` of entity slot 0 in this ring slot.
+    frames: usize,
 }
 
 impl FrameSlot {
     #[inline]
     fn of(history: &History, seq: u64) -> Self {
+        let ring = history.newest_ring;
         Self {
             seq,
-            ring: history.newest_ring,
+            ring,
             capacity: history.capacity,
+            rows: ring * history.lanes.row_stride,
+            frames: ring * history.lanes.frame_stride,
         }
     }
 }
@@ -234,6 +244,8 @@ fn record_entity(
         seq,
         ring,
         capacity,
+        rows,
+        frames,
     } = at;
     if slot.last_seq == seq {
         return Err(RecordError::AlreadyRecorded(id));
@@ -247,21 +259,23 @@ fn record_entity(
     }
     let rig = slot.rig.as_deref().expect("active slots have a rig");
     let n = slot.bone_count;
-    let row = History::row_of(slot, ring);
+    let row = rows + slot.bones_at;
     debug_assert!(
         ring < capacity
-            && slot.rows_at + capacity * n < lanes.translations.len()
-            && slot.rows_at + capacity * n <= lanes.rotations.len()
+            && rows == lanes.row(slot, ring) - slot.bones_at
+            && slot.bones_at + n <= lanes.row_stride
+            && capacity * lanes.row_stride < lanes.translations.len()
+            && capacity * lanes.row_stride <= lanes.rotations.len()
     );
     // PERF: unchecked, because the checked slices cost about 20 instructions per entity
     // (overflow and length checks of both ranges, which the compiler cannot fold).
-    // SAFETY: an active slot's ring, `capacity * n` rows from `rows_at`, lies inside both
-    // bone lanes, with the spare translation after the lanes' last row: its places are
-    // below `ranges.end()`, and `History::fit_lanes` (run by `begin_frame`, before any
-    // recorder exists; spawning needs the history the recorder borrows) sized the lanes to
-    // `ranges.end() * capacity` rows and one spare. `ring < capacity`, so the row is in the
-    // ring. The translation row comes with the element after it, which the pass may write
-    // and puts back.
+    // SAFETY: `rows` is `ring * row_stride` with `ring < capacity`, and an active slot's
+    // places `bones_at..bones_at + n` are below `ranges.end() <= row_stride`, so the row
+    // is inside ring slot `ring`'s block; the lanes hold `capacity` blocks, and the
+    // translations one spare after them (`History::fit_lanes`, run by `begin_frame` before
+    // any recorder exists; spawning needs the history the recorder borrows). The
+    // translation row comes with the element after it, which the pass may write and puts
+    // back.
     let (translations, rotations) = unsafe {
         (
             lanes.translations.get_unchecked_mut(row..row + n + 1),
@@ -282,11 +296,12 @@ fn record_entity(
     };
     let (min, max) = padded_corners(lo, hi);
     let index = id.index() as usize;
-    debug_assert!(index * capacity + ring < lanes.frames.len());
-    // SAFETY: the frame lane holds `capacity` records for every slot (`History::fit_lanes`,
-    // as above; slots are only added by spawning), `index` is this slot's, and `ring <
-    // capacity`. PERF: the checked index cost three instructions an entity.
-    let frame = unsafe { lanes.frames.get_unchecked_mut(index * capacity + ring) };
+    debug_assert!(frames + index == lanes.frame(index, ring) && index < lanes.frame_stride);
+    // SAFETY: `frames` is `ring * frame_stride` with `ring < capacity`, `index` (this
+    // slot's) is below the number of slots `<= frame_stride` (`History::fit_lanes`, as
+    // above; slots are only added by spawning), and the lane holds `capacity` blocks.
+    // PERF: the checked index cost three instructions an entity.
+    let frame = unsafe { lanes.frames.get_unchecked_mut(frames + index) };
     *frame = EntityFrame {
         seq: seq as u32,
         layers: state.layers,
@@ -695,7 +710,7 @@ mod tests {
         for (index, slot) in history.slots.iter().enumerate() {
             bits.extend(slot.scales.iter().flatten().map(|v| v.to_bits()));
             for ring in 0..history.capacity {
-                let at = History::row_of(slot, ring);
+                let at = history.lanes.row(slot, ring);
                 let row = at..at + slot.bone_count;
                 let translations = &lanes.translations[row.clone()];
                 bits.extend(translations.iter().flatten().map(|v| v.to_bits()));
@@ -878,7 +893,7 @@ mod tests {
             assert!(history.prefetch_ahead, "a 24 MB history prefetches");
             // The last entity's newest pose is what was recorded.
             let slot = &history.slots[ids[ids.len() - 1].index() as usize];
-            let at = History::row_of(slot, history.newest_ring);
+            let at = history.lanes.row(slot, history.newest_ring);
             let row = &history.lanes.translations[at..at + 20];
             let sent: Vec<[f32; 3]> = bones.iter().map(|b| b.translation.to_array()).collect();
             assert_eq!(row, sent.as_slice());

@@ -498,8 +498,8 @@ impl History {
         };
         let bc = slot.bone_count;
         let (a, b) = bracket.rings;
-        let (row_a, row_b) = (Self::row_of(slot, a), Self::row_of(slot, b));
         let lanes = &self.lanes;
+        let (row_a, row_b) = (lanes.row(slot, a), lanes.row(slot, b));
         let (t, r) = (lanes.translations.as_ptr(), lanes.rotations.as_ptr());
         let (ta, tb) = (
             t.wrapping_add(row_a).cast::<u8>(),
@@ -509,8 +509,11 @@ impl History {
             r.wrapping_add(row_a).cast::<u8>(),
             r.wrapping_add(row_b).cast::<u8>(),
         );
-        let frames = lanes.frames.as_ptr().wrapping_add(index * self.capacity);
-        for record in [frames.wrapping_add(a), frames.wrapping_add(b)] {
+        let frames = lanes.frames.as_ptr();
+        for record in [
+            frames.wrapping_add(lanes.frame(index, a)),
+            frames.wrapping_add(lanes.frame(index, b)),
+        ] {
             // 36 bytes: one line, or two when it straddles.
             let record = record.cast::<u8>();
             prefetch_line(record);
@@ -562,7 +565,7 @@ impl History {
         let slot = &self.slots[index];
         let bc = slot.bone_count;
         let rows = |ring: usize| {
-            let at = Self::row_of(slot, ring);
+            let at = self.lanes.row(slot, ring);
             let range = at..at + bc;
             (
                 &self.lanes.translations[range.clone()],
