@@ -476,9 +476,6 @@ pub struct History {
     static_bvh: Bvh,
     /// How this CPU runs the per-bone pass of recording (detected once).
     bone_pass: bone_pass::Kernel,
-    /// The rings are too large for the caches: records prefetch the rows of the slots
-    /// after theirs (updated at each tree rebuild).
-    prefetch_ahead: bool,
 }
 
 impl History {
@@ -520,7 +517,6 @@ impl History {
             static_bounds: Vec::new(),
             static_bvh: Bvh::default(),
             bone_pass: bone_pass::Kernel::detect(),
-            prefetch_ahead: false,
         })
     }
 

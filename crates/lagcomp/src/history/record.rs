@@ -5,7 +5,6 @@ use glam::{Vec3, Vec3A};
 use super::bone_pass::{BonePassFn, Kernel};
 use super::{
     EntityFrame, EntityId, EntitySlot, EntityState, FrameMeta, History, Lanes, Life, RecordError,
-    StoredRotation, StoredTranslation,
 };
 use crate::bvh::{FrameLeaves, NodeBox};
 use crate::math::{BoneTransform, padded_corners};
@@ -109,9 +108,13 @@ impl History {
                 }
                 let capacity = self.capacity;
                 // Ring slot by ring slot: one record in each block of the frame lane.
-                let frames = self.lanes.frames[index..]
-                    .iter()
-                    .step_by(self.lanes.frame_stride);
+                // PERF: whole blocks, indexed: `step_by` over the records cost about 16
+                // instructions more per record.
+                let frames = self
+                    .lanes
+                    .frames
+                    .chunks_exact(self.lanes.frame_stride)
+                    .map(|block| &block[index]);
                 let metas = &metas[..capacity];
                 let last_seq = slot.last_seq;
                 tree.set_leaf_in_every_frame(
@@ -136,63 +139,12 @@ impl History {
             }
             self.tree = tree;
             self.tree_stale = false;
-            let ring_bytes: usize = slots
-                .iter()
-                .filter(|slot| slot.life != Life::Free)
-                .map(|slot| {
-                    self.capacity
-                        * (slot.bone_count
-                            * (std::mem::size_of::<StoredTranslation>()
-                                + std::mem::size_of::<StoredRotation>())
-                            + std::mem::size_of::<EntityFrame>())
-                })
-                .sum();
-            self.prefetch_ahead = ring_bytes > PREFETCH_ABOVE_BYTES;
             self.frames_since_build = 0;
         } else {
             // The leaves were grown as entities were recorded.
             let previous = (newest > self.oldest_seq()).then(|| self.ring(newest - 1));
             self.tree.finish_frame(self.ring(newest), previous);
         }
-    }
-}
-
-/// How many slots ahead of the one being recorded the recorder prefetches rows.
-const PREFETCH_DISTANCE: usize = 4;
-
-/// Histories whose rings hold more than this many bytes prefetch (see `prefetch_rows`).
-const PREFETCH_ABOVE_BYTES: usize = 16 << 20;
-
-/// Asks the CPU to bring the rows of ring slot `ring` (poses and frame record) of slot
-/// `index` into cache, for a record coming soon. Only a hint: nothing is read, so a free
-/// slot (whose places may be another entity's now) costs a few wasted prefetches.
-///
-/// PERF: each entity's rows sit in its own part of the lanes, in ring slots untouched for
-/// a whole window, so with a history larger than the caches every record waits for about
-/// ten cache lines from memory one after another, which no hardware prefetcher predicts.
-/// Servers record entities in slot order, so the recorder prefetches the rows of the slot
-/// `PREFETCH_DISTANCE` ahead (only a hint: a different order costs a few wasted
-/// prefetches). Measured (funnel, minimum of 5 runs, loaded machine): 5,000 entities
-/// 794 -> 596 µs a tick; 200 and 64 entities (history in cache) 3-5 % slower, hence the
-/// size threshold.
-#[inline]
-fn prefetch_rows(slot: &EntitySlot, lanes: &Lanes, index: usize, at: FrameSlot) {
-    use crate::math::prefetch_line;
-    let n = slot.bone_count;
-    let row = at.rows + slot.bones_at;
-    let frame = at.frames + index;
-    let rows: [(*const u8, usize); 3] = [
-        (lanes.translations.as_ptr().wrapping_add(row).cast(), n * 12),
-        (lanes.rotations.as_ptr().wrapping_add(row).cast(), n * 16),
-        (lanes.frames.as_ptr().wrapping_add(frame).cast(), 36),
-    ];
-    for (start, len) in rows {
-        let mut offset = 0;
-        while offset < len {
-            prefetch_line(start.wrapping_add(offset));
-            offset += 64;
-        }
-        prefetch_line(start.wrapping_add(len - 1));
     }
 }
 
@@ -484,11 +436,6 @@ impl FrameRecorder<'_> {
         let history = &mut *self.history;
         let index = history.active_index(id)?;
         let at = FrameSlot::of(history, self.seq);
-        if history.prefetch_ahead
-            && let Some(ahead) = history.slots.get(index + PREFETCH_DISTANCE)
-        {
-            prefetch_rows(ahead, &history.lanes, index + PREFETCH_DISTANCE, at);
-        }
         record_entity(
             &mut history.slots[index],
             &mut history.lanes,
@@ -510,7 +457,7 @@ impl FrameRecorder<'_> {
     /// calls instead of one [`FrameRecorder::record`] per entity. The result is the same
     /// as recording them one by one; the handles and the bone total are checked once, and
     /// the per-entity work runs in one loop (listing entities in the order they were
-    /// spawned lets it prefetch their rows ahead when the history is large).
+    /// spawned writes each lane front to back: see `Lanes`).
     ///
     /// # Errors
     /// - A bad handle (unknown, stale or despawned) or a number of transforms that is not
@@ -575,7 +522,6 @@ impl FrameRecorder<'_> {
     ) -> Result<(), RecordError> {
         let history = &mut *self.history;
         let at = FrameSlot::of(history, self.seq);
-        let prefetch = history.prefetch_ahead;
         // Disjoint borrows, so that nothing written through one is reloaded from another.
         let History {
             slots,
@@ -587,7 +533,7 @@ impl FrameRecorder<'_> {
         let mut leaves = tree.frame_leaves(at.ring);
         let mut first_error = None;
         let mut rest = bones;
-        for (k, &(id, state)) in entities.iter().enumerate() {
+        for &(id, state) in entities {
             let index = id.index() as usize;
             debug_assert!(index < slots.len());
             // SAFETY: `check_batch` found every handle active, so `index` is a slot.
@@ -597,14 +543,6 @@ impl FrameRecorder<'_> {
             // transforms given: this entity's are among those left.
             let (own, next) = unsafe { rest.split_at_unchecked(slot.bone_count) };
             rest = next;
-            if prefetch
-                && let Some((ahead, _)) = entities.get(k + PREFETCH_DISTANCE)
-                && let Some(slot) = slots.get(ahead.index() as usize)
-            {
-                prefetch_rows(slot, lanes, ahead.index() as usize, at);
-            }
-            // SAFETY: as above (`get` for the prefetch borrowed the slots only briefly).
-            let slot = unsafe { slots.get_unchecked_mut(index) };
             match record_entity(slot, lanes, &mut leaves, at, (id, state), own, bone_pass) {
                 Ok(()) => {
                     if !state.lag_compensated {
@@ -865,7 +803,7 @@ mod tests {
     }
 
     #[test]
-    fn a_history_larger_than_the_caches_prefetches_and_records_the_same() {
+    fn a_history_larger_than_the_caches_sits_on_huge_pages_and_records_the_same() {
         // 200 entities x 20 bones x 3 s at 60 Hz: about 24 MB of rings.
         let config = HistoryConfig {
             tick_rate: 60.0,
@@ -874,8 +812,9 @@ mod tests {
         let mut history = History::new(config).expect("config");
         let rig = rig(20);
         let mut ids: Vec<_> = (0..200).map(|_| history.spawn(Arc::clone(&rig))).collect();
-        // A hole in the slot order: the recorder prefetches past it.
+        // A hole in the slot order, and an entity recorded out of spawn order.
         history.despawn(ids.remove(57)).expect("despawn");
+        ids.swap(3, 150);
         let mut rng = Pcg64Mcg::seed_from_u64(5);
         let mut bones = Vec::new();
         for tick in 1..=3 {
@@ -890,7 +829,15 @@ mod tests {
                     .expect("valid");
             }
             drop(frame);
-            assert!(history.prefetch_ahead, "a 24 MB history prefetches");
+            let lanes = &history.lanes;
+            for lane in [
+                lanes.translations.held_bytes(),
+                lanes.rotations.held_bytes(),
+            ] {
+                assert!(lane > 8 << 20, "{lane} bytes");
+            }
+            #[cfg(target_os = "linux")]
+            assert!(lanes.translations.on_huge_pages() && lanes.rotations.on_huge_pages());
             // The last entity's newest pose is what was recorded.
             let slot = &history.slots[ids[ids.len() - 1].index() as usize];
             let at = history.lanes.row(slot, history.newest_ring);
@@ -899,7 +846,10 @@ mod tests {
             assert_eq!(row, sent.as_slice());
         }
         let small = record_with(Kernel::detect()).1;
-        assert!(!small.prefetch_ahead, "a small history does not");
+        assert!(
+            !small.lanes.rotations.on_huge_pages(),
+            "a small history is not"
+        );
     }
 
     /// Records 3 windows of ticks like `record_with`, one `record_all` per tick with every
