@@ -15,9 +15,11 @@
 //!   bone is recorded with a non-unit scale, and a ring of per-frame records (`EntityFrame`:
 //!   flags, layers, user bits and the entity's bounds in that frame).
 //! - Every entity's rings share one allocation per lane (`lane`: translations, rotations,
-//!   frame records; the rare scale lanes stay per entity): an entity's slot holds where its
-//!   rows start. Large lanes sit on 2 MiB pages on Linux, so a tick that writes a row of
-//!   every entity's ring does not wait on a page walk per entity.
+//!   frame records; the rare scale lanes stay per entity), laid out frame-major (`Lanes`):
+//!   a tick's rows of every entity are one block, written front to back, and an entity's
+//!   slot holds where its bones sit in each block. Large lanes sit on 2 MiB pages on
+//!   Linux. (Per-entity vectors made a 5,000-entity tick touch three or four 4 KiB pages
+//!   per entity and wait on page walks and cold lines; BENCHMARKS.md, fifth record round.)
 //! - The broadphase is a BVH over entities (`TemporalBvh`, in the private `bvh` module)
 //!   whose node boxes are kept per ring frame, each spanning that frame and the next. After
 //!   each frame the new frame's boxes are refitted from the entities' bounds in it. A query
