@@ -802,6 +802,52 @@ mod tests {
         );
     }
 
+    /// `history_bytes` counts the lanes as allocated: exactly what the entities spawned
+    /// before the first frame need, then a quarter more when one more entity arrives, and
+    /// nothing more while despawned entities' places are reused.
+    #[test]
+    fn the_lanes_are_sized_to_the_spawned_entities_and_counted() {
+        use super::super::{EntityFrame, FrameMeta};
+        let mut history = History::new(HistoryConfig::default()).expect("config");
+        let capacity = history.capacity();
+        let rig = rig(16);
+        let mut ids: Vec<_> = (0..10).map(|_| history.spawn(Arc::clone(&rig))).collect();
+        let expected = |places: usize, slots: usize| {
+            (capacity * places + 1) * 12
+                + capacity * places * 16
+                + capacity * slots * size_of::<EntityFrame>()
+                + capacity * size_of::<FrameMeta>()
+        };
+        let mut tick = 0;
+        let mut frame_with = |history: &mut History, ids: &[crate::history::EntityId]| {
+            tick += 1;
+            let mut frame = history
+                .begin_frame(Tick(tick), f64::from(tick) / 64.0)
+                .expect("frame");
+            let bones = vec![crate::math::BoneTransform::IDENTITY; 16];
+            for &id in ids {
+                frame
+                    .record(id, &bones, EntityState::default())
+                    .expect("valid");
+            }
+        };
+        frame_with(&mut history, &ids);
+        assert_eq!(history.history_bytes(), expected(160, 10));
+        ids.push(history.spawn(Arc::clone(&rig)));
+        frame_with(&mut history, &ids);
+        // 176 places needed, 160 + 40 given; 11 slots needed, 10 + 2 given.
+        assert_eq!(history.history_bytes(), expected(200, 12));
+        // Despawned, aged out, respawned: the same places and slot, no growth.
+        history.despawn(ids.remove(3)).expect("despawn");
+        for _ in 0..capacity {
+            frame_with(&mut history, &ids);
+        }
+        ids.push(history.spawn(Arc::clone(&rig)));
+        frame_with(&mut history, &ids);
+        assert_eq!(history.history_bytes(), expected(200, 12));
+        assert_eq!(history.lanes.ranges.end(), 176);
+    }
+
     #[test]
     fn a_history_larger_than_the_caches_sits_on_huge_pages_and_records_the_same() {
         // 200 entities x 20 bones x 3 s at 60 Hz: about 24 MB of rings.
