@@ -10,10 +10,16 @@
 //! Layout, and why:
 //! - One global ring of frame headers (tick, time). Every entity's storage is indexed by the
 //!   same ring slot, so finding the bracketing frames is one binary search for all entities.
-//! - Per entity, a ring of compact bone poses (`StoredPose`, 28 bytes: no scale) with a
-//!   separate scale lane that is only allocated the first time a bone is recorded with a
-//!   non-unit scale, and a ring of per-frame records (`EntityFrame`: flags, layers, user
-//!   bits and the entity's bounds in that frame).
+//! - Per entity, a ring of compact bone poses (a 12-byte translation and a 16-byte rotation
+//!   per bone: no scale) with a separate scale lane that is only allocated the first time a
+//!   bone is recorded with a non-unit scale, and a ring of per-frame records (`EntityFrame`:
+//!   flags, layers, user bits and the entity's bounds in that frame).
+//! - Every entity's rings share one allocation per lane (`lane`: translations, rotations,
+//!   frame records; the rare scale lanes stay per entity), laid out frame-major (`Lanes`):
+//!   a tick's rows of every entity are one block, written front to back, and an entity's
+//!   slot holds where its bones sit in each block. Large lanes sit on 2 MiB pages on
+//!   Linux. (Per-entity vectors made a 5,000-entity tick touch three or four 4 KiB pages
+//!   per entity and wait on page walks and cold lines; BENCHMARKS.md, fifth record round.)
 //! - The broadphase is a BVH over entities (`TemporalBvh`, in the private `bvh` module)
 //!   whose node boxes are kept per ring frame, each spanning that frame and the next. After
 //!   each frame the new frame's boxes are refitted from the entities' bounds in it. A query
@@ -27,6 +33,7 @@
 //!   number it was written at, so a stale slot is recognised instead of erased.
 
 mod bone_pass;
+mod lane;
 mod record;
 mod sample;
 
@@ -44,6 +51,7 @@ use crate::math::{Aabb, BoneTransform, Pose, TransformError};
 use crate::narrow::PlacedShape;
 use crate::rig::{Rig, Shape, ShapeError};
 use crate::time::{RewindError, RewindTarget, Tick, WindowPolicy};
+use lane::{BoneRanges, Lane};
 
 /// How the history is sized.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -353,19 +361,81 @@ struct EntitySlot {
     life: Life,
     rig: Option<Arc<Rig>>,
     bone_count: usize,
-    /// `capacity * bone_count` bone translations, frame-major, and one spare at the end
-    /// (recording's 16-byte stores spill onto the element after a row and put it back).
-    translations: Vec<StoredTranslation>,
-    /// `capacity * bone_count` bone rotations, frame-major.
-    rotations: Vec<StoredRotation>,
-    /// Empty while every recorded scale has been one; then `capacity * bone_count`.
+    /// First of the `bone_count` places the entity holds in each ring slot's block of the
+    /// bone lanes ([`BoneRanges`], [`Lanes::row`]); kept while the slot is free, to give
+    /// them back once.
+    bones_at: usize,
+    /// Empty while every recorded scale has been one; then `capacity * bone_count`,
+    /// frame-major.
     scales: Vec<[f32; 3]>,
-    /// `capacity` per-frame records.
-    frames: Vec<EntityFrame>,
     /// Sequence number of the newest frame this entity was recorded in (0: never).
     last_seq: u64,
     /// Sequence number of the first frame this entity was recorded in (0: never).
     first_seq: u64,
+}
+
+/// The rings of every entity, one allocation per lane.
+///
+/// Layout (frame-major): each lane is `capacity` blocks, one per ring slot, of `row_stride`
+/// bone places (bone lanes) or `frame_stride` records (frame lane). Entity slot `i` with
+/// `n` bones has its row of ring slot `r` at `r * row_stride + bones_at` (`n` consecutive
+/// bones) and its frame record at `r * frame_stride + i`. A tick writes one block of each
+/// lane, front to back when entities are recorded in the order they were spawned: three
+/// sequential streams, which the hardware prefetches, instead of a few lines in every
+/// entity's ring.
+#[derive(Debug, Clone, Default)]
+struct Lanes {
+    /// Bone translations, and one spare element after the last row: recording's 16-byte
+    /// stores spill onto the element after a row and put it back (see `bone_pass`).
+    translations: Lane<StoredTranslation>,
+    /// Bone rotations, row for row with the translations.
+    rotations: Lane<StoredRotation>,
+    /// Per-entity frame records.
+    frames: Lane<EntityFrame>,
+    /// Bone places per ring slot block (at least `ranges.end()`).
+    row_stride: usize,
+    /// Frame records per ring slot block (at least the number of entity slots).
+    frame_stride: usize,
+    /// Which bone places belong to which entity.
+    ranges: BoneRanges,
+    /// Slots spawned since the lanes were last fitted (`History::fit_lanes`): their places
+    /// may lie past the lanes' end, and their rows are reset there.
+    pending: Vec<u32>,
+}
+
+/// The identity rotation, as stored.
+const IDENTITY_ROTATION: StoredRotation = [0.0, 0.0, 0.0, 1.0];
+
+impl Lanes {
+    /// Index in the bone lanes of `slot`'s row of ring slot `ring`.
+    #[inline(always)]
+    fn row(&self, slot: &EntitySlot, ring: usize) -> usize {
+        ring * self.row_stride + slot.bones_at
+    }
+
+    /// Index in the frame lane of slot `index`'s record of ring slot `ring`.
+    #[inline(always)]
+    fn frame(&self, index: usize, ring: usize) -> usize {
+        ring * self.frame_stride + index
+    }
+}
+
+/// `lane` (`capacity` blocks of `old` elements, then `extra`) laid out again as
+/// `capacity` blocks of `new` elements, then `extra`: each block keeps its elements at the
+/// front and is filled with `fill` after them.
+fn restrided<T: Copy>(
+    lane: &Lane<T>,
+    capacity: usize,
+    (old, new): (usize, usize),
+    extra: usize,
+    fill: T,
+) -> Lane<T> {
+    debug_assert!(new >= old && lane.len() == capacity * old + if old == 0 { 0 } else { extra });
+    let mut grown = Lane::filled(capacity * new + extra, fill);
+    for ring in 0..capacity {
+        grown[ring * new..][..old].copy_from_slice(&lane[ring * old..][..old]);
+    }
+    grown
 }
 
 impl EntitySlot {
@@ -392,6 +462,8 @@ pub struct History {
     /// `newest_seq % capacity`, kept so ring lookups never divide.
     newest_ring: usize,
     slots: Vec<EntitySlot>,
+    /// Every entity's rings.
+    lanes: Lanes,
     free: Vec<u32>,
     /// Despawned slots waiting for their last frame to age out.
     retiring: Vec<u32>,
@@ -406,9 +478,6 @@ pub struct History {
     static_bvh: Bvh,
     /// How this CPU runs the per-bone pass of recording (detected once).
     bone_pass: bone_pass::Kernel,
-    /// The rings are too large for the caches: records prefetch the rows of the slots
-    /// after theirs (updated at each tree rebuild).
-    prefetch_ahead: bool,
 }
 
 impl History {
@@ -439,6 +508,7 @@ impl History {
             newest_seq: 0,
             newest_ring: 0,
             slots: Vec::new(),
+            lanes: Lanes::default(),
             free: Vec::new(),
             retiring: Vec::new(),
             uncompensated: Vec::new(),
@@ -449,7 +519,6 @@ impl History {
             static_bounds: Vec::new(),
             static_bvh: Bvh::default(),
             bone_pass: bone_pass::Kernel::detect(),
-            prefetch_ahead: false,
         })
     }
 
@@ -466,8 +535,10 @@ impl History {
     }
 
     /// Registers an entity with its rig. It becomes visible to queries from the first
-    /// frame it is recorded in. Allocates its history ring (reusing a retired slot's
-    /// memory when it fits).
+    /// frame it is recorded in. Its ring is placed in the history's lanes (in places a
+    /// retired entity held when they fit); the lanes grow, if they must, when the next
+    /// frame begins, so spawning many entities between two frames copies the history at
+    /// most once.
     pub fn spawn(&mut self, rig: Arc<Rig>) -> EntityId {
         let bone_count = usize::from(rig.bone_count());
         let index = match self.free.pop() {
@@ -478,35 +549,78 @@ impl History {
                     life: Life::Free,
                     rig: None,
                     bone_count: 0,
-                    translations: Vec::new(),
-                    rotations: Vec::new(),
+                    bones_at: 0,
                     scales: Vec::new(),
-                    frames: Vec::new(),
                     last_seq: 0,
                     first_seq: 0,
                 });
                 self.slots.len() - 1
             }
         };
-        let capacity = self.capacity;
+        let bones_at = self.lanes.ranges.take(bone_count);
         let slot = &mut self.slots[index];
         slot.life = Life::Active;
         slot.rig = Some(rig);
         slot.bone_count = bone_count;
-        slot.translations.clear();
-        // One spare after the last row: see `bone_pass` (the rows' 16-byte stores).
-        slot.translations
-            .resize(capacity * bone_count + 1, [0.0; 3]);
-        slot.rotations.clear();
-        slot.rotations
-            .resize(capacity * bone_count, [0.0, 0.0, 0.0, 1.0]);
+        slot.bones_at = bones_at;
         slot.scales.clear();
-        slot.frames.clear();
-        slot.frames.resize(capacity, EntityFrame::NEVER);
         slot.last_seq = 0;
         slot.first_seq = 0;
+        self.lanes.pending.push(index as u32);
         self.tree_stale = true;
         slot.id(index)
+    }
+
+    /// Makes the lanes hold every spawned entity's ring, and resets the rings of entities
+    /// spawned since the last call. Called when a frame begins: between a spawn and the
+    /// next frame nothing reads a new entity's rows (it has no recorded frame).
+    ///
+    /// Growing lays every lane out again with longer blocks (a copy): each time by at
+    /// least a quarter, so that spawning one entity per tick copies each row a bounded
+    /// number of times, and to exactly what is needed when the lanes were empty (all of a
+    /// match's entities spawned before its first frame hold no slack).
+    ///
+    /// PERF: out of line: it runs once per frame and returns at once but after spawns.
+    #[inline(never)]
+    fn fit_lanes(&mut self) {
+        if self.lanes.pending.is_empty() {
+            return;
+        }
+        let capacity = self.capacity;
+        let grown = |stride: usize, needed: usize| needed.max(stride + stride / 4);
+        let lanes = &mut self.lanes;
+        let places = lanes.ranges.end();
+        if lanes.row_stride < places {
+            let strides = (lanes.row_stride, grown(lanes.row_stride, places));
+            // One spare translation after the last block: see `bone_pass`.
+            lanes.translations = restrided(&lanes.translations, capacity, strides, 1, [0.0; 3]);
+            lanes.rotations = restrided(&lanes.rotations, capacity, strides, 0, IDENTITY_ROTATION);
+            lanes.row_stride = strides.1;
+        }
+        if lanes.frame_stride < self.slots.len() {
+            let strides = (
+                lanes.frame_stride,
+                grown(lanes.frame_stride, self.slots.len()),
+            );
+            lanes.frames = restrided(&lanes.frames, capacity, strides, 0, EntityFrame::NEVER);
+            lanes.frame_stride = strides.1;
+        }
+        for &index in &lanes.pending {
+            let index = index as usize;
+            let slot = &self.slots[index];
+            if slot.life == Life::Free {
+                // Despawned before its first frame: its places went back to the ranges.
+                continue;
+            }
+            for ring in 0..capacity {
+                let row = lanes.row(slot, ring);
+                lanes.translations[row..row + slot.bone_count].fill([0.0; 3]);
+                lanes.rotations[row..row + slot.bone_count].fill(IDENTITY_ROTATION);
+                let frame = lanes.frame(index, ring);
+                lanes.frames[frame] = EntityFrame::NEVER;
+            }
+        }
+        lanes.pending.clear();
     }
 
     /// Stops recording an entity. Its history stays queryable until its last frame ages
@@ -532,6 +646,7 @@ impl History {
         slot.life = Life::Free;
         slot.generation = slot.generation.wrapping_add(1);
         slot.rig = None;
+        self.lanes.ranges.give_back(slot.bones_at, slot.bone_count);
         self.free.push(index as u32);
         self.uncompensated.retain(|&(i, _)| i as usize != index);
         self.tree_stale = true;
@@ -674,7 +789,7 @@ impl History {
             return Err(EntityError::NoFrames(id));
         }
         let ring = self.ring(slot.last_seq);
-        Ok(EntityState::from_frame(&slot.frames[ring]))
+        Ok(EntityState::from_frame(self.entity_frame(index, ring)))
     }
 
     /// Resolves a rewind target to the time it names, without querying anything: the
@@ -687,22 +802,22 @@ impl History {
         self.bracket(target, policy).map(|b| b.time)
     }
 
-    /// Heap bytes that hold recorded history: pose, scale and per-frame rings of every
-    /// slot, and the frame headers. The broadphase tree is reported by
-    /// [`History::broadphase_bytes`].
+    /// Bytes that hold recorded history: the pose and per-frame lanes as allocated (free
+    /// places and growth slack included), every slot's scale ring, and the frame headers.
+    /// The broadphase tree is reported by [`History::broadphase_bytes`].
     #[must_use]
     pub fn history_bytes(&self) -> usize {
-        let per_slot: usize = self
+        let lanes = &self.lanes;
+        let scales: usize = self
             .slots
             .iter()
-            .map(|s| {
-                s.translations.capacity() * std::mem::size_of::<StoredTranslation>()
-                    + s.rotations.capacity() * std::mem::size_of::<StoredRotation>()
-                    + s.scales.capacity() * std::mem::size_of::<[f32; 3]>()
-                    + s.frames.capacity() * std::mem::size_of::<EntityFrame>()
-            })
+            .map(|s| s.scales.capacity() * std::mem::size_of::<[f32; 3]>())
             .sum();
-        per_slot + self.frames.capacity() * std::mem::size_of::<FrameMeta>()
+        lanes.translations.held_bytes()
+            + lanes.rotations.held_bytes()
+            + lanes.frames.held_bytes()
+            + scales
+            + self.frames.capacity() * std::mem::size_of::<FrameMeta>()
     }
 
     /// Heap bytes of the broadphase (the entity tree with its per-frame boxes).
@@ -712,6 +827,15 @@ impl History {
     }
 
     // --- ring helpers ---
+
+    /// The frame record of slot `index` in ring slot `ring`.
+    ///
+    /// # Panics
+    /// If slot `index` has no ring in the lanes (never for a slot with a recorded frame).
+    #[inline(always)]
+    fn entity_frame(&self, index: usize, ring: usize) -> &EntityFrame {
+        &self.lanes.frames[self.lanes.frame(index, ring)]
+    }
 
     /// Ring slot of frame `seq`, which must be in the ring (`oldest_seq..=newest_seq`).
     #[inline]

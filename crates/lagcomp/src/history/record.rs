@@ -4,8 +4,7 @@ use glam::{Vec3, Vec3A};
 
 use super::bone_pass::{BonePassFn, Kernel};
 use super::{
-    EntityFrame, EntityId, EntitySlot, EntityState, FrameMeta, History, Life, RecordError,
-    StoredRotation, StoredTranslation,
+    EntityFrame, EntityId, EntitySlot, EntityState, FrameMeta, History, Lanes, Life, RecordError,
 };
 use crate::bvh::{FrameLeaves, NodeBox};
 use crate::math::{BoneTransform, padded_corners};
@@ -54,6 +53,7 @@ impl History {
         // The slot held the frame that just aged out; records grow its leaves from empty.
         self.tree.clear_frame(ring);
         self.retire_aged_out();
+        self.fit_lanes();
         Ok(FrameRecorder { history: self, seq })
     }
 
@@ -90,7 +90,9 @@ impl History {
                 |i| {
                     let slot = &slots[i as usize];
                     if slot.last_seq >= self.oldest_seq() {
-                        let b = slot.frames[self.ring(slot.last_seq)].bounds();
+                        let b = self
+                            .entity_frame(i as usize, self.ring(slot.last_seq))
+                            .bounds();
                         b.center()
                     } else {
                         Vec3::ZERO
@@ -104,7 +106,16 @@ impl History {
                 if slot.life == Life::Free {
                     continue;
                 }
-                let (metas, frames) = (&metas[..self.capacity], &slot.frames[..self.capacity]);
+                let capacity = self.capacity;
+                // Ring slot by ring slot: one record in each block of the frame lane.
+                // PERF: whole blocks, indexed: `step_by` over the records cost about 16
+                // instructions more per record.
+                let frames = self
+                    .lanes
+                    .frames
+                    .chunks_exact(self.lanes.frame_stride)
+                    .map(|block| &block[index]);
+                let metas = &metas[..capacity];
                 let last_seq = slot.last_seq;
                 tree.set_leaf_in_every_frame(
                     index,
@@ -128,18 +139,6 @@ impl History {
             }
             self.tree = tree;
             self.tree_stale = false;
-            let ring_bytes: usize = slots
-                .iter()
-                .filter(|slot| slot.life != Life::Free)
-                .map(|slot| {
-                    self.capacity
-                        * (slot.bone_count
-                            * (std::mem::size_of::<StoredTranslation>()
-                                + std::mem::size_of::<StoredRotation>())
-                            + std::mem::size_of::<EntityFrame>())
-                })
-                .sum();
-            self.prefetch_ahead = ring_bytes > PREFETCH_ABOVE_BYTES;
             self.frames_since_build = 0;
         } else {
             // The leaves were grown as entities were recorded.
@@ -149,68 +148,29 @@ impl History {
     }
 }
 
-/// How many slots ahead of the one being recorded the recorder prefetches rows.
-const PREFETCH_DISTANCE: usize = 4;
-
-/// Histories whose rings hold more than this many bytes prefetch (see `prefetch_rows`).
-const PREFETCH_ABOVE_BYTES: usize = 16 << 20;
-
-/// Asks the CPU to bring slot `slot`'s rows of ring slot `ring` (poses and frame record)
-/// into cache, for a record coming soon.
-///
-/// PERF: each entity's rows sit in their own allocations, in ring slots untouched for a
-/// whole window, so with a history larger than the caches every record waits for about
-/// ten cache lines from memory one after another, which no hardware prefetcher predicts.
-/// Servers record entities in slot order, so the recorder prefetches the rows of the slot
-/// `PREFETCH_DISTANCE` ahead (only a hint: a different order costs a few wasted
-/// prefetches). Measured (funnel, minimum of 5 runs, loaded machine): 5,000 entities
-/// 794 -> 596 µs a tick; 200 and 64 entities (history in cache) 3-5 % slower, hence the
-/// size threshold.
-#[inline]
-fn prefetch_rows(slot: &super::EntitySlot, ring: usize) {
-    use crate::math::prefetch_line;
-    let n = slot.bone_count;
-    if slot.frames.len() <= ring {
-        // Not an active slot with a ring (free, or never spawned into).
-        return;
-    }
-    let rows: [(*const u8, usize); 3] = [
-        (
-            slot.translations.as_ptr().wrapping_add(ring * n).cast(),
-            n * 12,
-        ),
-        (
-            slot.rotations.as_ptr().wrapping_add(ring * n).cast(),
-            n * 16,
-        ),
-        (std::ptr::from_ref(&slot.frames[ring]).cast(), 36),
-    ];
-    for (start, len) in rows {
-        let mut offset = 0;
-        while offset < len {
-            prefetch_line(start.wrapping_add(offset));
-            offset += 64;
-        }
-        prefetch_line(start.wrapping_add(len - 1));
-    }
-}
-
-/// Where a frame is being recorded: its sequence number, its ring slot and the ring's
-/// length, read once per frame.
+/// Where a frame is being recorded: its sequence number, its ring slot, the ring's length
+/// and where the slot's blocks start in the lanes, read once per frame.
 #[derive(Debug, Clone, Copy)]
 struct FrameSlot {
     seq: u64,
     ring: usize,
     capacity: usize,
+    /// `Lanes::row` of bone place 0 in this ring slot.
+    rows: usize,
+    /// `Lanes::frame` of entity slot 0 in this ring slot.
+    frames: usize,
 }
 
 impl FrameSlot {
     #[inline]
     fn of(history: &History, seq: u64) -> Self {
+        let ring = history.newest_ring;
         Self {
             seq,
-            ring: history.newest_ring,
+            ring,
             capacity: history.capacity,
+            rows: ring * history.lanes.row_stride,
+            frames: ring * history.lanes.frame_stride,
         }
     }
 }
@@ -225,17 +185,19 @@ impl FrameSlot {
 #[inline(always)]
 fn record_entity(
     slot: &mut EntitySlot,
+    lanes: &mut Lanes,
     leaves: &mut FrameLeaves<'_>,
     at: FrameSlot,
-    id: EntityId,
+    (id, state): (EntityId, EntityState),
     bones: &[BoneTransform],
-    state: EntityState,
     bone_pass: impl BonePassFn,
 ) -> Result<(), RecordError> {
     let FrameSlot {
         seq,
         ring,
         capacity,
+        rows,
+        frames,
     } = at;
     if slot.last_seq == seq {
         return Err(RecordError::AlreadyRecorded(id));
@@ -249,22 +211,27 @@ fn record_entity(
     }
     let rig = slot.rig.as_deref().expect("active slots have a rig");
     let n = slot.bone_count;
-    let base = ring * n;
+    let row = rows + slot.bones_at;
     debug_assert!(
         ring < capacity
-            && slot.translations.len() == capacity * n + 1
-            && slot.rotations.len() == capacity * n
+            && rows == lanes.row(slot, ring) - slot.bones_at
+            && slot.bones_at + n <= lanes.row_stride
+            && capacity * lanes.row_stride < lanes.translations.len()
+            && capacity * lanes.row_stride <= lanes.rotations.len()
     );
     // PERF: unchecked, because the checked slices cost about 20 instructions per entity
     // (overflow and length checks of both ranges, which the compiler cannot fold).
-    // SAFETY: an active slot's lanes hold `capacity * n + 1` translations and `capacity *
-    // n` rotations (`History::spawn` sizes them and nothing resizes them while the slot
-    // is active), and `ring < capacity`: both ranges are inside them. The translation
-    // row comes with the element after it, which the pass may write and puts back.
+    // SAFETY: `rows` is `ring * row_stride` with `ring < capacity`, and an active slot's
+    // places `bones_at..bones_at + n` are below `ranges.end() <= row_stride`, so the row
+    // is inside ring slot `ring`'s block; the lanes hold `capacity` blocks, and the
+    // translations one spare after them (`History::fit_lanes`, run by `begin_frame` before
+    // any recorder exists; spawning needs the history the recorder borrows). The
+    // translation row comes with the element after it, which the pass may write and puts
+    // back.
     let (translations, rotations) = unsafe {
         (
-            slot.translations.get_unchecked_mut(base..base + n + 1),
-            slot.rotations.get_unchecked_mut(base..base + n),
+            lanes.translations.get_unchecked_mut(row..row + n + 1),
+            lanes.rotations.get_unchecked_mut(row..row + n),
         )
     };
 
@@ -277,13 +244,16 @@ fn record_entity(
     let (lo, hi) = if pass.clean && slot.scales.is_empty() {
         (pass.lo, pass.hi)
     } else {
-        settle_unclean(slot, base, capacity, id, bones, pass.clean)?
+        settle_unclean(slot, ring * n, capacity, id, bones, pass.clean)?
     };
     let (min, max) = padded_corners(lo, hi);
-    debug_assert_eq!(slot.frames.len(), capacity);
-    // SAFETY: an active slot's frame ring has `capacity` records (`History::spawn`), and
-    // `ring < capacity`. PERF: the checked index cost three instructions an entity.
-    let frame = unsafe { slot.frames.get_unchecked_mut(ring) };
+    let index = id.index() as usize;
+    debug_assert!(frames + index == lanes.frame(index, ring) && index < lanes.frame_stride);
+    // SAFETY: `frames` is `ring * frame_stride` with `ring < capacity`, `index` (this
+    // slot's) is below the number of slots `<= frame_stride` (`History::fit_lanes`, as
+    // above; slots are only added by spawning), and the lane holds `capacity` blocks.
+    // PERF: the checked index cost three instructions an entity.
+    let frame = unsafe { lanes.frames.get_unchecked_mut(frames + index) };
     *frame = EntityFrame {
         seq: seq as u32,
         layers: state.layers,
@@ -465,19 +435,14 @@ impl FrameRecorder<'_> {
     ) -> Result<(), RecordError> {
         let history = &mut *self.history;
         let index = history.active_index(id)?;
-        if history.prefetch_ahead
-            && let Some(ahead) = history.slots.get(index + PREFETCH_DISTANCE)
-        {
-            prefetch_rows(ahead, history.newest_ring);
-        }
         let at = FrameSlot::of(history, self.seq);
         record_entity(
             &mut history.slots[index],
+            &mut history.lanes,
             &mut history.tree.frame_leaves(at.ring),
             at,
-            id,
+            (id, state),
             bones,
-            state,
             bone_pass,
         )?;
         if !state.lag_compensated {
@@ -492,7 +457,7 @@ impl FrameRecorder<'_> {
     /// calls instead of one [`FrameRecorder::record`] per entity. The result is the same
     /// as recording them one by one; the handles and the bone total are checked once, and
     /// the per-entity work runs in one loop (listing entities in the order they were
-    /// spawned lets it prefetch their rows ahead when the history is large).
+    /// spawned writes each lane front to back: see `Lanes`).
     ///
     /// # Errors
     /// - A bad handle (unknown, stale or despawned) or a number of transforms that is not
@@ -557,10 +522,10 @@ impl FrameRecorder<'_> {
     ) -> Result<(), RecordError> {
         let history = &mut *self.history;
         let at = FrameSlot::of(history, self.seq);
-        let prefetch = history.prefetch_ahead;
         // Disjoint borrows, so that nothing written through one is reloaded from another.
         let History {
             slots,
+            lanes,
             tree,
             uncompensated,
             ..
@@ -568,7 +533,7 @@ impl FrameRecorder<'_> {
         let mut leaves = tree.frame_leaves(at.ring);
         let mut first_error = None;
         let mut rest = bones;
-        for (k, &(id, state)) in entities.iter().enumerate() {
+        for &(id, state) in entities {
             let index = id.index() as usize;
             debug_assert!(index < slots.len());
             // SAFETY: `check_batch` found every handle active, so `index` is a slot.
@@ -578,15 +543,7 @@ impl FrameRecorder<'_> {
             // transforms given: this entity's are among those left.
             let (own, next) = unsafe { rest.split_at_unchecked(slot.bone_count) };
             rest = next;
-            if prefetch
-                && let Some((ahead, _)) = entities.get(k + PREFETCH_DISTANCE)
-                && let Some(ahead) = slots.get(ahead.index() as usize)
-            {
-                prefetch_rows(ahead, at.ring);
-            }
-            // SAFETY: as above (`get` for the prefetch borrowed the slots only briefly).
-            let slot = unsafe { slots.get_unchecked_mut(index) };
-            match record_entity(slot, &mut leaves, at, id, own, state, bone_pass) {
+            match record_entity(slot, lanes, &mut leaves, at, (id, state), own, bone_pass) {
                 Ok(()) => {
                     if !state.lag_compensated {
                         mark_uncompensated(uncompensated, index, at.seq);
@@ -684,14 +641,20 @@ mod tests {
         (outcomes, history)
     }
 
-    /// Everything recorded, as bits.
+    /// Everything recorded, as bits: every slot's ring, row by row.
     fn stored_bits(history: &History) -> Vec<u32> {
         let mut bits = Vec::new();
-        for slot in &history.slots {
-            bits.extend(slot.translations.iter().flatten().map(|v| v.to_bits()));
-            bits.extend(slot.rotations.iter().flatten().map(|v| v.to_bits()));
+        let lanes = &history.lanes;
+        for (index, slot) in history.slots.iter().enumerate() {
             bits.extend(slot.scales.iter().flatten().map(|v| v.to_bits()));
-            for frame in &slot.frames {
+            for ring in 0..history.capacity {
+                let at = history.lanes.row(slot, ring);
+                let row = at..at + slot.bone_count;
+                let translations = &lanes.translations[row.clone()];
+                bits.extend(translations.iter().flatten().map(|v| v.to_bits()));
+                let rotations = &lanes.rotations[row];
+                bits.extend(rotations.iter().flatten().map(|v| v.to_bits()));
+                let frame = history.entity_frame(index, ring);
                 bits.extend([
                     frame.seq,
                     frame.layers,
@@ -711,8 +674,182 @@ mod tests {
         bits
     }
 
+    /// The bones entity `serial` is recorded with at `tick`: distinct in every bone, tick
+    /// and entity, so a row read from the wrong place cannot match. Every fifth entity is
+    /// scaled (a scale lane of its own).
+    fn churn_bones(serial: u32, tick: u32, n: u16) -> Vec<crate::math::BoneTransform> {
+        (0..n)
+            .map(|b| {
+                // Inside the accepted coordinate range (1e6).
+                let f =
+                    |k: u32| ((serial * 7919 + tick * 31 + u32::from(b) * 3 + k) % 900_000) as f32;
+                let rotation = glam::Quat::from_rotation_y(f(0) * 0.01);
+                let bone = crate::math::BoneTransform::new(Vec3::new(f(0), f(1), -f(2)), rotation);
+                if serial.is_multiple_of(5) {
+                    bone.with_scale(Vec3::splat(1.0 + f(3) * 1e-4))
+                } else {
+                    bone
+                }
+            })
+            .collect()
+    }
+
+    /// Entities of four rigs spawn and despawn every few ticks (bursts of spawns that grow
+    /// the lanes mid-match, single spawns, despawns whose places are reused once their
+    /// last frame has aged out): every frame still in the window reads back exactly what
+    /// was recorded, despawned entities stay readable until they age out, and then their
+    /// handles are stale.
     #[test]
-    fn a_history_larger_than_the_caches_prefetches_and_records_the_same() {
+    fn entities_spawned_and_despawned_keep_their_own_rows() {
+        use crate::history::EntityError;
+        use crate::query::QueryError;
+        use crate::time::{RewindTarget, WindowPolicy};
+
+        let mut history = History::new(HistoryConfig {
+            tick_rate: 60.0,
+            max_rewind: 0.2,
+        })
+        .expect("config");
+        let capacity = history.capacity() as u32;
+        let rigs = [1, 3, 16, 20].map(rig);
+        let mut rng = Pcg64Mcg::seed_from_u64(11);
+        // serial -> (handle, rig, first tick, tick despawned after).
+        let mut known: Vec<(crate::history::EntityId, usize, u32, Option<u32>)> = Vec::new();
+        let mut grew = 0;
+        for tick in 1..=12 * capacity {
+            let bytes_before = history.history_bytes();
+            let spawns = match tick % 40 {
+                1 => 30,
+                _ => usize::from(rng.random_bool(0.3)),
+            };
+            for _ in 0..spawns {
+                let r = rng.random_range(0..rigs.len());
+                known.push((history.spawn(Arc::clone(&rigs[r])), r, tick, None));
+            }
+            for entity in &mut known {
+                if entity.3.is_none() && rng.random_bool(0.04) {
+                    history.despawn(entity.0).expect("active");
+                    entity.3 = Some(tick - 1);
+                }
+            }
+            let mut frame = history
+                .begin_frame(Tick(tick), f64::from(tick) / 60.0)
+                .expect("frame");
+            for (serial, &(id, r, _, gone)) in known.iter().enumerate() {
+                if gone.is_none() {
+                    let bones = churn_bones(serial as u32, tick, rigs[r].bone_count());
+                    frame
+                        .record(id, &bones, EntityState::default())
+                        .expect("valid");
+                }
+            }
+            frame.finish();
+            grew += usize::from(history.history_bytes() > bytes_before);
+            let oldest = tick.saturating_sub(capacity - 1).max(1);
+            for (serial, &(id, r, first, gone)) in known.iter().enumerate() {
+                let last = gone.unwrap_or(tick);
+                if last < first {
+                    continue; // despawned before it was ever recorded
+                }
+                if last < oldest {
+                    // Aged out: the handle is stale once its slot has been freed.
+                    let at = history.entity_at(id, RewindTarget::at(0.0), WindowPolicy::Clamp);
+                    assert!(
+                        matches!(at, Err(QueryError::Entity(EntityError::Stale(_)))),
+                        "tick {tick}: entity {serial} aged out, got {:?}",
+                        at.map(|a| a.is_some())
+                    );
+                    continue;
+                }
+                let n = rigs[r].bone_count();
+                let (window_start, _) = history.window().expect("frames recorded");
+                let readable = (oldest..=tick)
+                    .find(|&t| f64::from(t) / 60.0 >= window_start)
+                    .expect("the newest frame is in the window");
+                for t in first.max(readable)..=last {
+                    let target = RewindTarget::between(Tick(t), Tick(t), 0.0);
+                    let at = history
+                        .entity_at(id, target, WindowPolicy::Reject)
+                        .expect("in the window")
+                        .unwrap_or_else(|| panic!("tick {tick}: entity {serial} at {t}"));
+                    let expected = churn_bones(serial as u32, t, n);
+                    for (b, want) in expected.iter().enumerate() {
+                        let got = at.bone(b as u16).expect("a bone of its rig");
+                        assert!(
+                            got.translation.to_array().map(f32::to_bits)
+                                == want.translation.to_array().map(f32::to_bits)
+                                && got.rotation.to_array().map(f32::to_bits)
+                                    == want.rotation.to_array().map(f32::to_bits)
+                                && got.scale.to_array().map(f32::to_bits)
+                                    == want.scale.to_array().map(f32::to_bits),
+                            "tick {tick}: entity {serial} bone {b} at {t}: {got:?} != {want:?}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(known.len() > 150, "{} entities", known.len());
+        assert!(grew >= 3, "the lanes grew {grew} times");
+        // Places are reused: far fewer than every entity ever spawned would need.
+        let places: usize = known
+            .iter()
+            .map(|&(_, r, _, _)| usize::from(rigs[r].bone_count()))
+            .sum();
+        assert!(
+            history.lanes.ranges.end() < places / 2,
+            "{} places for {places} bones spawned",
+            history.lanes.ranges.end()
+        );
+    }
+
+    /// `history_bytes` counts the lanes as allocated: exactly what the entities spawned
+    /// before the first frame need, then a quarter more when one more entity arrives, and
+    /// nothing more while despawned entities' places are reused.
+    #[test]
+    fn the_lanes_are_sized_to_the_spawned_entities_and_counted() {
+        use super::super::{EntityFrame, FrameMeta};
+        let mut history = History::new(HistoryConfig::default()).expect("config");
+        let capacity = history.capacity();
+        let rig = rig(16);
+        let mut ids: Vec<_> = (0..10).map(|_| history.spawn(Arc::clone(&rig))).collect();
+        let expected = |places: usize, slots: usize| {
+            (capacity * places + 1) * 12
+                + capacity * places * 16
+                + capacity * slots * size_of::<EntityFrame>()
+                + capacity * size_of::<FrameMeta>()
+        };
+        let mut tick = 0;
+        let mut frame_with = |history: &mut History, ids: &[crate::history::EntityId]| {
+            tick += 1;
+            let mut frame = history
+                .begin_frame(Tick(tick), f64::from(tick) / 64.0)
+                .expect("frame");
+            let bones = vec![crate::math::BoneTransform::IDENTITY; 16];
+            for &id in ids {
+                frame
+                    .record(id, &bones, EntityState::default())
+                    .expect("valid");
+            }
+        };
+        frame_with(&mut history, &ids);
+        assert_eq!(history.history_bytes(), expected(160, 10));
+        ids.push(history.spawn(Arc::clone(&rig)));
+        frame_with(&mut history, &ids);
+        // 176 places needed, 160 + 40 given; 11 slots needed, 10 + 2 given.
+        assert_eq!(history.history_bytes(), expected(200, 12));
+        // Despawned, aged out, respawned: the same places and slot, no growth.
+        history.despawn(ids.remove(3)).expect("despawn");
+        for _ in 0..capacity {
+            frame_with(&mut history, &ids);
+        }
+        ids.push(history.spawn(Arc::clone(&rig)));
+        frame_with(&mut history, &ids);
+        assert_eq!(history.history_bytes(), expected(200, 12));
+        assert_eq!(history.lanes.ranges.end(), 176);
+    }
+
+    #[test]
+    fn a_history_larger_than_the_caches_sits_on_huge_pages_and_records_the_same() {
         // 200 entities x 20 bones x 3 s at 60 Hz: about 24 MB of rings.
         let config = HistoryConfig {
             tick_rate: 60.0,
@@ -721,8 +858,9 @@ mod tests {
         let mut history = History::new(config).expect("config");
         let rig = rig(20);
         let mut ids: Vec<_> = (0..200).map(|_| history.spawn(Arc::clone(&rig))).collect();
-        // A hole in the slot order: the recorder prefetches past it.
+        // A hole in the slot order, and an entity recorded out of spawn order.
         history.despawn(ids.remove(57)).expect("despawn");
+        ids.swap(3, 150);
         let mut rng = Pcg64Mcg::seed_from_u64(5);
         let mut bones = Vec::new();
         for tick in 1..=3 {
@@ -737,15 +875,27 @@ mod tests {
                     .expect("valid");
             }
             drop(frame);
-            assert!(history.prefetch_ahead, "a 24 MB history prefetches");
+            let lanes = &history.lanes;
+            for lane in [
+                lanes.translations.held_bytes(),
+                lanes.rotations.held_bytes(),
+            ] {
+                assert!(lane > 8 << 20, "{lane} bytes");
+            }
+            #[cfg(target_os = "linux")]
+            assert!(lanes.translations.on_huge_pages() && lanes.rotations.on_huge_pages());
             // The last entity's newest pose is what was recorded.
             let slot = &history.slots[ids[ids.len() - 1].index() as usize];
-            let row = &slot.translations[history.newest_ring * 20..][..20];
+            let at = history.lanes.row(slot, history.newest_ring);
+            let row = &history.lanes.translations[at..at + 20];
             let sent: Vec<[f32; 3]> = bones.iter().map(|b| b.translation.to_array()).collect();
             assert_eq!(row, sent.as_slice());
         }
         let small = record_with(Kernel::detect()).1;
-        assert!(!small.prefetch_ahead, "a small history does not");
+        assert!(
+            !small.lanes.rotations.on_huge_pages(),
+            "a small history is not"
+        );
     }
 
     /// Records 3 windows of ticks like `record_with`, one `record_all` per tick with every

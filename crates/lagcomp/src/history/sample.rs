@@ -336,12 +336,12 @@ impl History {
     #[inline]
     pub(super) fn recorded_at(&self, index: usize, seq: u64, ring: usize) -> bool {
         let slot = &self.slots[index];
-        seq <= slot.last_seq && slot.frames[ring].seq == seq as u32
+        seq <= slot.last_seq && self.entity_frame(index, ring).seq == seq as u32
     }
 
     #[inline]
     fn single(&self, index: usize, ring: usize, kind: SampleKind) -> EntitySample {
-        let frame = &self.slots[index].frames[ring];
+        let frame = self.entity_frame(index, ring);
         EntitySample {
             kind,
             a: ring,
@@ -390,8 +390,7 @@ impl History {
                 },
             ),
             Pick::Blend(a, b) => {
-                let slot = &self.slots[index];
-                let (fa, fb) = (&slot.frames[a], &slot.frames[b]);
+                let (fa, fb) = (self.entity_frame(index, a), self.entity_frame(index, b));
                 EntitySample {
                     kind: SampleKind::Interpolated {
                         from: tick(a),
@@ -421,7 +420,8 @@ impl History {
         }
         let slot = &self.slots[index];
         let teleported_in = |seq: u64| {
-            self.recorded_in(index, seq) && slot.frames[self.ring(seq)].flags & TELEPORTED != 0
+            self.recorded_in(index, seq)
+                && self.entity_frame(index, self.ring(seq)).flags & TELEPORTED != 0
         };
         match (
             self.recorded_at(index, older, a),
@@ -432,7 +432,7 @@ impl History {
                 // any of them forbids the blend. (Between adjacent frames that is the newer
                 // one alone, known to be recorded at ring slot `b`.)
                 let teleported = if newer == older + 1 {
-                    slot.frames[b].flags & TELEPORTED != 0
+                    self.entity_frame(index, b).flags & TELEPORTED != 0
                 } else {
                     (older + 1..=newer).any(teleported_in)
                 };
@@ -468,7 +468,7 @@ impl History {
             Pick::Exact(ring) | Pick::Nearest(ring, _) => (ring, ring, ring),
             Pick::Blend(a, b) => (a, b, a),
         };
-        let frame = &self.slots[index].frames[state_ring];
+        let frame = self.entity_frame(index, state_ring);
         let wanted = ALIVE | LAG_COMPENSATED;
         (frame.flags & wanted == wanted && frame.layers & layers != 0).then_some(Rewound {
             a,
@@ -498,17 +498,22 @@ impl History {
         };
         let bc = slot.bone_count;
         let (a, b) = bracket.rings;
-        let (t, r) = (slot.translations.as_ptr(), slot.rotations.as_ptr());
+        let lanes = &self.lanes;
+        let (row_a, row_b) = (lanes.row(slot, a), lanes.row(slot, b));
+        let (t, r) = (lanes.translations.as_ptr(), lanes.rotations.as_ptr());
         let (ta, tb) = (
-            t.wrapping_add(a * bc).cast::<u8>(),
-            t.wrapping_add(b * bc).cast::<u8>(),
+            t.wrapping_add(row_a).cast::<u8>(),
+            t.wrapping_add(row_b).cast::<u8>(),
         );
         let (ra, rb) = (
-            r.wrapping_add(a * bc).cast::<u8>(),
-            r.wrapping_add(b * bc).cast::<u8>(),
+            r.wrapping_add(row_a).cast::<u8>(),
+            r.wrapping_add(row_b).cast::<u8>(),
         );
-        let frames = slot.frames.as_ptr();
-        for record in [frames.wrapping_add(a), frames.wrapping_add(b)] {
+        let frames = lanes.frames.as_ptr();
+        for record in [
+            frames.wrapping_add(lanes.frame(index, a)),
+            frames.wrapping_add(lanes.frame(index, b)),
+        ] {
             // 36 bytes: one line, or two when it straddles.
             let record = record.cast::<u8>();
             prefetch_line(record);
@@ -535,10 +540,9 @@ impl History {
     /// [`History::rewound_for_tree`]: over both frames when blended.
     #[inline]
     pub(crate) fn rewound_bounds(&self, index: usize, rewound: &Rewound) -> Aabb {
-        let frames = &self.slots[index].frames;
-        let bounds = frames[rewound.a].bounds();
+        let bounds = self.entity_frame(index, rewound.a).bounds();
         if rewound.blended() {
-            bounds.union(&frames[rewound.b].bounds())
+            bounds.union(&self.entity_frame(index, rewound.b).bounds())
         } else {
             bounds
         }
@@ -561,8 +565,12 @@ impl History {
         let slot = &self.slots[index];
         let bc = slot.bone_count;
         let rows = |ring: usize| {
-            let range = ring * bc..(ring + 1) * bc;
-            (&slot.translations[range.clone()], &slot.rotations[range])
+            let at = self.lanes.row(slot, ring);
+            let range = at..at + bc;
+            (
+                &self.lanes.translations[range.clone()],
+                &self.lanes.rotations[range],
+            )
         };
         let scale_rows = |ring: usize| {
             (!slot.scales.is_empty()).then(|| &slot.scales[ring * bc..(ring + 1) * bc])
