@@ -199,6 +199,14 @@ impl ServerCore {
         })
     }
 
+    /// Makes room in the history for `players` more bodies, so that players joining
+    /// mid-match never make a tick lay the history out again (a copy of all of it:
+    /// [`History::reserve`]). A server that knows its player limit calls this once.
+    pub fn reserve(&mut self, players: usize) {
+        let bones = usize::from(self.rig.bone_count());
+        self.history.reserve(players, players.saturating_mul(bones));
+    }
+
     /// A new player: a body at a random spot (from `rng`), spawned in the history and
     /// registered with the validator on a team of its own. Returns its entity.
     pub fn join(&mut self, rng: &mut Pcg64Mcg) -> EntityId {

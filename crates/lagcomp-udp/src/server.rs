@@ -614,7 +614,7 @@ impl GameServer {
         }
         let encoder = SnapshotEncoder::new(config.snapshot_budget).map_err(ServeError::Budget)?;
         let guard = MalformedGuard::new(config.guard)?;
-        let core = ServerCore::new(
+        let mut core = ServerCore::new(
             CoreConfig {
                 tick_rate: config.tick_rate,
                 max_rewind: config.max_rewind,
@@ -622,6 +622,9 @@ impl GameServer {
             },
             config.arena.build()?,
         )?;
+        // Room for every player it may take: a join never stalls a tick growing the
+        // history.
+        core.reserve(config.max_clients);
         let bind_error = |source| ServeError::Bind {
             addr: config.listen,
             source,

@@ -848,6 +848,55 @@ mod tests {
         assert_eq!(history.lanes.ranges.end(), 176);
     }
 
+    /// Entities spawned mid-match into reserved room do not lay the lanes out again, and
+    /// the ones recorded before keep their history.
+    #[test]
+    fn reserved_room_takes_later_spawns_without_growing() {
+        let mut history = History::new(HistoryConfig::default()).expect("config");
+        let rig = rig(16);
+        let mut ids = vec![history.spawn(Arc::clone(&rig))];
+        let bones = |k: usize| {
+            let mut t = crate::math::BoneTransform::IDENTITY;
+            t.translation = glam::Vec3::new(k as f32, 1.0, 2.0);
+            vec![t; 16]
+        };
+        let mut record = |history: &mut History, ids: &[crate::history::EntityId], tick: u32| {
+            let mut frame = history
+                .begin_frame(Tick(tick), f64::from(tick) / 64.0)
+                .expect("frame");
+            for (k, &id) in ids.iter().enumerate() {
+                frame
+                    .record(id, &bones(k), EntityState::default())
+                    .expect("valid");
+            }
+        };
+        record(&mut history, &ids, 1);
+        history.reserve(9, 9 * 16);
+        let reserved = history.history_bytes();
+        assert!(reserved > 0);
+        for tick in 2..11 {
+            ids.push(history.spawn(Arc::clone(&rig)));
+            record(&mut history, &ids, tick);
+            assert_eq!(history.history_bytes(), reserved, "grew at tick {tick}");
+        }
+        // The first entity's frame 1 survived the reservation's copy.
+        let time = 1.0 / 64.0;
+        let posed = history
+            .entity_at(
+                ids[0],
+                crate::RewindTarget::Time(time),
+                crate::WindowPolicy::Reject,
+            )
+            .expect("in the window")
+            .expect("recorded then");
+        let bone = posed.bone(3).expect("a bone");
+        assert_eq!(bone.translation, glam::Vec3::new(0.0, 1.0, 2.0));
+        // One entity past the reservation grows the lanes.
+        ids.push(history.spawn(Arc::clone(&rig)));
+        record(&mut history, &ids, 11);
+        assert!(history.history_bytes() > reserved);
+    }
+
     #[test]
     fn a_history_larger_than_the_caches_sits_on_huge_pages_and_records_the_same() {
         // 200 entities x 20 bones x 3 s at 60 Hz: about 24 MB of rings.
