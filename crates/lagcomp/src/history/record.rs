@@ -860,7 +860,7 @@ mod tests {
             t.translation = glam::Vec3::new(k as f32, 1.0, 2.0);
             vec![t; 16]
         };
-        let mut record = |history: &mut History, ids: &[crate::history::EntityId], tick: u32| {
+        let record = |history: &mut History, ids: &[crate::history::EntityId], tick: u32| {
             let mut frame = history
                 .begin_frame(Tick(tick), f64::from(tick) / 64.0)
                 .expect("frame");
