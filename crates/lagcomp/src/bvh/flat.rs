@@ -1,0 +1,294 @@
+//! The flat form of [`super::TemporalBvh`], for histories with few entities: no tree, each
+//! ring frame's item spans kept as six planes (minimum x, y, z, then negated maximum x, y,
+//! z, the [`super::NodeBox`] convention), [`FLAT_LANE_STEP`] lanes at a time, scanned whole
+//! by every query.
+//!
+//! What lives here: the ray laid out for the scan ([`FlatRay`]), the scan itself (a
+//! portable four-lane form and an AVX2 eight-lane form chosen at run time), the overlap
+//! scan, and the survivors' ordering. What does not: the ring, the lanes' assignment and
+//! the recording, which the flat and tree forms share in `bvh.rs`.
+//!
+//! Why a flat scan at all: with a few dozen entities a tree walk is a chain of dependent
+//! loads and unpredictable branches (pop, test, sort, push), while the scan is a handful
+//! of independent vector operations per eight entities, and recording needs no refit and
+//! no rebuild of a topology.
+
+use std::mem::MaybeUninit;
+
+use glam::{Vec3, Vec4};
+
+use crate::math::Aabb;
+
+/// Lanes per plane are a multiple of this: one AVX2 vector.
+pub(super) const FLAT_LANE_STEP: usize = 8;
+
+/// Most lanes a flat frame may have: the survivors of a scan live in a stack buffer this
+/// long (2 KiB), so a query allocates nothing. Histories over this many entities always
+/// use the tree.
+pub(super) const FLAT_CAPACITY: usize = 256;
+
+/// One survivor of a scan: where the ray enters its box (the bits of a non-negative float,
+/// which order like the floats) above its lane, so sorting the keys orders the survivors by
+/// entry distance, ties by lane.
+pub(super) type Survivors = [MaybeUninit<u64>; FLAT_CAPACITY];
+
+/// The planes a scan reads: `count` consecutive ring frames from `first` (wrapping), each
+/// `frame_floats` long, with `stride` lanes per plane.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FlatFrames<'a> {
+    /// Every frame of the ring, frame-major.
+    pub(super) floats: &'a [f32],
+    pub(super) frame_floats: usize,
+    pub(super) stride: usize,
+    pub(super) frames: usize,
+    pub(super) first: usize,
+    pub(super) count: usize,
+}
+
+impl FlatFrames<'_> {
+    /// Plane `plane`'s lanes `lane..lane + 4`, the union over the frames (per float
+    /// `b < a ? b : a`, as the tree's span ranges).
+    #[inline(always)]
+    fn load4(&self, plane: usize, lane: usize) -> Vec4 {
+        let at = plane * self.stride + lane;
+        let mut frame = self.first;
+        let mut v = Vec4::from_slice(&self.floats[frame * self.frame_floats + at..]);
+        for _ in 1..self.count {
+            frame = if frame + 1 == self.frames {
+                0
+            } else {
+                frame + 1
+            };
+            // `minps(next, acc)` keeps `acc` unless `next < acc`.
+            v = Vec4::from_slice(&self.floats[frame * self.frame_floats + at..]).min(v);
+        }
+        v
+    }
+}
+
+/// A ray laid out for the scan: per axis, the plane it enters by (the minimum if it travels
+/// towards `+`, the negated maximum otherwise) and the one it leaves by, with the origin and
+/// inverse direction signed to match. The same numbers as the tree's ray (`WideRay`), one
+/// float per axis rather than splatted.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FlatRay {
+    /// Plane index (0..6) per axis of the entry; the exit's is the other side's.
+    entry_plane: [usize; 3],
+    exit_plane: [usize; 3],
+    entry_origin: [f32; 3],
+    entry_inv: [f32; 3],
+    exit_origin: [f32; 3],
+    exit_inv: [f32; 3],
+    /// The margin, negated.
+    neg_margin: f32,
+}
+
+impl FlatRay {
+    #[inline]
+    pub(super) fn new(origin: Vec3, inv_dir: Vec3, margin: f32) -> Self {
+        let mut ray = Self {
+            entry_plane: [0; 3],
+            exit_plane: [0; 3],
+            entry_origin: [0.0; 3],
+            entry_inv: [0.0; 3],
+            exit_origin: [0.0; 3],
+            exit_inv: [0.0; 3],
+            neg_margin: -margin,
+        };
+        for axis in 0..3 {
+            let (o, inv) = (origin[axis], inv_dir[axis]);
+            // The negated-maximum plane takes the origin and inverse direction negated, so
+            // `(neg_max - margin + o) * -inv` is `((max + margin) - o) * inv` exactly.
+            if inv < 0.0 {
+                ray.entry_plane[axis] = 3 + axis;
+                ray.exit_plane[axis] = axis;
+                (ray.entry_origin[axis], ray.entry_inv[axis]) = (-o, -inv);
+                (ray.exit_origin[axis], ray.exit_inv[axis]) = (o, inv);
+            } else {
+                ray.entry_plane[axis] = axis;
+                ray.exit_plane[axis] = 3 + axis;
+                (ray.entry_origin[axis], ray.entry_inv[axis]) = (o, inv);
+                (ray.exit_origin[axis], ray.exit_inv[axis]) = (-o, -inv);
+            }
+        }
+        ray
+    }
+}
+
+/// Scans every lane of `frames` with `ray` and writes the survivors (lanes whose box, grown
+/// by the margin, the ray passes within `[0, t_max]`) to `out` as keys (see [`Survivors`]),
+/// sorted by entry distance; returns how many.
+///
+/// Each lane computes what the tree's four-lane test (`WideRay::enter`) computes for a leaf
+/// holding the same box, operation for operation, so both forms pass the same items at the
+/// same entry distances. `GROWN` false skips adding the margin, for a margin of `+0.0` only
+/// (adding `-0.0` changes no float).
+#[inline]
+pub(super) fn scan<const GROWN: bool>(
+    frames: &FlatFrames<'_>,
+    ray: &FlatRay,
+    t_max: f32,
+    out: &mut Survivors,
+) -> usize {
+    let found = 'found: {
+        #[cfg(target_arch = "x86_64")]
+        if frames.count == 1 && std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2.
+            break 'found unsafe { scan_avx2::<GROWN>(frames, ray, t_max, out) };
+        }
+        scan4(frames, ray, t_max, out)
+    };
+    // SAFETY: the scans wrote the first `found` keys.
+    let keys = unsafe { &mut *(std::ptr::from_mut(&mut out[..found]) as *mut [u64]) };
+    sort_keys(keys);
+    found
+}
+
+/// [`scan`] four lanes at a time, any number of frames (the portable form).
+fn scan4(frames: &FlatFrames<'_>, ray: &FlatRay, t_max: f32, out: &mut Survivors) -> usize {
+    let margin = Vec4::splat(ray.neg_margin);
+    let t_max_v = Vec4::splat(t_max);
+    let mut found = 0;
+    for lane in (0..frames.stride).step_by(4) {
+        let entry = |axis: usize| {
+            (frames.load4(ray.entry_plane[axis], lane) + margin
+                - Vec4::splat(ray.entry_origin[axis]))
+                * Vec4::splat(ray.entry_inv[axis])
+        };
+        let exit = |axis: usize| {
+            (frames.load4(ray.exit_plane[axis], lane) + margin - Vec4::splat(ray.exit_origin[axis]))
+                * Vec4::splat(ray.exit_inv[axis])
+        };
+        let near = entry(0).max(entry(1)).max(entry(2)).max(Vec4::ZERO);
+        let far = exit(0).min(exit(1)).min(exit(2)).min(t_max_v);
+        let mut mask = near.cmple(far).bitmask();
+        let near = near.to_array();
+        while mask != 0 {
+            let k = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            out[found].write(key(near[k], lane + k));
+            found += 1;
+        }
+    }
+    found
+}
+
+/// [`scan`] for one frame, eight lanes per step.
+///
+/// PERF: the query's broadphase for small histories; 64 entities are eight steps of about
+/// thirty instructions.
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn scan_avx2<const GROWN: bool>(
+    frames: &FlatFrames<'_>,
+    ray: &FlatRay,
+    t_max: f32,
+    out: &mut Survivors,
+) -> usize {
+    use std::arch::x86_64::{
+        _CMP_LE_OQ, _mm256_add_ps, _mm256_cmp_ps, _mm256_loadu_ps, _mm256_max_ps, _mm256_min_ps,
+        _mm256_movemask_ps, _mm256_mul_ps, _mm256_set1_ps, _mm256_setzero_ps, _mm256_storeu_ps,
+        _mm256_sub_ps,
+    };
+    let stride = frames.stride;
+    let base = frames.first * frames.frame_floats;
+    let Some(planes) = frames.floats.get(base..base + 6 * stride) else {
+        return 0;
+    };
+    let planes = planes.as_ptr();
+    let entry_at = ray.entry_plane.map(|p| p * stride);
+    let exit_at = ray.exit_plane.map(|p| p * stride);
+    let splat = |v: [f32; 3]| v.map(|x| _mm256_set1_ps(x));
+    let (entry_origin, entry_inv) = (splat(ray.entry_origin), splat(ray.entry_inv));
+    let (exit_origin, exit_inv) = (splat(ray.exit_origin), splat(ray.exit_inv));
+    let margin = _mm256_set1_ps(ray.neg_margin);
+    let t_max_v = _mm256_set1_ps(t_max);
+    let zero = _mm256_setzero_ps();
+    let mut found = 0;
+    for lane in (0..stride).step_by(FLAT_LANE_STEP) {
+        // SAFETY: `lane + 8 <= stride` (a multiple of eight) and every plane offset is
+        // below `6 * stride`, inside `planes`; the CPU has AVX2.
+        let plane = |at: usize| unsafe {
+            let v = _mm256_loadu_ps(planes.add(at + lane));
+            if GROWN { _mm256_add_ps(v, margin) } else { v }
+        };
+        let t = |at: usize, o, inv| _mm256_mul_ps(_mm256_sub_ps(plane(at), o), inv);
+        let e = |axis: usize| t(entry_at[axis], entry_origin[axis], entry_inv[axis]);
+        let x = |axis: usize| t(exit_at[axis], exit_origin[axis], exit_inv[axis]);
+        // The tree's order: `max(max(max(e0, e1), e2), 0)`, `min(min(min(x0, x1), x2), t)`.
+        let near = _mm256_max_ps(_mm256_max_ps(_mm256_max_ps(e(0), e(1)), e(2)), zero);
+        let far = _mm256_min_ps(_mm256_min_ps(_mm256_min_ps(x(0), x(1)), x(2)), t_max_v);
+        let mut mask = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LE_OQ>(near, far)) as u32;
+        if mask == 0 {
+            continue;
+        }
+        let mut nears = [0.0_f32; 8];
+        // SAFETY: `nears` holds eight floats; the CPU has AVX2.
+        unsafe { _mm256_storeu_ps(nears.as_mut_ptr(), near) };
+        while mask != 0 {
+            let k = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            out[found].write(key(nears[k], lane + k));
+            found += 1;
+        }
+    }
+    found
+}
+
+/// The survivor key of lane `lane` entered at `near` (`>= +0.0`, so its bits order as the
+/// floats do).
+#[inline(always)]
+fn key(near: f32, lane: usize) -> u64 {
+    (u64::from(near.to_bits()) << 32) | lane as u64
+}
+
+/// The entry distance and lane of a survivor key.
+#[inline(always)]
+pub(super) fn unkey(key: u64) -> (f32, usize) {
+    (
+        f32::from_bits((key >> 32) as u32),
+        (key & 0xffff_ffff) as usize,
+    )
+}
+
+/// Sorts survivor keys ascending: by insertion for the usual handful, the standard sort for
+/// more (a wide sweep).
+#[inline]
+fn sort_keys(keys: &mut [u64]) {
+    if keys.len() > 16 {
+        keys.sort_unstable();
+        return;
+    }
+    for i in 1..keys.len() {
+        let k = keys[i];
+        let mut at = i;
+        while at > 0 && keys[at - 1] > k {
+            keys[at] = keys[at - 1];
+            at -= 1;
+        }
+        keys[at] = k;
+    }
+}
+
+/// Every lane of `frames` whose box (over the frames) intersects `query`, in lane order.
+#[inline]
+pub(super) fn overlap(frames: &FlatFrames<'_>, query: &Aabb, mut visit: impl FnMut(usize)) {
+    // Per axis: a lane overlaps when `min <= query.max` and `neg_max <= -query.min` (that
+    // is `max >= query.min`, exactly), as `Aabb::intersects`.
+    let hi = query.max.to_array().map(Vec4::splat);
+    let neg_lo = (-query.min).to_array().map(Vec4::splat);
+    for lane in (0..frames.stride).step_by(4) {
+        let mut mask = (0..3).fold(0b1111, |mask, axis| {
+            mask & frames.load4(axis, lane).cmple(hi[axis]).bitmask()
+                & frames.load4(3 + axis, lane).cmple(neg_lo[axis]).bitmask()
+        });
+        while mask != 0 {
+            let k = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            visit(lane + k);
+        }
+    }
+}
