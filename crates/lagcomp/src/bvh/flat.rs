@@ -292,3 +292,89 @@ pub(super) fn overlap(frames: &FlatFrames<'_>, query: &Aabb, mut visit: impl FnM
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng as _, SeedableRng as _};
+
+    use super::*;
+    use crate::math::ray_recip;
+
+    #[test]
+    fn the_four_lane_scan_finds_what_the_dispatched_scan_finds() {
+        // On a CPU with AVX2 `scan` takes the eight-lane kernel for one frame; the portable
+        // kernel must give the same keys (entries bit for bit, same lanes, same order).
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(8);
+        let mut compared = 0;
+        for round in 0..200 {
+            let stride = FLAT_LANE_STEP * rng.random_range(1..=FLAT_CAPACITY / FLAT_LANE_STEP);
+            let used = rng.random_range(1..=stride);
+            let mut floats = vec![f32::INFINITY; 6 * stride];
+            for lane in 0..used {
+                for axis in 0..3 {
+                    let lo = rng.random_range(-8.0..8.0_f32);
+                    floats[axis * stride + lane] = lo;
+                    floats[(3 + axis) * stride + lane] = -(lo + rng.random_range(0.0..4.0));
+                }
+            }
+            let frames = FlatFrames {
+                floats: &floats,
+                frame_floats: 6 * stride,
+                stride,
+                frames: 1,
+                first: 0,
+                count: 1,
+            };
+            let origin = Vec3::new(
+                rng.random_range(-25.0..25.0),
+                rng.random_range(-25.0..25.0),
+                rng.random_range(-25.0..25.0),
+            );
+            let dir = (Vec3::new(
+                rng.random_range(-8.0..8.0),
+                rng.random_range(-8.0..8.0),
+                rng.random_range(-8.0..8.0),
+            ) - origin)
+                .normalize_or(Vec3::X);
+            let margin = if round % 2 == 0 {
+                0.0
+            } else {
+                rng.random_range(0.0..1.0)
+            };
+            let ray = FlatRay::new(origin, ray_recip(dir), margin);
+            let t_max = rng.random_range(1.0..80.0);
+            let mut a = [MaybeUninit::uninit(); FLAT_CAPACITY];
+            let mut b = [MaybeUninit::uninit(); FLAT_CAPACITY];
+            let found = if margin == 0.0 {
+                scan::<false>(&frames, &ray, t_max, &mut a)
+            } else {
+                scan::<true>(&frames, &ray, t_max, &mut a)
+            };
+            let portable = scan4(&frames, &ray, t_max, &mut b);
+            assert_eq!(found, portable, "round {round}");
+            // SAFETY: both scans wrote their first `found` keys.
+            let (a, b) = unsafe {
+                (
+                    a[..found]
+                        .iter()
+                        .map(|k| k.assume_init())
+                        .collect::<Vec<_>>(),
+                    b[..found]
+                        .iter()
+                        .map(|k| k.assume_init())
+                        .collect::<Vec<_>>(),
+                )
+            };
+            let mut b = b;
+            sort_keys(&mut b);
+            assert_eq!(a, b, "round {round}");
+            assert!(a.windows(2).all(|w| w[0] < w[1]), "sorted: round {round}");
+            assert!(
+                a.iter().all(|&k| unkey(k).1 < used),
+                "only used lanes: round {round}"
+            );
+            compared += found;
+        }
+        assert!(compared > 1000, "the rays pass boxes: {compared}");
+    }
+}
