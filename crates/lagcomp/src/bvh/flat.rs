@@ -375,6 +375,6 @@ mod tests {
             );
             compared += found;
         }
-        assert!(compared > 1000, "the rays pass boxes: {compared}");
+        assert!(compared > 200, "the rays pass boxes: {compared}");
     }
 }
