@@ -175,8 +175,13 @@ fn scan4(frames: &FlatFrames<'_>, ray: &FlatRay, t_max: f32, out: &mut Survivors
 
 /// [`scan`] for one frame, eight lanes per step.
 ///
-/// PERF: the query's broadphase for small histories; 64 entities are eight steps of about
-/// thirty instructions.
+/// PERF: the query's broadphase for small histories. The exit planes reuse the entry's
+/// origin and inverse direction: the tree computes each exit as
+/// `(plane - (-o)) * (-inv)`, which is exactly `-((plane + o) * inv)` (subtracting is adding
+/// the negation, and rounding is symmetric), and the minimum of negated values is the
+/// negated maximum (`minps(a, b)` is `a < b ? a : b`, `maxps(-a, -b)` is `-a > -b ? -a :
+/// -b`: the same choice), so one sign flip after the maxima gives the tree's `far` bit for
+/// bit with four vector constants fewer, which keeps every constant in a register.
 ///
 /// # Safety
 /// The CPU supports AVX2.
@@ -189,9 +194,9 @@ unsafe fn scan_avx2<const GROWN: bool>(
     out: &mut Survivors,
 ) -> usize {
     use std::arch::x86_64::{
-        _CMP_LE_OQ, _mm256_add_ps, _mm256_cmp_ps, _mm256_loadu_ps, _mm256_max_ps, _mm256_min_ps,
-        _mm256_movemask_ps, _mm256_mul_ps, _mm256_set1_ps, _mm256_setzero_ps, _mm256_storeu_ps,
-        _mm256_sub_ps,
+        __m256, _CMP_LE_OQ, _mm256_add_ps, _mm256_cmp_ps, _mm256_loadu_ps, _mm256_max_ps,
+        _mm256_min_ps, _mm256_movemask_ps, _mm256_mul_ps, _mm256_set1_ps, _mm256_setzero_ps,
+        _mm256_storeu_ps, _mm256_sub_ps, _mm256_xor_ps,
     };
     let stride = frames.stride;
     let base = frames.first * frames.frame_floats;
@@ -199,41 +204,46 @@ unsafe fn scan_avx2<const GROWN: bool>(
         return 0;
     };
     let planes = planes.as_ptr();
-    let entry_at = ray.entry_plane.map(|p| p * stride);
-    let exit_at = ray.exit_plane.map(|p| p * stride);
+    // SAFETY (both): plane indices are below 6, so each plane's start is inside `planes`.
+    let entry = ray.entry_plane.map(|k| unsafe { planes.add(k * stride) });
+    let exit = ray.exit_plane.map(|k| unsafe { planes.add(k * stride) });
     let splat = |v: [f32; 3]| v.map(|x| _mm256_set1_ps(x));
-    let (entry_origin, entry_inv) = (splat(ray.entry_origin), splat(ray.entry_inv));
-    let (exit_origin, exit_inv) = (splat(ray.exit_origin), splat(ray.exit_inv));
+    let (origin, inv) = (splat(ray.entry_origin), splat(ray.entry_inv));
     let margin = _mm256_set1_ps(ray.neg_margin);
     let t_max_v = _mm256_set1_ps(t_max);
     let zero = _mm256_setzero_ps();
+    let sign = _mm256_set1_ps(-0.0);
     let mut found = 0;
-    for lane in (0..stride).step_by(FLAT_LANE_STEP) {
-        // SAFETY: `lane + 8 <= stride` (a multiple of eight) and every plane offset is
-        // below `6 * stride`, inside `planes`; the CPU has AVX2.
-        let plane = |at: usize| unsafe {
-            let v = _mm256_loadu_ps(planes.add(at + lane));
+    let mut lane = 0;
+    while lane < stride {
+        // SAFETY: `lane + 8 <= stride` (a multiple of eight), so eight floats from `lane`
+        // are inside each plane; the CPU has AVX2.
+        let load = |plane: *const f32| -> __m256 {
+            let v = unsafe { _mm256_loadu_ps(plane.add(lane)) };
             if GROWN { _mm256_add_ps(v, margin) } else { v }
         };
-        let t = |at: usize, o, inv| _mm256_mul_ps(_mm256_sub_ps(plane(at), o), inv);
-        let e = |axis: usize| t(entry_at[axis], entry_origin[axis], entry_inv[axis]);
-        let x = |axis: usize| t(exit_at[axis], exit_origin[axis], exit_inv[axis]);
-        // The tree's order: `max(max(max(e0, e1), e2), 0)`, `min(min(min(x0, x1), x2), t)`.
+        let e =
+            |axis: usize| _mm256_mul_ps(_mm256_sub_ps(load(entry[axis]), origin[axis]), inv[axis]);
+        let x =
+            |axis: usize| _mm256_mul_ps(_mm256_add_ps(load(exit[axis]), origin[axis]), inv[axis]);
+        // The tree's order: `max(max(max(e0, e1), e2), 0)`, `min(min(min(x0, x1), x2), t)`
+        // (the latter through the negated maxima, above).
         let near = _mm256_max_ps(_mm256_max_ps(_mm256_max_ps(e(0), e(1)), e(2)), zero);
-        let far = _mm256_min_ps(_mm256_min_ps(_mm256_min_ps(x(0), x(1)), x(2)), t_max_v);
+        let far = _mm256_xor_ps(_mm256_max_ps(_mm256_max_ps(x(0), x(1)), x(2)), sign);
+        let far = _mm256_min_ps(far, t_max_v);
         let mut mask = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LE_OQ>(near, far)) as u32;
-        if mask == 0 {
-            continue;
+        if mask != 0 {
+            let mut nears = [0.0_f32; 8];
+            // SAFETY: `nears` holds eight floats; the CPU has AVX2.
+            unsafe { _mm256_storeu_ps(nears.as_mut_ptr(), near) };
+            while mask != 0 {
+                let k = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                out[found].write(key(nears[k], lane + k));
+                found += 1;
+            }
         }
-        let mut nears = [0.0_f32; 8];
-        // SAFETY: `nears` holds eight floats; the CPU has AVX2.
-        unsafe { _mm256_storeu_ps(nears.as_mut_ptr(), near) };
-        while mask != 0 {
-            let k = mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            out[found].write(key(nears[k], lane + k));
-            found += 1;
-        }
+        lane += FLAT_LANE_STEP;
     }
     found
 }
