@@ -204,9 +204,10 @@ unsafe fn scan_avx2<const GROWN: bool>(
         return 0;
     };
     let planes = planes.as_ptr();
-    // SAFETY (both): plane indices are below 6, so each plane's start is inside `planes`.
-    let entry = ray.entry_plane.map(|k| unsafe { planes.add(k * stride) });
-    let exit = ray.exit_plane.map(|k| unsafe { planes.add(k * stride) });
+    // Plane indices are below 6, so each plane's start is inside `planes` (the loads below
+    // rely on it).
+    let entry = ray.entry_plane.map(|k| planes.wrapping_add(k * stride));
+    let exit = ray.exit_plane.map(|k| planes.wrapping_add(k * stride));
     let splat = |v: [f32; 3]| v.map(|x| _mm256_set1_ps(x));
     let (origin, inv) = (splat(ray.entry_origin), splat(ray.entry_inv));
     let margin = _mm256_set1_ps(ray.neg_margin);
@@ -216,9 +217,9 @@ unsafe fn scan_avx2<const GROWN: bool>(
     let mut found = 0;
     let mut lane = 0;
     while lane < stride {
-        // SAFETY: `lane + 8 <= stride` (a multiple of eight), so eight floats from `lane`
-        // are inside each plane; the CPU has AVX2.
         let load = |plane: *const f32| -> __m256 {
+            // SAFETY: `plane` is one of the six planes' starts and `lane + 8 <= stride` (a
+            // multiple of eight), so the eight floats are inside it; the CPU has AVX2.
             let v = unsafe { _mm256_loadu_ps(plane.add(lane)) };
             if GROWN { _mm256_add_ps(v, margin) } else { v }
         };
