@@ -26,7 +26,14 @@ use crate::math::{Aabb, slab_interval};
 mod flat;
 
 /// Most items a [`TemporalBvh`] keeps flat (no tree) when its shape is chosen by size.
-const FLAT_MAX_ITEMS: usize = 256;
+///
+/// Measured (funnel, full rewound ray, minimum of 2,000 passes, the 64x16 scene's rigs and
+/// rate with more or fewer entities, tree and flat binaries alternated): the flat scan is
+/// faster at 32 (390-397 -> 350-355 ns), 64 (399-403 -> 364-367), 128 (515-522 ->
+/// 421-443), 256 (572-583 -> 540-546), 384 (725-735 -> 623-631) and 512 entities
+/// (793-799 -> 728-746), slower at 768 (798-809 -> 826-842) and 1,024 (870-877 ->
+/// 974-1,029).
+const FLAT_MAX_ITEMS: usize = 512;
 const _: () = assert!(FLAT_MAX_ITEMS <= flat::FLAT_CAPACITY);
 
 /// Items per leaf. One, and queries rely on it: a leaf's box is then its entity's own box

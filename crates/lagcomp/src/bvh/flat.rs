@@ -23,9 +23,9 @@ use crate::math::Aabb;
 pub(super) const FLAT_LANE_STEP: usize = 8;
 
 /// Most lanes a flat frame may have: the survivors of a scan live in a stack buffer this
-/// long (2 KiB), so a query allocates nothing. Histories over this many entities always
+/// long (4 KiB), so a query allocates nothing. Histories over this many entities always
 /// use the tree.
-pub(super) const FLAT_CAPACITY: usize = 256;
+pub(super) const FLAT_CAPACITY: usize = 512;
 
 /// One survivor of a scan: where the ray enters its box (the bits of a non-negative float,
 /// which order like the floats) above its lane, so sorting the keys orders the survivors by
