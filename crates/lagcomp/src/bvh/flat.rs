@@ -68,50 +68,35 @@ impl FlatFrames<'_> {
 
 /// A ray laid out for the scan: per axis, the plane it enters by (the minimum if it travels
 /// towards `+`, the negated maximum otherwise) and the one it leaves by, with the origin and
-/// inverse direction signed to match. The same numbers as the tree's ray (`WideRay`), one
-/// float per axis rather than splatted.
+/// inverse direction signed for the entry plane (the exit plane takes both negated). The
+/// same numbers as the tree's ray (`WideRay`), one float per axis rather than splatted.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct FlatRay {
-    /// Plane index (0..6) per axis of the entry; the exit's is the other side's.
+    /// Plane index (0..6) per axis of the entry, and of the exit (the other side's).
     entry_plane: [usize; 3],
     exit_plane: [usize; 3],
-    entry_origin: [f32; 3],
-    entry_inv: [f32; 3],
-    exit_origin: [f32; 3],
-    exit_inv: [f32; 3],
+    /// The origin, negated on the axes the ray travels towards `-`.
+    origin: [f32; 3],
+    /// The inverse direction's magnitude (never zero: see [`crate::math::ray_recip`]).
+    inv: [f32; 3],
     /// The margin, negated.
     neg_margin: f32,
 }
 
 impl FlatRay {
+    /// PERF: without branches (the direction's signs are random per shot): a sign flip is
+    /// an exclusive or of the inverse direction's sign bit, exact as the tree's negation.
     #[inline]
     pub(super) fn new(origin: Vec3, inv_dir: Vec3, margin: f32) -> Self {
-        let mut ray = Self {
-            entry_plane: [0; 3],
-            exit_plane: [0; 3],
-            entry_origin: [0.0; 3],
-            entry_inv: [0.0; 3],
-            exit_origin: [0.0; 3],
-            exit_inv: [0.0; 3],
+        let sign = |axis: usize| inv_dir[axis].to_bits() & 0x8000_0000;
+        let negative = |axis: usize| (sign(axis) >> 31) as usize;
+        Self {
+            entry_plane: std::array::from_fn(|axis| axis + 3 * negative(axis)),
+            exit_plane: std::array::from_fn(|axis| axis + 3 - 3 * negative(axis)),
+            origin: std::array::from_fn(|axis| f32::from_bits(origin[axis].to_bits() ^ sign(axis))),
+            inv: std::array::from_fn(|axis| inv_dir[axis].abs()),
             neg_margin: -margin,
-        };
-        for axis in 0..3 {
-            let (o, inv) = (origin[axis], inv_dir[axis]);
-            // The negated-maximum plane takes the origin and inverse direction negated, so
-            // `(neg_max - margin + o) * -inv` is `((max + margin) - o) * inv` exactly.
-            if inv < 0.0 {
-                ray.entry_plane[axis] = 3 + axis;
-                ray.exit_plane[axis] = axis;
-                (ray.entry_origin[axis], ray.entry_inv[axis]) = (-o, -inv);
-                (ray.exit_origin[axis], ray.exit_inv[axis]) = (o, inv);
-            } else {
-                ray.entry_plane[axis] = axis;
-                ray.exit_plane[axis] = 3 + axis;
-                (ray.entry_origin[axis], ray.entry_inv[axis]) = (o, inv);
-                (ray.exit_origin[axis], ray.exit_inv[axis]) = (-o, -inv);
-            }
         }
-        ray
     }
 }
 
@@ -150,14 +135,15 @@ fn scan4(frames: &FlatFrames<'_>, ray: &FlatRay, t_max: f32, out: &mut Survivors
     let t_max_v = Vec4::splat(t_max);
     let mut found = 0;
     for lane in (0..frames.stride).step_by(4) {
+        // The tree's arithmetic exactly: the exit plane takes the origin and inverse
+        // direction negated.
         let entry = |axis: usize| {
-            (frames.load4(ray.entry_plane[axis], lane) + margin
-                - Vec4::splat(ray.entry_origin[axis]))
-                * Vec4::splat(ray.entry_inv[axis])
+            (frames.load4(ray.entry_plane[axis], lane) + margin - Vec4::splat(ray.origin[axis]))
+                * Vec4::splat(ray.inv[axis])
         };
         let exit = |axis: usize| {
-            (frames.load4(ray.exit_plane[axis], lane) + margin - Vec4::splat(ray.exit_origin[axis]))
-                * Vec4::splat(ray.exit_inv[axis])
+            (frames.load4(ray.exit_plane[axis], lane) + margin - Vec4::splat(-ray.origin[axis]))
+                * Vec4::splat(-ray.inv[axis])
         };
         let near = entry(0).max(entry(1)).max(entry(2)).max(Vec4::ZERO);
         let far = exit(0).min(exit(1)).min(exit(2)).min(t_max_v);
@@ -209,7 +195,7 @@ unsafe fn scan_avx2<const GROWN: bool>(
     let entry = ray.entry_plane.map(|k| planes.wrapping_add(k * stride));
     let exit = ray.exit_plane.map(|k| planes.wrapping_add(k * stride));
     let splat = |v: [f32; 3]| v.map(|x| _mm256_set1_ps(x));
-    let (origin, inv) = (splat(ray.entry_origin), splat(ray.entry_inv));
+    let (origin, inv) = (splat(ray.origin), splat(ray.inv));
     let margin = _mm256_set1_ps(ray.neg_margin);
     let t_max_v = _mm256_set1_ps(t_max);
     let zero = _mm256_setzero_ps();
