@@ -651,8 +651,8 @@ impl Bvh {
 /// node. The newest frame's span is its own box until the next frame widens it.
 ///
 /// With at most [`FLAT_MAX_ITEMS`] items a build keeps no tree (the flat form, [`flat`]):
-/// each frame's slot is the items' spans as six planes of `stride` lanes (a multiple of
-/// eight), in the same memory, which every query scans whole. Recording then only sets
+/// each frame's slot is the items' spans in blocks of eight lanes, six planes each, in
+/// the same memory, which every query scans whole. Recording then only sets
 /// leaves and widens the previous frame: no refit, no topology. Both forms take the same
 /// calls and give the same answers.
 #[derive(Debug, Clone, Default)]
@@ -677,7 +677,8 @@ pub(crate) struct TemporalBvh {
     /// Which form a build picks (by size unless a test forces one).
     shape: Shape,
     /// Where each item's box is kept in a frame: the float index of its minimum x, its
-    /// other five floats each [`TemporalBvh::plane_step`] further (`u32::MAX`: not kept).
+    /// other five floats each 4 (the tree: a plane of four children) or 8 (the flat form:
+    /// a plane of a block) further (`u32::MAX`: not kept).
     leaf_of: Vec<u32>,
     /// Build scratch, kept to reuse its allocations: items under each binary node, and the
     /// collapse's work list.
@@ -705,7 +706,7 @@ enum Shape {
 pub(crate) struct FrameLeaves<'a> {
     floats: &'a mut [f32],
     leaf_of: &'a [u32],
-    plane_step: usize,
+    flat: bool,
 }
 
 impl FrameLeaves<'_> {
@@ -724,19 +725,32 @@ impl FrameLeaves<'_> {
                 .is_none_or(|&v| v == f32::INFINITY),
             "one record per frame"
         );
-        set_leaf(self.floats, at as usize, self.plane_step, &node_box);
+        set_leaf(self.flat, self.floats, at as usize, &node_box);
     }
 }
 
-/// Writes `node_box`'s six floats at `at`, `at + step`, ... `at + 5 * step` of `floats`, if
+/// Writes an item's leaf box at `at` in a frame's floats, in the flat form's layout or the
+/// tree's.
+///
+/// PERF: a branch on the form (the same every record) so that each store has a fixed
+/// distance from the first.
+#[inline(always)]
+fn set_leaf(flat: bool, floats: &mut [f32], at: usize, node_box: &NodeBox) {
+    if flat {
+        set_leaf_at::<{ flat::FLAT_LANE_STEP }>(floats, at, node_box);
+    } else {
+        set_leaf_at::<4>(floats, at, node_box);
+    }
+}
+
+/// Writes `node_box`'s six floats at `at`, `at + STEP`, ... `at + 5 * STEP` of `floats`, if
 /// they are inside (an item not kept, `at == u32::MAX`, never is: a frame holds fewer
 /// floats than that).
 #[inline(always)]
-fn set_leaf(floats: &mut [f32], at: usize, step: usize, node_box: &NodeBox) {
-    if at + 5 * step < floats.len() {
+fn set_leaf_at<const STEP: usize>(floats: &mut [f32], at: usize, node_box: &NodeBox) {
+    if let Some(leaf) = floats.get_mut(at..at + 5 * STEP + 1) {
         for (k, &v) in node_box.as_array().iter().enumerate() {
-            // SAFETY: `at + k * step <= at + 5 * step < floats.len()`.
-            unsafe { *floats.get_unchecked_mut(at + k * step) = v };
+            leaf[k * STEP] = v;
         }
     }
 }
@@ -954,13 +968,6 @@ impl TemporalBvh {
         self.stride != 0
     }
 
-    /// How far apart an item's six floats are in a frame: one plane of four children, or
-    /// one flat plane.
-    #[inline(always)]
-    fn plane_step(&self) -> usize {
-        if self.is_flat() { self.stride } else { 4 }
-    }
-
     /// Rebuilds over `items` placed at `centroid(item)`, for a ring of `frames` frames: the
     /// flat form for few items (`centroid` is then not asked), a new topology otherwise.
     /// Every frame must then be refitted, oldest first.
@@ -1017,18 +1024,19 @@ impl TemporalBvh {
             if item >= self.leaf_of.len() {
                 self.leaf_of.resize(item + 1, u32::MAX);
             }
-            self.leaf_of[item] = lane as u32;
+            self.leaf_of[item] = flat::lane_float(lane) as u32;
         }
         // As for the tree, not cleared: every item's lane is set in every frame next. The
         // lanes past the items may hold boxes of the previous shape.
         self.spans
             .resize(self.frames * self.per_frame, ChildBoxes::EMPTY);
         let (stride, used) = (self.stride, self.lane_item.len());
-        let frame_floats = 6 * stride;
         let floats = child_floats_mut(&mut self.spans);
-        for frame in floats.chunks_exact_mut(frame_floats) {
-            for plane in frame.chunks_exact_mut(stride) {
-                plane[used..].fill(f32::INFINITY);
+        for frame in floats.chunks_exact_mut(6 * stride) {
+            for lane in used..stride {
+                for plane in 0..6 {
+                    frame[flat::lane_float(lane) + plane * flat::FLAT_LANE_STEP] = f32::INFINITY;
+                }
             }
         }
     }
@@ -1136,7 +1144,7 @@ impl TemporalBvh {
     /// not-in-tree check) cost about seven instructions an entity.
     pub(crate) fn frame_leaves(&mut self, frame: usize) -> FrameLeaves<'_> {
         let n = self.per_frame;
-        let plane_step = self.plane_step();
+        let flat = self.is_flat();
         FrameLeaves {
             floats: child_floats_mut(
                 self.spans
@@ -1144,7 +1152,7 @@ impl TemporalBvh {
                     .unwrap_or_default(),
             ),
             leaf_of: &self.leaf_of,
-            plane_step,
+            flat,
         }
     }
 
@@ -1194,7 +1202,7 @@ impl TemporalBvh {
         if at == u32::MAX {
             return;
         }
-        let (n, step) = (self.per_frame, self.plane_step());
+        let (n, flat) = (self.per_frame, self.is_flat());
         let Some(spans) = self.spans.get_mut(..self.frames * n) else {
             return;
         };
@@ -1202,7 +1210,7 @@ impl TemporalBvh {
             .chunks_exact_mut(n * 24)
             .zip(item_boxes)
         {
-            set_leaf(frame, at as usize, step, &item_box);
+            set_leaf(flat, frame, at as usize, &item_box);
         }
     }
 
@@ -1216,7 +1224,7 @@ impl TemporalBvh {
         previous: Option<usize>,
         item_box: impl Fn(u32) -> NodeBox,
     ) {
-        let (n, step, flat) = (self.per_frame, self.plane_step(), self.is_flat());
+        let (n, flat) = (self.per_frame, self.is_flat());
         let boxes = &mut self.spans[frame * n..(frame + 1) * n];
         let items = if flat {
             &self.lane_item
@@ -1225,7 +1233,7 @@ impl TemporalBvh {
         };
         for &item in items {
             let at = self.leaf_of[item as usize] as usize;
-            set_leaf(child_floats_mut(boxes), at, step, &item_box(item));
+            set_leaf(flat, child_floats_mut(boxes), at, &item_box(item));
         }
         if !flat {
             refit_internal(&self.parent_lane, boxes);
@@ -1368,9 +1376,10 @@ impl TemporalBvh {
         let n = self.per_frame;
         let at = self.spans.as_ptr().wrapping_add(range.first * n);
         if self.is_flat() {
-            let floats = at.cast::<f32>();
-            for plane in 0..6 {
-                crate::math::prefetch_line(floats.wrapping_add(plane * self.stride).cast());
+            // The first two blocks (six lines); the scan's sequential reads bring the rest.
+            let bytes = at.cast::<u8>();
+            for line in 0..6 {
+                crate::math::prefetch_line(bytes.wrapping_add(line * 64));
             }
         } else {
             prefetch_child_boxes(at);
@@ -1500,7 +1509,9 @@ impl TemporalBvh {
                 .chunks_exact(6 * stride)
                 .flat_map(|frame| {
                     (0..stride).map(move |lane| {
-                        std::array::from_fn(|k| frame[k * stride + lane].to_bits())
+                        std::array::from_fn(|k| {
+                            frame[flat::lane_float(lane) + k * flat::FLAT_LANE_STEP].to_bits()
+                        })
                     })
                 })
                 .collect();
