@@ -9,8 +9,8 @@
 //!   at a time between two frames tests each child with the union of its boxes in those
 //!   two frames. That union bounds every pose interpolated between them, so culling is
 //!   exact-at-the-target-time without any interpolation, and as tight as a BVH built over
-//!   the present. With few items it keeps no tree at all: each frame's item spans as flat
-//!   planes scanned whole ([`flat`]).
+//!   the present. With few items it keeps no tree at all: each frame's item spans in flat
+//!   planes, scanned whole ([`flat`]).
 //!
 //! Items are `u32` indices into the caller's own arrays.
 //!
@@ -665,12 +665,13 @@ pub(crate) struct TemporalBvh {
     /// Per node but the root (index 0), where its box goes: `parent << 2 | lane`.
     parent_lane: Vec<u32>,
     /// `frames * per_frame` sets of child spans, frame-major (in the flat form, each
-    /// frame's `per_frame` of them are its six planes).
+    /// frame's `per_frame` of them hold its blocks of lanes, see [`flat::lane_float`]).
     spans: Vec<ChildBoxes>,
     frames: usize,
     /// `ChildBoxes` per frame: one per node, or `stride / 4` in the flat form.
     per_frame: usize,
-    /// The flat form's lanes per plane; 0 for the tree.
+    /// The flat form's lanes, a multiple of [`flat::FLAT_LANE_STEP`] (the items' and
+    /// empty ones after them); 0 for the tree.
     stride: usize,
     /// The flat form's item in each lane, in the order the build was given them.
     lane_item: Vec<u32>,
@@ -1203,7 +1204,7 @@ impl TemporalBvh {
             return;
         }
         let (n, flat) = (self.per_frame, self.is_flat());
-        let Some(spans) = self.spans.get_mut(..self.frames * n) else {
+        let Some(spans) = self.spans.get_mut(..self.frames * n).filter(|_| n > 0) else {
             return;
         };
         for (frame, item_box) in child_floats_mut(spans)
