@@ -670,9 +670,10 @@ pub(crate) struct TemporalBvh {
     frames: usize,
     /// `ChildBoxes` per frame: one per node, or `stride / 4` in the flat form.
     per_frame: usize,
-    /// The flat form's frame layout (its `stride` 0 for the tree).
-    layout: flat::FlatLayout,
-    /// The flat form's item in each lane, in space order.
+    /// The flat form's lanes, a multiple of [`flat::FLAT_LANE_STEP`] (the items' and
+    /// empty ones after them); 0 for the tree.
+    stride: usize,
+    /// The flat form's item in each lane, in the order the build was given them.
     lane_item: Vec<u32>,
     /// Which form a build picks (by size unless a test forces one).
     shape: Shape,
@@ -965,7 +966,7 @@ impl TemporalBvh {
     /// Whether this is the flat form.
     #[inline(always)]
     fn is_flat(&self) -> bool {
-        self.layout.stride != 0
+        self.stride != 0
     }
 
     /// Rebuilds over `items` placed at `centroid(item)`, for a ring of `frames` frames: the
@@ -988,10 +989,10 @@ impl TemporalBvh {
             Shape::Tree => 0,
         };
         if !self.lane_item.is_empty() && self.lane_item.len() <= flat_max {
-            self.build_flat(centroid);
+            self.build_flat();
             return;
         }
-        self.layout = flat::FlatLayout::default();
+        self.stride = 0;
         self.topology
             .build(self.lane_item.iter().copied(), centroid);
         self.lane_item.clear();
@@ -1012,63 +1013,30 @@ impl TemporalBvh {
         }
     }
 
-    /// The flat form over the items in `lane_item`, placed at `centroid(item)` (asked once
-    /// per item): lanes in the order of the centroids' Morton codes, so that each block of
-    /// eight lanes holds neighbours and its summary lane is a small box.
-    fn build_flat(&mut self, centroid: impl Fn(u32) -> Vec3) {
+    /// The flat form over `lane_item`: item `k` in lane `k`.
+    fn build_flat(&mut self) {
         self.children.clear();
         self.parent_lane.clear();
-        let placed = &mut self.topology.placed;
-        placed.clear();
-        placed.extend(self.lane_item.iter().map(|&item| Placed {
-            centroid: centroid(item).to_array(),
-            item,
-        }));
-        let (mut lo, mut hi) = (Vec3::INFINITY, Vec3::NEG_INFINITY);
-        for p in placed.iter() {
-            lo = lo.min(Vec3::from_array(p.centroid));
-            hi = hi.max(Vec3::from_array(p.centroid));
-        }
-        // 10 bits per axis; a flat extent (or a non-finite one) gives code 0 on that axis.
-        let scale = Vec3::splat(1023.0) / (hi - lo).max(Vec3::splat(f32::MIN_POSITIVE));
-        self.pending.clear();
-        self.pending.extend(placed.iter().map(|p| {
-            let q = ((Vec3::from_array(p.centroid) - lo) * scale).to_array();
-            (morton3(q.map(|x| x as u32)), p.item)
-        }));
-        // Distinct items: a total order, so the lanes do not depend on the sort's method.
-        self.pending.sort_unstable();
-        self.lane_item.clear();
-        self.lane_item
-            .extend(self.pending.iter().map(|&(_, item)| item));
-        let layout = flat::FlatLayout::for_items(self.lane_item.len());
-        self.layout = layout;
-        self.per_frame = layout.frame_floats() / 24;
+        self.stride = self.lane_item.len().next_multiple_of(flat::FLAT_LANE_STEP);
+        self.per_frame = self.stride / 4;
         self.leaf_of.fill(u32::MAX);
         for (lane, &item) in self.lane_item.iter().enumerate() {
             let item = item as usize;
             if item >= self.leaf_of.len() {
                 self.leaf_of.resize(item + 1, u32::MAX);
             }
-            self.leaf_of[item] = layout.item_float(lane) as u32;
+            self.leaf_of[item] = flat::lane_float(lane) as u32;
         }
-        // As for the tree, not cleared: every item's lane is set in every frame next, and
-        // each frame's summary when it is finished. The lanes past the items and the
-        // summary lanes past the blocks may hold boxes of the previous shape.
+        // As for the tree, not cleared: every item's lane is set in every frame next. The
+        // lanes past the items may hold boxes of the previous shape.
         self.spans
             .resize(self.frames * self.per_frame, ChildBoxes::EMPTY);
-        let used = self.lane_item.len();
+        let (stride, used) = (self.stride, self.lane_item.len());
         let floats = child_floats_mut(&mut self.spans);
-        for frame in floats.chunks_exact_mut(layout.frame_floats()) {
-            let empty_lanes = (used..layout.stride)
-                .map(|lane| layout.item_float(lane))
-                .chain(
-                    (layout.stride / flat::FLAT_LANE_STEP..layout.summary_lanes)
-                        .map(flat::lane_float),
-                );
-            for at in empty_lanes {
+        for frame in floats.chunks_exact_mut(6 * stride) {
+            for lane in used..stride {
                 for plane in 0..6 {
-                    frame[at + plane * flat::FLAT_LANE_STEP] = f32::INFINITY;
+                    frame[flat::lane_float(lane) + plane * flat::FLAT_LANE_STEP] = f32::INFINITY;
                 }
             }
         }
@@ -1192,12 +1160,12 @@ impl TemporalBvh {
     /// Completes ring frame `frame` after its leaves were grown: refits its internal nodes
     /// (the tree) and widens the previous frame's spans (ring slot `previous`) to reach it.
     pub(crate) fn finish_frame(&mut self, frame: usize, previous: Option<usize>) {
-        let (n, flat) = (self.per_frame, self.is_flat());
-        let boxes = &mut self.spans[frame * n..(frame + 1) * n];
-        if flat {
-            flat::summarize(child_floats_mut(boxes), self.layout);
-        } else {
-            refit_internal(&self.parent_lane, boxes);
+        if !self.is_flat() {
+            let n = self.per_frame;
+            refit_internal(
+                &self.parent_lane,
+                &mut self.spans[frame * n..(frame + 1) * n],
+            );
         }
         self.widen(frame, previous);
     }
@@ -1268,9 +1236,7 @@ impl TemporalBvh {
             let at = self.leaf_of[item as usize] as usize;
             set_leaf(flat, child_floats_mut(boxes), at, &item_box(item));
         }
-        if flat {
-            flat::summarize(child_floats_mut(boxes), self.layout);
-        } else {
+        if !flat {
             refit_internal(&self.parent_lane, boxes);
         }
         self.widen(frame, previous);
@@ -1395,7 +1361,8 @@ impl TemporalBvh {
     fn flat_frames(&self, range: SpanRange) -> flat::FlatFrames<'_> {
         flat::FlatFrames {
             floats: child_floats(&self.spans),
-            layout: self.layout,
+            frame_floats: 6 * self.stride,
+            stride: self.stride,
             frames: self.frames,
             first: range.first,
             count: range.count.clamp(1, self.frames.max(1)),
@@ -1410,7 +1377,7 @@ impl TemporalBvh {
         let n = self.per_frame;
         let at = self.spans.as_ptr().wrapping_add(range.first * n);
         if self.is_flat() {
-            // The summary's first block and the first block of items (six lines).
+            // The first two blocks (six lines); the scan's sequential reads bring the rest.
             let bytes = at.cast::<u8>();
             for line in 0..6 {
                 crate::math::prefetch_line(bytes.wrapping_add(line * 64));
@@ -1538,13 +1505,13 @@ impl TemporalBvh {
     #[cfg(test)]
     pub(crate) fn span_bits(&self) -> Vec<[u32; 6]> {
         if self.is_flat() {
-            let layout = self.layout;
+            let stride = self.stride;
             return child_floats(&self.spans)
-                .chunks_exact(layout.frame_floats())
+                .chunks_exact(6 * stride)
                 .flat_map(|frame| {
-                    (0..layout.stride).map(move |lane| {
+                    (0..stride).map(move |lane| {
                         std::array::from_fn(|k| {
-                            frame[layout.item_float(lane) + k * flat::FLAT_LANE_STEP].to_bits()
+                            frame[flat::lane_float(lane) + k * flat::FLAT_LANE_STEP].to_bits()
                         })
                     })
                 })
@@ -1568,19 +1535,6 @@ impl TemporalBvh {
                 * 4
             + self.pending.capacity() * 8
     }
-}
-
-/// The Morton code of a point quantized to 10 bits per axis: the bits of x, y and z
-/// interleaved, so that points close in space tend to be close in the codes' order.
-fn morton3(q: [u32; 3]) -> u32 {
-    let spread = |v: u32| {
-        let mut v = v.min(1023);
-        v = (v | (v << 16)) & 0x0300_00ff;
-        v = (v | (v << 8)) & 0x0300_f00f;
-        v = (v | (v << 4)) & 0x030c_30c3;
-        (v | (v << 2)) & 0x0924_9249
-    };
-    spread(q[0]) | (spread(q[1]) << 1) | (spread(q[2]) << 2)
 }
 
 /// Where a tree child's box starts among its frame's floats: its node's 24 floats
@@ -1842,7 +1796,7 @@ mod tests {
                 // Each lane's span is its item's boxes in its frame and the next (the
                 // newest frame: its own); lanes past the items are empty.
                 let bits = grown.span_bits();
-                let stride = grown.layout.stride;
+                let stride = grown.stride;
                 assert_eq!(bits.len(), ring * stride);
                 for g in f + 1 - ring..=f {
                     let next = (g + 1).min(f);
@@ -1855,27 +1809,6 @@ mod tests {
                             expected.as_array().map(f32::to_bits),
                             "flat: frame {g} lane {lane}"
                         );
-                    }
-                    // Each summary lane is the union of its block's spans; the rest are
-                    // empty.
-                    let layout = grown.layout;
-                    let frame = &child_floats(&grown.spans)[(g % ring) * layout.frame_floats()..]
-                        [..layout.frame_floats()];
-                    for lane in 0..layout.summary_lanes {
-                        let expected = (lane * 8..(lane * 8 + 8).min(stride)).fold(
-                            NodeBox::EMPTY,
-                            |acc, item_lane| {
-                                let [a, b, c, d, e, f] = bits[(g % ring) * stride + item_lane];
-                                acc.union(&NodeBox {
-                                    min: [a, b, c].map(f32::from_bits),
-                                    neg_max: [d, e, f].map(f32::from_bits),
-                                })
-                            },
-                        );
-                        let got: [f32; 6] = std::array::from_fn(|k| {
-                            frame[flat::lane_float(lane) + k * flat::FLAT_LANE_STEP]
-                        });
-                        assert_eq!(got, *expected.as_array(), "flat: frame {g} summary {lane}");
                     }
                 }
                 continue;

@@ -1,9 +1,7 @@
 //! The flat form of [`super::TemporalBvh`], for histories with few entities: no tree, each
 //! ring frame's item spans kept in blocks of [`FLAT_LANE_STEP`] lanes, each block six
 //! planes (minimum x, y, z, then negated maximum x, y, z, the [`super::NodeBox`]
-//! convention), and before them a summary: one lane per block of items, holding the union
-//! of its eight boxes ([`FlatLayout`]). A query tests the summary, then scans the blocks
-//! that pass.
+//! convention), scanned whole by every query.
 //!
 //! What lives here: the ray laid out for the scan ([`FlatRay`]), the scan itself (a
 //! portable four-lane form and an AVX2 eight-lane form chosen at run time), the overlap
@@ -39,71 +37,6 @@ pub(super) fn lane_float(lane: usize) -> usize {
     lane / FLAT_LANE_STEP * BLOCK_FLOATS + lane % FLAT_LANE_STEP
 }
 
-/// Where things are in a flat frame: the summary's lanes (one per block of items, in blocks
-/// of eight themselves), then the items' lanes.
-///
-/// PERF: the items are placed in space order (see `TemporalBvh::build`), so a block's
-/// union is small and a ray passes few of them: 64 entities are one summary step and a few
-/// blocks instead of eight, 200 entities four summary steps and a few blocks instead of
-/// 25. Keeping the summary costs a reduction per block per recorded frame.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct FlatLayout {
-    /// Summary lanes: one per block of items, rounded up to a whole block.
-    pub(super) summary_lanes: usize,
-    /// Item lanes, a multiple of [`FLAT_LANE_STEP`]; 0: not the flat form.
-    pub(super) stride: usize,
-}
-
-impl FlatLayout {
-    /// The layout for `items` items.
-    pub(super) fn for_items(items: usize) -> Self {
-        let stride = items.next_multiple_of(FLAT_LANE_STEP);
-        Self {
-            summary_lanes: (stride / FLAT_LANE_STEP).next_multiple_of(FLAT_LANE_STEP),
-            stride,
-        }
-    }
-
-    /// Floats per frame.
-    #[inline(always)]
-    pub(super) fn frame_floats(self) -> usize {
-        6 * (self.summary_lanes + self.stride)
-    }
-
-    /// Where item lane `lane`'s minimum x is in a frame (see [`lane_float`]).
-    #[inline(always)]
-    pub(super) fn item_float(self, lane: usize) -> usize {
-        6 * self.summary_lanes + lane_float(lane)
-    }
-
-    /// Blocks of items.
-    #[inline(always)]
-    fn blocks(self) -> usize {
-        self.stride / FLAT_LANE_STEP
-    }
-}
-
-/// Writes each block's union into its summary lane, from the items' boxes in `frame` (one
-/// frame's floats, laid out as `layout`). Summary lanes past the blocks are left as they
-/// are (empty).
-///
-/// The unions only cull: a ray that passes an item's box passes its block's union (every
-/// step of the slab test is monotonic in the planes), so the summary never changes what a
-/// scan finds, only how much of the frame it reads.
-pub(super) fn summarize(frame: &mut [f32], layout: FlatLayout) {
-    let items_at = 6 * layout.summary_lanes;
-    for block in 0..layout.blocks() {
-        for plane in 0..6 {
-            let at = items_at + block * BLOCK_FLOATS + plane * FLAT_LANE_STEP;
-            let lanes = &frame[at..at + FLAT_LANE_STEP];
-            let union = Vec4::from_slice(&lanes[4..])
-                .min(Vec4::from_slice(lanes))
-                .min_element();
-            frame[lane_float(block) + plane * FLAT_LANE_STEP] = union;
-        }
-    }
-}
-
 /// Most lanes a flat frame may have: the survivors of a scan live in a stack buffer this
 /// long (4 KiB), so a query allocates nothing. Histories over this many entities always
 /// use the tree.
@@ -114,27 +47,27 @@ pub(super) const FLAT_CAPACITY: usize = 512;
 /// entry distance, ties by lane.
 pub(super) type Survivors = [MaybeUninit<u64>; FLAT_CAPACITY];
 
-/// The frames a scan reads: `count` consecutive ring frames from `first` (wrapping), each
-/// laid out as `layout`.
+/// The blocks a scan reads: `count` consecutive ring frames from `first` (wrapping), each
+/// `frame_floats` long, with `stride` lanes (a multiple of [`FLAT_LANE_STEP`]).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct FlatFrames<'a> {
     /// Every frame of the ring, frame-major.
     pub(super) floats: &'a [f32],
-    pub(super) layout: FlatLayout,
+    pub(super) frame_floats: usize,
+    pub(super) stride: usize,
     pub(super) frames: usize,
     pub(super) first: usize,
     pub(super) count: usize,
 }
 
 impl FlatFrames<'_> {
-    /// Plane `plane`'s item lanes `lane..lane + 4`, the union over the frames (per float
+    /// Plane `plane`'s lanes `lane..lane + 4`, the union over the frames (per float
     /// `b < a ? b : a`, as the tree's span ranges).
     #[inline(always)]
     fn load4(&self, plane: usize, lane: usize) -> Vec4 {
-        let at = self.layout.item_float(lane) + plane * FLAT_LANE_STEP;
-        let frame_floats = self.layout.frame_floats();
+        let at = lane_float(lane) + plane * FLAT_LANE_STEP;
         let mut frame = self.first;
-        let mut v = Vec4::from_slice(&self.floats[frame * frame_floats + at..]);
+        let mut v = Vec4::from_slice(&self.floats[frame * self.frame_floats + at..]);
         for _ in 1..self.count {
             frame = if frame + 1 == self.frames {
                 0
@@ -142,7 +75,7 @@ impl FlatFrames<'_> {
                 frame + 1
             };
             // `minps(next, acc)` keeps `acc` unless `next < acc`.
-            v = Vec4::from_slice(&self.floats[frame * frame_floats + at..]).min(v);
+            v = Vec4::from_slice(&self.floats[frame * self.frame_floats + at..]).min(v);
         }
         v
     }
@@ -211,13 +144,12 @@ pub(super) fn scan<const GROWN: bool>(
     found
 }
 
-/// [`scan`] four lanes at a time, any number of frames (the portable form; it scans every
-/// block, without the summary).
+/// [`scan`] four lanes at a time, any number of frames (the portable form).
 fn scan4(frames: &FlatFrames<'_>, ray: &FlatRay, t_max: f32, out: &mut Survivors) -> usize {
     let margin = Vec4::splat(ray.neg_margin);
     let t_max_v = Vec4::splat(t_max);
     let mut found = 0;
-    for lane in (0..frames.layout.stride).step_by(4) {
+    for lane in (0..frames.stride).step_by(4) {
         // The tree's arithmetic exactly: the exit plane takes the origin and inverse
         // direction negated.
         let entry = |axis: usize| {
@@ -267,15 +199,12 @@ unsafe fn scan_avx2<const GROWN: bool>(
         _mm256_min_ps, _mm256_movemask_ps, _mm256_mul_ps, _mm256_set1_ps, _mm256_setzero_ps,
         _mm256_storeu_ps, _mm256_sub_ps, _mm256_xor_ps,
     };
-    let layout = frames.layout;
-    let frame_floats = layout.frame_floats();
-    let base = frames.first * frame_floats;
-    let Some(frame) = frames.floats.get(base..base + frame_floats) else {
+    let stride = frames.stride;
+    let base = frames.first * frames.frame_floats;
+    let Some(blocks) = frames.floats.get(base..base + 6 * stride) else {
         return 0;
     };
-    let summary = frame.as_ptr();
-    let items = summary.wrapping_add(6 * layout.summary_lanes);
-    let blocks = layout.blocks();
+    let blocks = blocks.as_ptr();
     // Plane indices are below 6: each plane is inside its block (the loads below rely on
     // it).
     let entry = ray.entry_plane.map(|k| k * FLAT_LANE_STEP);
@@ -286,12 +215,14 @@ unsafe fn scan_avx2<const GROWN: bool>(
     let t_max_v = _mm256_set1_ps(t_max);
     let zero = _mm256_setzero_ps();
     let sign = _mm256_set1_ps(-0.0);
-    // The eight boxes of the block at `block` (a whole block of `frame`): which the ray
-    // passes, and where it enters each.
-    let test = |block: *const f32| -> (u32, __m256) {
+    let mut found = 0;
+    let mut lane = 0;
+    let mut block = blocks;
+    while lane < stride {
         let load = |plane: usize| -> __m256 {
-            // SAFETY: every caller passes the start of one of `frame`'s blocks, and
-            // `plane + 8 <= 48` floats are inside it; the CPU has AVX2.
+            // SAFETY: `lane < stride` (both multiples of eight), so `block` is the start of
+            // one of the frame's `stride / 8` blocks, and `plane + 8 <= 48` floats are
+            // inside it; the CPU has AVX2.
             let v = unsafe { _mm256_loadu_ps(block.add(plane)) };
             if GROWN { _mm256_add_ps(v, margin) } else { v }
         };
@@ -304,35 +235,20 @@ unsafe fn scan_avx2<const GROWN: bool>(
         let near = _mm256_max_ps(_mm256_max_ps(_mm256_max_ps(e(0), e(1)), e(2)), zero);
         let far = _mm256_xor_ps(_mm256_max_ps(_mm256_max_ps(x(0), x(1)), x(2)), sign);
         let far = _mm256_min_ps(far, t_max_v);
-        let mask = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LE_OQ>(near, far)) as u32;
-        (mask, near)
-    };
-    let mut found = 0;
-    for step in 0..layout.summary_lanes / FLAT_LANE_STEP {
-        // The summary's blocks come first in the frame, `summary_lanes / 8` of them.
-        let (mut passed, _) = test(summary.wrapping_add(step * BLOCK_FLOATS));
-        while passed != 0 {
-            let block = step * FLAT_LANE_STEP + passed.trailing_zeros() as usize;
-            passed &= passed - 1;
-            // Lanes past the blocks are empty and never pass; checked all the same, as the
-            // loads rely on it.
-            if block >= blocks {
-                break;
-            }
-            let (mut mask, near) = test(items.wrapping_add(block * BLOCK_FLOATS));
-            if mask == 0 {
-                continue;
-            }
+        let mut mask = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LE_OQ>(near, far)) as u32;
+        if mask != 0 {
             let mut nears = [0.0_f32; 8];
             // SAFETY: `nears` holds eight floats; the CPU has AVX2.
             unsafe { _mm256_storeu_ps(nears.as_mut_ptr(), near) };
             while mask != 0 {
                 let k = mask.trailing_zeros() as usize;
                 mask &= mask - 1;
-                out[found].write(key(nears[k], block * FLAT_LANE_STEP + k));
+                out[found].write(key(nears[k], lane + k));
                 found += 1;
             }
         }
+        lane += FLAT_LANE_STEP;
+        block = block.wrapping_add(BLOCK_FLOATS);
     }
     found
 }
@@ -379,7 +295,7 @@ pub(super) fn overlap(frames: &FlatFrames<'_>, query: &Aabb, mut visit: impl FnM
     // is `max >= query.min`, exactly), as `Aabb::intersects`.
     let hi = query.max.to_array().map(Vec4::splat);
     let neg_lo = (-query.min).to_array().map(Vec4::splat);
-    for lane in (0..frames.layout.stride).step_by(4) {
+    for lane in (0..frames.stride).step_by(4) {
         let mut mask = (0..3).fold(0b1111, |mask, axis| {
             mask & frames.load4(axis, lane).cmple(hi[axis]).bitmask()
                 & frames.load4(3 + axis, lane).cmple(neg_lo[axis]).bitmask()
@@ -406,21 +322,21 @@ mod tests {
         let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(8);
         let mut compared = 0;
         for round in 0..200 {
-            let used = rng.random_range(1..=FLAT_CAPACITY);
-            let layout = FlatLayout::for_items(used);
-            let mut floats = vec![f32::INFINITY; layout.frame_floats()];
+            let stride = FLAT_LANE_STEP * rng.random_range(1..=FLAT_CAPACITY / FLAT_LANE_STEP);
+            let used = rng.random_range(1..=stride);
+            let mut floats = vec![f32::INFINITY; 6 * stride];
             for lane in 0..used {
                 for axis in 0..3 {
                     let lo = rng.random_range(-8.0..8.0_f32);
-                    floats[layout.item_float(lane) + axis * FLAT_LANE_STEP] = lo;
-                    floats[layout.item_float(lane) + (3 + axis) * FLAT_LANE_STEP] =
+                    floats[lane_float(lane) + axis * FLAT_LANE_STEP] = lo;
+                    floats[lane_float(lane) + (3 + axis) * FLAT_LANE_STEP] =
                         -(lo + rng.random_range(0.0..4.0));
                 }
             }
-            summarize(&mut floats, layout);
             let frames = FlatFrames {
                 floats: &floats,
-                layout,
+                frame_floats: 6 * stride,
+                stride,
                 frames: 1,
                 first: 0,
                 count: 1,
