@@ -1333,6 +1333,9 @@ impl TemporalBvh {
         ahead: impl Fn(u32),
         mut visit: impl FnMut(u32, f32) -> f32,
     ) {
+        if range.first >= self.frames {
+            return;
+        }
         let frames = self.flat_frames(range);
         let ray = flat::FlatRay::new(origin, inv_dir, margin);
         // PERF: survivors on the stack, never more than `FLAT_CAPACITY` (the flat form's
