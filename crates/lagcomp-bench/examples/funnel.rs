@@ -6,7 +6,9 @@
 //! the minimum over many short passes (see `per_shot`; steadier on a shared machine);
 //! `FUNNEL_SORTED=1` runs the shots in time order (the history mostly in cache, the same
 //! instructions); `FUNNEL_RECORD=1` recording against a memcpy (`FUNNEL_RECORD_EACH=1`: one
-//! `record` per entity instead of `record_all`).
+//! `record` per entity instead of `record_all`). `FUNNEL_ENTITIES=<n>` gives the chosen
+//! scenes `n` entities (same seed, bones and tick rate), to find where a size-dependent
+//! choice (the entity broadphase's flat mode) pays.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -41,13 +43,24 @@ fn per_shot(scene: &Scene, mut f: impl FnMut(&lagcomp_bench::Shot)) -> f64 {
     best
 }
 
+/// The benchmark scenes, with `FUNNEL_ENTITIES` entities each when it is set.
+fn scenes() -> impl Iterator<Item = lagcomp_bench::SceneSpec> {
+    let entities = std::env::var("FUNNEL_ENTITIES")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok());
+    SCENES
+        .into_iter()
+        .map(move |spec| lagcomp_bench::SceneSpec {
+            entities: entities.unwrap_or(spec.entities),
+            ..spec
+        })
+}
+
 fn main() {
     let only_full = std::env::var_os("FUNNEL_FULL_ONLY").is_some();
     if std::env::var_os("FUNNEL_RECORD").is_some() {
         let each = std::env::var_os("FUNNEL_RECORD_EACH").is_some();
-        for spec in SCENES
-            .into_iter()
-            .filter(|s| std::env::var("FUNNEL_SCENE").map_or(true, |n| n == s.name))
+        for spec in scenes().filter(|s| std::env::var("FUNNEL_SCENE").map_or(true, |n| n == s.name))
         {
             let scene = Scene::build(spec);
             let mut history = scene.history.clone();
@@ -96,10 +109,7 @@ fn main() {
         }
         return;
     }
-    for spec in SCENES
-        .into_iter()
-        .filter(|s| std::env::var("FUNNEL_SCENE").map_or(true, |n| n == s.name))
-    {
+    for spec in scenes().filter(|s| std::env::var("FUNNEL_SCENE").map_or(true, |n| n == s.name)) {
         let mut scene = Scene::build(spec);
         if std::env::var_os("FUNNEL_SORTED").is_some() {
             // The same shots in time order: consecutive shots read the same frames, so

@@ -388,3 +388,42 @@ fn the_first_non_unit_scale_allocates_once_then_never_again() {
         assert_eq!((allocs, frees), (0, 0), "tick {tick}");
     }
 }
+
+#[test]
+fn steady_state_with_a_tree_broadphase_allocates_nothing() {
+    // The entity broadphase is a flat scan up to 512 entities and a tree above: 600
+    // entities (the same 8-wide grid, 75 rows deep) take the tree, whose rebuild every
+    // `capacity` frames must reuse its memory too.
+    const MANY: usize = 600;
+    let mut h = history(RATE, 0.5);
+    let capacity = h.capacity() as u32;
+    let rig = humanoid_rig();
+    let mut entities: Vec<(EntityId, EntityState)> = (0..MANY)
+        .map(|_| (h.spawn(rig.clone()), EntityState::default()))
+        .collect();
+    let mut bones = vec![BoneTransform::IDENTITY; MANY * HUMANOID_BONES];
+    let mut rng = Pcg64::seed_from_u64(600);
+    let mut hits: Vec<Hit> = Vec::with_capacity(MANY * 16);
+    let mut overlaps: Vec<Overlap> = Vec::with_capacity(MANY * 16);
+    let mut found = Found::default();
+    let warm = 2 * capacity;
+    for tick in 0..warm {
+        record_tick_all(&mut h, &mut entities, tick, &mut bones);
+    }
+    query_batch(&h, &mut rng, &mut hits, &mut overlaps, &mut found);
+    let (history_bytes, broadphase_bytes) = (h.history_bytes(), h.broadphase_bytes());
+    let (mut record, mut query) = ((0, 0), (0, 0));
+    for tick in warm..warm + 3 * capacity {
+        let ((), a, d) = counted(|| record_tick_all(&mut h, &mut entities, tick, &mut bones));
+        record = (record.0 + a, record.1 + d);
+        let ((), a, d) =
+            counted(|| query_batch(&h, &mut rng, &mut hits, &mut overlaps, &mut found));
+        query = (query.0 + a, query.1 + d);
+    }
+    assert_eq!(record, (0, 0), "recording allocated");
+    assert_eq!(query, (0, 0), "queries allocated");
+    assert_eq!(h.history_bytes(), history_bytes);
+    assert_eq!(h.broadphase_bytes(), broadphase_bytes);
+    assert!(found.ray_hits > found.rays / 10, "{found:?}");
+    assert!(found.overlaps > 100, "{found:?}");
+}
