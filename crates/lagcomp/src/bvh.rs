@@ -969,6 +969,13 @@ impl TemporalBvh {
         self.stride != 0
     }
 
+    /// Whether the boxes stay as tight as a fresh build's however the items move: the flat
+    /// form has no topology that motion could make stale, so only a change of items needs
+    /// a build. The tree's topology is placed where the items were at its build.
+    pub(crate) fn keeps_its_shape(&self) -> bool {
+        self.is_flat()
+    }
+
     /// Rebuilds over `items` placed at `centroid(item)`, for a ring of `frames` frames: the
     /// flat form for few items (`centroid` is then not asked), a new topology otherwise.
     /// Every frame must then be refitted, oldest first.
