@@ -18,7 +18,7 @@ use lagcomp::BoneTransform;
 
 /// Bytes per page, the period of the slow distances.
 const PAGE: usize = 4096;
-/// Where each destination starts relative to its source, modulo [`PAGE`].
+/// Where each destination starts relative to its source, modulo a page (4 KiB).
 pub const DISTANCE: usize = PAGE / 2;
 /// Transforms per page period: a slot stride of a multiple of this keeps every slot at
 /// the same distance from the source (48-byte transforms: 256 of them are 3 pages).

@@ -641,6 +641,9 @@ impl History {
     /// twenty-bone entities at 30 Hz and a 0.5 s window (57 MB), several ticks of a game
     /// server. A server that knows how many players it takes reserves them before the
     /// match; like `Vec::reserve`, this may hold more than asked.
+    ///
+    /// # Panics
+    /// As `Vec::reserve` does: if the room asked for does not fit in the address space.
     pub fn reserve(&mut self, entities: usize, bones: usize) {
         // A spawn takes a free slot before a new one, and a free range of places before
         // new places at the end: room past both ends is enough for any order of spawns.
