@@ -70,11 +70,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     config.fps = args.fps;
     config.pause = (args.pause_ms.0 / 1000.0, args.pause_ms.1 / 1000.0);
     config.fire_rate = args.fire_rate;
-    config.private_key = args
-        .key_file
-        .as_deref()
-        .map(crate::key::read_key_file)
-        .transpose()?;
+    config.private_key = crate::key::read_key_file(args.key_file.as_deref())?;
     if let Some(threads) = args.threads {
         config.threads = threads.max(1);
     }

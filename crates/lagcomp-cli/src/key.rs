@@ -13,9 +13,14 @@ pub(crate) fn run() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Reads the key in `path` (as `lagcomp key` writes it).
-pub(crate) fn read_key_file(path: &Path) -> anyhow::Result<NetcodeKey> {
+/// Reads the key in `path` (as `lagcomp key` writes it), if a `--key-file` was given.
+pub(crate) fn read_key_file(path: Option<&Path>) -> anyhow::Result<Option<NetcodeKey>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    parse_key(&text).with_context(|| format!("the key in {}", path.display()))
+    parse_key(&text)
+        .map(Some)
+        .with_context(|| format!("the key in {}", path.display()))
 }

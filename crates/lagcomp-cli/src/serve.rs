@@ -132,11 +132,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     config.parallel_validation = args.parallel_validation;
     config.send_thread = args.send_thread;
     config.busy_poll = args.busy_poll;
-    config.private_key = args
-        .key_file
-        .as_deref()
-        .map(crate::key::read_key_file)
-        .transpose()?;
+    config.private_key = crate::key::read_key_file(args.key_file.as_deref())?;
     config.public_addresses = args
         .public_addr
         .iter()

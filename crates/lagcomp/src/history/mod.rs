@@ -20,8 +20,9 @@
 //!   slot holds where its bones sit in each block. Large lanes sit on 2 MiB pages on
 //!   Linux. (Per-entity vectors made a 5,000-entity tick touch three or four 4 KiB pages
 //!   per entity and wait on page walks and cold lines; BENCHMARKS.md, fifth record round.)
-//! - The broadphase is a BVH over entities (`TemporalBvh`, in the private `bvh` module)
-//!   whose node boxes are kept per ring frame, each spanning that frame and the next. After
+//! - The broadphase is a BVH over entities (`TemporalBvh`, in the private `bvh` module;
+//!   up to 512 entities it is flat, one SIMD-scanned box per entity, see `bvh::flat`)
+//!   whose boxes are kept per ring frame, each spanning that frame and the next. After
 //!   each frame the new frame's boxes are refitted from the entities' bounds in it. A query
 //!   between two adjacent frames tests each node with one span box, which bounds every
 //!   pose interpolated between them: entities are culled with their bounds at the target
