@@ -587,7 +587,7 @@ mod x86 {
             // PERF: tested as `n % 4` first, the common rigs (multiples of four bones) skip
             // the tail's bounds in two instructions rather than six.
             let mut i = n - n % 4;
-            while n % 4 != 0 && i < n {
+            while !n.is_multiple_of(4) && i < n {
                 // The bone in both halves: the accumulators take it as they take a group's.
                 let p = src.add(i * STRIDE);
                 let q = _mm_loadu_ps(p);

@@ -534,12 +534,13 @@ impl FrameRecorder<'_> {
     ) -> Result<(), RecordError> {
         // PERF: one closure per loop: a closure called from both loops was not inlined
         // (a call per entity, about 20 instructions more).
-        // SAFETY (both closures): the caller's contract: the CPU has AVX2.
-        let flat_pass = |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| unsafe {
-            Kernel::run_avx2(bones, reach, translations, rotations)
+        let flat_pass = |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| {
+            // SAFETY: the caller's contract: the CPU has AVX2.
+            unsafe { Kernel::run_avx2(bones, reach, translations, rotations) }
         };
-        let tree_pass = |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| unsafe {
-            Kernel::run_avx2(bones, reach, translations, rotations)
+        let tree_pass = |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| {
+            // SAFETY: as above.
+            unsafe { Kernel::run_avx2(bones, reach, translations, rotations) }
         };
         // SAFETY: the caller's contract: the batch was checked.
         unsafe {
