@@ -444,6 +444,51 @@ mod x86 {
     }
 
     impl Avx2Acc {
+        /// Nothing accumulated yet: each field the identity of how it accumulates.
+        ///
+        /// # Safety
+        /// The CPU supports AVX2 and the caller is compiled with it.
+        #[inline(always)]
+        unsafe fn empty() -> Self {
+            // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+            unsafe {
+                Self {
+                    lo: _mm256_set1_ps(f32::INFINITY),
+                    hi: _mm256_set1_ps(f32::NEG_INFINITY),
+                    largest: _mm256_setzero_si256(),
+                    scale_or: _mm256_setzero_si256(),
+                    scale_and: _mm256_set1_epi32(-1),
+                    norm_min: _mm256_set1_epi32(-1),
+                    norm_max: _mm256_setzero_si256(),
+                }
+            }
+        }
+
+        /// [`Avx2Acc::empty`] with `add(a, b, r)` applied, computed directly: every
+        /// accumulation returns its second operand bit for bit when the first is its
+        /// identity (`min_ps(+inf, x)` and `max_ps(-inf, x)` are `x`, NaN included), so
+        /// this is the same value. The norms are set by the group that calls this.
+        ///
+        /// # Safety
+        /// The CPU supports AVX2 and the caller is compiled with it.
+        #[inline(always)]
+        unsafe fn first(a: __m256, b: __m256, r: __m256) -> Self {
+            // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+            unsafe {
+                let a_bits = _mm256_castps_si256(a);
+                let b_bits = _mm256_castps_si256(b);
+                Self {
+                    lo: _mm256_sub_ps(a, r),
+                    hi: _mm256_add_ps(a, r),
+                    largest: _mm256_add_epi32(a_bits, a_bits),
+                    scale_or: b_bits,
+                    scale_and: b_bits,
+                    norm_min: _mm256_setzero_si256(),
+                    norm_max: _mm256_setzero_si256(),
+                }
+            }
+        }
+
         /// Copy, range and scale checks and bounds of the bones in the halves of `a` and
         /// `b` (translation and scale, as loaded), with their reaches `r`.
         ///
@@ -464,7 +509,12 @@ mod x86 {
         }
     }
 
-    /// Bones `i..i + 4`.
+    /// Bones `i..i + 4`, accumulated into `acc`, or (`FIRST`) accumulated from nothing
+    /// (`acc` is then ignored).
+    ///
+    /// PERF: the first group starts the accumulators from its own values rather than from
+    /// identities set per entity (seven instructions an entity, and two registers that
+    /// held the infinities across the batch).
     ///
     /// # Safety
     /// The CPU supports AVX2 (and the caller is compiled with it, for the intrinsics to be
@@ -472,14 +522,14 @@ mod x86 {
     /// with `LAYOUT_MATCHES`, `reach` `n` splatted reaches (`4n` floats), `t_out` `n + 1`
     /// writable translations and `r_out` `n` writable rotations.
     #[inline(always)]
-    unsafe fn avx2_group(
+    unsafe fn avx2_group<const FIRST: bool>(
         src: *const f32,
         reach: *const f32,
         t_out: *mut f32,
         r_out: *mut f32,
         i: usize,
-        acc: &mut Avx2Acc,
-    ) {
+        mut acc: Avx2Acc,
+    ) -> Avx2Acc {
         // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
         let mut rotations = unsafe { [_mm256_setzero_ps(); 2] };
         for (half, q_out) in rotations.iter_mut().enumerate() {
@@ -496,7 +546,12 @@ mod x86 {
                 _mm_storeu_ps(t_out.add(3 * j), _mm256_castps256_ps128(a));
                 _mm_storeu_ps(t_out.add(3 * j + 3), _mm256_extractf128_ps::<1>(a));
                 // Bone `j`'s reach in the low four lanes, bone `j + 1`'s in the high four.
-                acc.add(a, b, _mm256_loadu_ps(reach.add(4 * j)));
+                let r = _mm256_loadu_ps(reach.add(4 * j));
+                if FIRST && half == 0 {
+                    acc = Avx2Acc::first(a, b, r);
+                } else {
+                    acc.add(a, b, r);
+                }
                 *q_out = q;
             }
         }
@@ -518,9 +573,15 @@ mod x86 {
             ));
             // Sums of squares are `+0.0` or more, or NaN: as integers they sort like floats,
             // NaN (either sign) above infinity, so the largest catches it.
-            acc.norm_min = _mm256_min_epu32(acc.norm_min, norms);
-            acc.norm_max = _mm256_max_epu32(acc.norm_max, norms);
+            if FIRST {
+                acc.norm_min = norms;
+                acc.norm_max = norms;
+            } else {
+                acc.norm_min = _mm256_min_epu32(acc.norm_min, norms);
+                acc.norm_max = _mm256_max_epu32(acc.norm_max, norms);
+            }
         }
+        acc
     }
 
     /// Two bones per 256-bit register (bones `i` and `i + 1` in the low and high halves).
@@ -564,21 +625,18 @@ mod x86 {
         let r_out = rotations.as_mut_ptr().cast::<f32>();
         // SAFETY: `translations` has `n + 1` elements: float `3n` is the first of the last.
         let spilled = unsafe { t_out.add(3 * n).read() };
-        // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
-        let mut acc = unsafe {
-            Avx2Acc {
-                lo: _mm256_set1_ps(f32::INFINITY),
-                hi: _mm256_set1_ps(f32::NEG_INFINITY),
-                largest: _mm256_setzero_si256(),
-                scale_or: _mm256_setzero_si256(),
-                scale_and: _mm256_set1_epi32(-1),
-                norm_min: _mm256_set1_epi32(-1),
-                norm_max: _mm256_setzero_si256(),
-            }
+        // SAFETY (the groups): `4 * group + 4 <= n`, and the rest is the caller's contract.
+        // The accumulators start empty when there is no group (register-only intrinsics).
+        let mut acc = if n >= 4 {
+            // SAFETY: as above.
+            unsafe { avx2_group::<true>(src, reach_ptr, t_out, r_out, 0, Avx2Acc::empty()) }
+        } else {
+            // SAFETY: as above.
+            unsafe { Avx2Acc::empty() }
         };
-        for group in 0..n / 4 {
-            // SAFETY: `4 * group + 4 <= n`, and the rest is the caller's contract.
-            unsafe { avx2_group(src, reach_ptr, t_out, r_out, 4 * group, &mut acc) };
+        for group in 1..n / 4 {
+            // SAFETY: as above.
+            acc = unsafe { avx2_group::<false>(src, reach_ptr, t_out, r_out, 4 * group, acc) };
         }
         // SAFETY: the reads and writes of bones `i..n` are in bounds as in `sse2`; every
         // other intrinsic only touches registers, and the caller's contract gives AVX2.
