@@ -532,8 +532,8 @@ impl FrameRecorder<'_> {
         entities: &[(EntityId, EntityState)],
         bones: &[BoneTransform],
     ) -> Result<(), RecordError> {
-        // PERF: one closure per loop: a closure called from both loops was not inlined
-        // (a call per entity, about 20 instructions more).
+        // PERF: one closure per loop: a closure called from two loops was not inlined (a
+        // call per entity, about 20 instructions more).
         let flat_pass = |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| {
             // SAFETY: the caller's contract: the CPU has AVX2.
             unsafe { Kernel::run_avx2(bones, reach, translations, rotations) }
@@ -542,14 +542,34 @@ impl FrameRecorder<'_> {
             // SAFETY: as above.
             unsafe { Kernel::run_avx2(bones, reach, translations, rotations) }
         };
+        // Streaming: rows of four bones or more start 16-byte aligned in the translations
+        // and 64-byte aligned in the rotations (`BoneRanges` aligns their places to four,
+        // `Lanes::fit` the blocks, and the lanes start on a cache line); the fence is below.
+        let flat_streaming = |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| {
+            // SAFETY: as above, with the alignments and the fence just said.
+            unsafe { Kernel::run_avx2_streaming(bones, reach, translations, rotations) }
+        };
+        let tree_streaming = |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| {
+            // SAFETY: as above.
+            unsafe { Kernel::run_avx2_streaming(bones, reach, translations, rotations) }
+        };
+        let flat = self.history.tree.keeps_its_shape();
+        let stream = self.history.lanes.stream;
         // SAFETY: the caller's contract: the batch was checked.
-        unsafe {
-            if self.history.tree.keeps_its_shape() {
-                self.record_all_with::<FLAT_FORM>(entities, bones, flat_pass)
-            } else {
-                self.record_all_with::<TREE_FORM>(entities, bones, tree_pass)
+        let result = unsafe {
+            match (flat, stream) {
+                (true, false) => self.record_all_with::<FLAT_FORM>(entities, bones, flat_pass),
+                (false, false) => self.record_all_with::<TREE_FORM>(entities, bones, tree_pass),
+                (true, true) => self.record_all_with::<FLAT_FORM>(entities, bones, flat_streaming),
+                (false, true) => self.record_all_with::<TREE_FORM>(entities, bones, tree_streaming),
             }
+        };
+        if stream {
+            // Streaming stores are weakly ordered, even against the release of a lock: fence
+            // them before the frame can be published (other threads query the history).
+            std::arch::x86_64::_mm_sfence();
         }
+        result
     }
 
     /// The body of [`FrameRecorder::record_all`] once the batch is checked, for a frame whose
@@ -1045,13 +1065,14 @@ mod tests {
     /// entity (some with lag compensation off). Returns whether each entity was recorded in
     /// each tick, and the history; checks that the error returned is the first entity left
     /// out.
-    fn record_all_with(kernel: Kernel) -> (Vec<bool>, History) {
+    fn record_all_with(kernel: Kernel, stream: bool) -> (Vec<bool>, History) {
         let mut history = History::new(HistoryConfig {
             tick_rate: 60.0,
             max_rewind: 0.2,
         })
         .expect("config");
         history.bone_pass = kernel;
+        history.lanes.force_stream = Some(stream);
         let rigs = [1, 3, 4, 5, 16, 20].map(rig);
         let entities: Vec<_> = (0..18)
             .map(|i| {
@@ -1139,17 +1160,22 @@ mod tests {
             (outcomes, history)
         };
         assert!(reference_outcomes.iter().filter(|ok| !**ok).count() > 100);
+        // With and without streaming stores (only the AVX2 batch streams; the others must
+        // ignore the setting).
         for kernel in Kernel::available() {
-            let (recorded, history) = record_all_with(kernel);
-            assert_eq!(
-                recorded, reference_outcomes,
-                "{kernel:?}: which entities were recorded"
-            );
-            assert!(
-                stored_bits(&history) == stored_bits(&reference),
-                "{kernel:?}: stored history differs"
-            );
-            assert_eq!(history.uncompensated, reference.uncompensated, "{kernel:?}");
+            for stream in [false, true] {
+                let (recorded, history) = record_all_with(kernel, stream);
+                assert_eq!(history.lanes.stream, stream);
+                assert_eq!(
+                    recorded, reference_outcomes,
+                    "{kernel:?}, streaming {stream}: which entities were recorded"
+                );
+                assert!(
+                    stored_bits(&history) == stored_bits(&reference),
+                    "{kernel:?}, streaming {stream}: stored history differs"
+                );
+                assert_eq!(history.uncompensated, reference.uncompensated, "{kernel:?}");
+            }
         }
     }
 
