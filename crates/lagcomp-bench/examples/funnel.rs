@@ -9,7 +9,9 @@
 //! `record` per entity instead of `record_all`). `FUNNEL_SERVER=1` alternates as a server does: one
 //! recorded tick, then `FUNNEL_SERVER_SHOTS` (default 32) of the scene's shots at the same
 //! ages behind the newest frame, timing each side (what a shot costs right after the rows it
-//! reads were written). `FUNNEL_ENTITIES=<n>` gives the chosen
+//! reads were written). `FUNNEL_TICKS=1` times ticks one by one: the
+//! median, and the slowest tick of each window (where the entity tree is rebuilt).
+//! `FUNNEL_ENTITIES=<n>` gives the chosen
 //! scenes `n` entities (same seed, bones and tick rate), to find where a size-dependent
 //! choice (the entity broadphase's flat mode) pays.
 
@@ -63,6 +65,10 @@ fn main() {
     let only_full = std::env::var_os("FUNNEL_FULL_ONLY").is_some();
     if std::env::var_os("FUNNEL_SERVER").is_some() {
         server_loop();
+        return;
+    }
+    if std::env::var_os("FUNNEL_TICKS").is_some() {
+        tick_spread();
         return;
     }
     if std::env::var_os("FUNNEL_RECORD").is_some() {
@@ -240,6 +246,38 @@ fn server_loop() {
         println!(
             "{:<14} server: record {rec:>10.0} ns a tick | query {shot:>6.0} ns a shot ({shots_per_tick} a tick)",
             spec.name
+        );
+    }
+}
+
+/// `FUNNEL_TICKS=1`: 40 windows of ticks timed one by one; the median tick, and the mean of
+/// the slowest tick of each window (the tree's rebuild, once a window, lands there).
+fn tick_spread() {
+    for spec in scenes().filter(|s| std::env::var("FUNNEL_SCENE").map_or(true, |n| n == s.name)) {
+        let scene = Scene::build(spec);
+        let mut history = scene.history.clone();
+        let mut input = Vec::new();
+        let mut tick = scene.newest_tick();
+        scene.frame_bones(Tick(tick.0 + 1), &mut input);
+        let window = history.capacity();
+        let mut times = Vec::with_capacity(40 * window);
+        for _ in 0..40 * window {
+            tick.0 += 1;
+            let time = scene.time_of(tick);
+            let start = Instant::now();
+            record_frame(&mut history, &scene.entities, tick, time, black_box(&input));
+            times.push(start.elapsed().as_nanos() as f64);
+        }
+        let slowest: f64 = times
+            .chunks(window)
+            .map(|w| w.iter().copied().fold(0.0, f64::max))
+            .sum::<f64>()
+            / 40.0;
+        times.sort_by(f64::total_cmp);
+        println!(
+            "{:<14} ticks: median {:>10.0} ns | slowest of each window, mean {slowest:>10.0} ns",
+            spec.name,
+            times[times.len() / 2]
         );
     }
 }

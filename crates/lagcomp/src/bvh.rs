@@ -729,6 +729,16 @@ impl FrameLeaves<'_> {
         set_leaf(self.flat, self.floats, at as usize, &node_box);
     }
 
+    /// Sets the leaf of `item` to `node_box` whatever it held: a rebuild's refill of every
+    /// frame (the frames are not cleared by [`TemporalBvh::build`]). Nothing if the item is
+    /// not in the tree.
+    #[inline]
+    pub(crate) fn refill(&mut self, item: usize, node_box: NodeBox) {
+        if let Some(&at) = self.leaf_of.get(item) {
+            set_leaf(self.flat, self.floats, at as usize, &node_box);
+        }
+    }
+
     /// Whether the frame's leaves are in the flat form's layout (the same for every leaf
     /// of a tick): what [`FrameLeaves::set_in`] is told.
     #[inline]
@@ -1231,6 +1241,7 @@ impl TemporalBvh {
     /// the entity's frame records: no index checks per frame, about 15 instructions a
     /// leaf fewer than a closure called with each ring index).
     #[inline]
+    #[cfg(test)]
     pub(crate) fn set_leaf_in_every_frame(
         &mut self,
         item: usize,

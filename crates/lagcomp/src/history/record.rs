@@ -105,39 +105,36 @@ impl History {
                     }
                 },
             );
-            // Leaves entity by entity (its frame records are contiguous), then each frame's
-            // internal nodes and spans, oldest first.
-            let metas = &self.frames;
-            for (index, slot) in slots.iter().enumerate() {
-                if slot.life == Life::Free {
-                    continue;
-                }
-                let capacity = self.capacity;
-                // Ring slot by ring slot: one record in each block of the frame lane.
-                // PERF: whole blocks, indexed: `step_by` over the records cost about 16
-                // instructions more per record.
-                let frames = self
-                    .lanes
-                    .frames
-                    .chunks_exact(self.lanes.frame_stride)
-                    .map(|block| &block[index]);
-                let metas = &metas[..capacity];
-                let last_seq = slot.last_seq;
-                tree.set_leaf_in_every_frame(
-                    index,
-                    metas.iter().zip(frames).map(|(meta, frame)| {
-                        // `recorded_at`; a ring slot not holding a frame yet has sequence 0.
-                        let seq = meta.seq;
-                        let recorded = seq != 0 && seq <= last_seq && frame.seq == seq as u32;
-                        // Both computed, one kept: a select rather than branches.
-                        let recorded_box = NodeBox::new(frame.bounds_min, frame.bounds_max);
+            // Leaves frame by frame, each frame's records in slot order (one sequential read
+            // of the frame lane; each frame's leaves stay in cache while it is filled), then
+            // each frame's internal nodes and spans, oldest first.
+            // PERF: entity by entity, the refill read one record per ring slot per entity
+            // (as many streams as ring slots, a frame lane's block apart) and scattered its
+            // writes over every frame's nodes: see BENCHMARKS.md, Record, sixth round.
+            let stride = self.lanes.frame_stride;
+            debug_assert!(slots.len() <= stride);
+            for (ring, meta) in self.frames[..self.capacity].iter().enumerate() {
+                let mut leaves = tree.frame_leaves(ring);
+                let block = &self.lanes.frames[ring * stride..][..slots.len()];
+                // A ring slot not holding a frame yet has sequence 0.
+                let seq = meta.seq;
+                for ((index, slot), frame) in slots.iter().enumerate().zip(block) {
+                    if slot.life == Life::Free {
+                        continue;
+                    }
+                    // `recorded_at`.
+                    let recorded = seq != 0 && seq <= slot.last_seq && frame.seq == seq as u32;
+                    // Both computed, one kept: a select rather than branches.
+                    let recorded_box = NodeBox::new(frame.bounds_min, frame.bounds_max);
+                    leaves.refill(
+                        index,
                         if recorded {
                             recorded_box
                         } else {
                             NodeBox::EMPTY
-                        }
-                    }),
-                );
+                        },
+                    );
+                }
             }
             for seq in self.oldest_seq()..=newest {
                 let previous = (seq > self.oldest_seq()).then(|| self.ring(seq - 1));
