@@ -6,7 +6,12 @@
 //! the minimum over many short passes (see `per_shot`; steadier on a shared machine);
 //! `FUNNEL_SORTED=1` runs the shots in time order (the history mostly in cache, the same
 //! instructions); `FUNNEL_RECORD=1` recording against a memcpy (`FUNNEL_RECORD_EACH=1`: one
-//! `record` per entity instead of `record_all`). `FUNNEL_ENTITIES=<n>` gives the chosen
+//! `record` per entity instead of `record_all`). `FUNNEL_SERVER=1` alternates as a server does: one
+//! recorded tick, then `FUNNEL_SERVER_SHOTS` (default 32) of the scene's shots at the same
+//! ages behind the newest frame, timing each side (what a shot costs right after the rows it
+//! reads were written). `FUNNEL_TICKS=1` times ticks one by one: the
+//! median, and the slowest tick of each window (where the entity tree is rebuilt).
+//! `FUNNEL_ENTITIES=<n>` gives the chosen
 //! scenes `n` entities (same seed, bones and tick rate), to find where a size-dependent
 //! choice (the entity broadphase's flat mode) pays.
 
@@ -58,6 +63,14 @@ fn scenes() -> impl Iterator<Item = lagcomp_bench::SceneSpec> {
 
 fn main() {
     let only_full = std::env::var_os("FUNNEL_FULL_ONLY").is_some();
+    if std::env::var_os("FUNNEL_SERVER").is_some() {
+        server_loop();
+        return;
+    }
+    if std::env::var_os("FUNNEL_TICKS").is_some() {
+        tick_spread();
+        return;
+    }
     if std::env::var_os("FUNNEL_RECORD").is_some() {
         let each = std::env::var_os("FUNNEL_RECORD_EACH").is_some();
         for spec in scenes().filter(|s| std::env::var("FUNNEL_SCENE").map_or(true, |n| n == s.name))
@@ -69,7 +82,12 @@ fn main() {
             scene.frame_bones(Tick(tick.0 + 1), &mut input);
             // Half a page from `input`, as in the benchmark (`copy_target`).
             let mut copy = CopyTarget::new(&input, 1);
-            let rounds = 2_000_000 / input.len().max(1) + 10;
+            // `FUNNEL_RECORD_TICKS=<n>`: about this many ticks per timed run (default about
+            // 2,000,000 bones' worth).
+            let ticks = std::env::var("FUNNEL_RECORD_TICKS")
+                .ok()
+                .and_then(|v| v.parse::<usize>().ok());
+            let rounds = ticks.unwrap_or(2_000_000 / input.len().max(1) + 10);
             let (mut rec, mut cpy) = (f64::INFINITY, f64::INFINITY);
             for _ in 0..5 {
                 let start = Instant::now();
@@ -181,6 +199,85 @@ fn main() {
             spec.name,
             passed as f64 / n,
             tested as f64 / n
+        );
+    }
+}
+
+/// `FUNNEL_SERVER=1`: a tick recorded, then a few shots at the same ages as the scene's
+/// (so at frames written in the last window), over and over; the minimum over five runs of
+/// the mean time per tick and per shot.
+fn server_loop() {
+    let shots_per_tick = std::env::var("FUNNEL_SERVER_SHOTS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(32);
+    for spec in scenes().filter(|s| std::env::var("FUNNEL_SCENE").map_or(true, |n| n == s.name)) {
+        let scene = Scene::build(spec);
+        let mut history = scene.history.clone();
+        let mut input = Vec::new();
+        let mut tick = scene.newest_tick();
+        let newest = scene.time_of(tick);
+        scene.frame_bones(Tick(tick.0 + 1), &mut input);
+        // How far behind the newest frame each shot aims.
+        let ages: Vec<f64> = scene.shots.iter().map(|s| newest - s.time).collect();
+        let ticks = 2 * history.capacity() + 40;
+        let (mut rec, mut shot) = (f64::INFINITY, f64::INFINITY);
+        let mut k = 0;
+        for _ in 0..5 {
+            let (mut rec_ns, mut shot_ns) = (0_u128, 0_u128);
+            for _ in 0..ticks {
+                tick.0 += 1;
+                let time = scene.time_of(tick);
+                let start = Instant::now();
+                record_frame(&mut history, &scene.entities, tick, time, black_box(&input));
+                rec_ns += start.elapsed().as_nanos();
+                let start = Instant::now();
+                for _ in 0..shots_per_tick {
+                    let s = &scene.shots[k % scene.shots.len()];
+                    let at = time - ages[k % ages.len()];
+                    black_box(history.query(RewindTarget::Time(black_box(at))).ray(&s.ray)).ok();
+                    k += 1;
+                }
+                shot_ns += start.elapsed().as_nanos();
+            }
+            rec = rec.min(rec_ns as f64 / ticks as f64);
+            shot = shot.min(shot_ns as f64 / (ticks * shots_per_tick) as f64);
+        }
+        println!(
+            "{:<14} server: record {rec:>10.0} ns a tick | query {shot:>6.0} ns a shot ({shots_per_tick} a tick)",
+            spec.name
+        );
+    }
+}
+
+/// `FUNNEL_TICKS=1`: 40 windows of ticks timed one by one; the median tick, and the mean of
+/// the slowest tick of each window (the tree's rebuild, once a window, lands there).
+fn tick_spread() {
+    for spec in scenes().filter(|s| std::env::var("FUNNEL_SCENE").map_or(true, |n| n == s.name)) {
+        let scene = Scene::build(spec);
+        let mut history = scene.history.clone();
+        let mut input = Vec::new();
+        let mut tick = scene.newest_tick();
+        scene.frame_bones(Tick(tick.0 + 1), &mut input);
+        let window = history.capacity();
+        let mut times = Vec::with_capacity(40 * window);
+        for _ in 0..40 * window {
+            tick.0 += 1;
+            let time = scene.time_of(tick);
+            let start = Instant::now();
+            record_frame(&mut history, &scene.entities, tick, time, black_box(&input));
+            times.push(start.elapsed().as_nanos() as f64);
+        }
+        let slowest: f64 = times
+            .chunks(window)
+            .map(|w| w.iter().copied().fold(0.0, f64::max))
+            .sum::<f64>()
+            / 40.0;
+        times.sort_by(f64::total_cmp);
+        println!(
+            "{:<14} ticks: median {:>10.0} ns | slowest of each window, mean {slowest:>10.0} ns",
+            spec.name,
+            times[times.len() / 2]
         );
     }
 }

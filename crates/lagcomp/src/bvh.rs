@@ -728,6 +728,48 @@ impl FrameLeaves<'_> {
         );
         set_leaf(self.flat, self.floats, at as usize, &node_box);
     }
+
+    /// Sets the leaf of `item` to `node_box` whatever it held: a rebuild's refill of every
+    /// frame (the frames are not cleared by [`TemporalBvh::build`]). Nothing if the item is
+    /// not in the tree.
+    #[inline]
+    pub(crate) fn refill(&mut self, item: usize, node_box: NodeBox) {
+        if let Some(&at) = self.leaf_of.get(item) {
+            set_leaf(self.flat, self.floats, at as usize, &node_box);
+        }
+    }
+
+    /// Whether the frame's leaves are in the flat form's layout (the same for every leaf
+    /// of a tick): what [`FrameLeaves::set_in`] is told.
+    #[inline]
+    pub(crate) fn is_flat(&self) -> bool {
+        self.flat
+    }
+
+    /// [`FrameLeaves::set`] with the form known where it is called (`FLAT` must be
+    /// [`FrameLeaves::is_flat`]).
+    ///
+    /// PERF: a recorder that branches on the form once per tick stores each leaf at fixed
+    /// distances; deciding per record kept the six distances in registers and a branch,
+    /// about eight instructions an entity.
+    #[inline(always)]
+    pub(crate) fn set_in<const FLAT: bool>(&mut self, item: usize, node_box: NodeBox) {
+        debug_assert_eq!(FLAT, self.flat);
+        let Some(&at) = self.leaf_of.get(item) else {
+            return;
+        };
+        debug_assert!(
+            self.floats
+                .get(at as usize)
+                .is_none_or(|&v| v == f32::INFINITY),
+            "one record per frame"
+        );
+        if FLAT {
+            set_leaf_at::<{ flat::FLAT_LANE_STEP }>(self.floats, at as usize, &node_box);
+        } else {
+            set_leaf_at::<4>(self.floats, at as usize, &node_box);
+        }
+    }
 }
 
 /// Writes an item's leaf box at `at` in a frame's floats, in the flat form's layout or the
@@ -1199,6 +1241,7 @@ impl TemporalBvh {
     /// the entity's frame records: no index checks per frame, about 15 instructions a
     /// leaf fewer than a closure called with each ring index).
     #[inline]
+    #[cfg(test)]
     pub(crate) fn set_leaf_in_every_frame(
         &mut self,
         item: usize,

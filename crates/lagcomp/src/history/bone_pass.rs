@@ -181,7 +181,35 @@ impl Kernel {
             return portable(bones, reach, translations, rotations);
         }
         // SAFETY: lengths and layout checked above; the caller's contract gives AVX2.
-        unsafe { x86::avx2_inline(bones, reach, translations, rotations) }
+        unsafe { x86::avx2_inline::<false>(bones, reach, translations, rotations) }
+    }
+
+    /// [`Kernel::run_avx2`] writing the rows of whole groups of four bones with streaming
+    /// (non-temporal) stores, which do not read the lines they fill; the stored bits are
+    /// the same.
+    ///
+    /// # Safety
+    /// As [`Kernel::run_avx2`]; and `translations` starts 16-byte aligned and `rotations`
+    /// 32-byte aligned when there are four bones or more; and the caller runs
+    /// `_mm_sfence` before anything else (another thread) may read the rows.
+    ///
+    /// # Panics
+    /// As [`Kernel::run`].
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub(super) unsafe fn run_avx2_streaming(
+        bones: &[BoneTransform],
+        reach: &[[f32; 4]],
+        translations: &mut [StoredTranslation],
+        rotations: &mut [StoredRotation],
+    ) -> BonePass {
+        assert_one_length(bones, reach, translations, rotations);
+        if !x86::LAYOUT_MATCHES {
+            return portable(bones, reach, translations, rotations);
+        }
+        // SAFETY: lengths and layout checked above; the caller's contract gives AVX2 and
+        // the alignments.
+        unsafe { x86::avx2_inline::<true>(bones, reach, translations, rotations) }
     }
 }
 
@@ -444,6 +472,51 @@ mod x86 {
     }
 
     impl Avx2Acc {
+        /// Nothing accumulated yet: each field the identity of how it accumulates.
+        ///
+        /// # Safety
+        /// The CPU supports AVX2 and the caller is compiled with it.
+        #[inline(always)]
+        unsafe fn empty() -> Self {
+            // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+            unsafe {
+                Self {
+                    lo: _mm256_set1_ps(f32::INFINITY),
+                    hi: _mm256_set1_ps(f32::NEG_INFINITY),
+                    largest: _mm256_setzero_si256(),
+                    scale_or: _mm256_setzero_si256(),
+                    scale_and: _mm256_set1_epi32(-1),
+                    norm_min: _mm256_set1_epi32(-1),
+                    norm_max: _mm256_setzero_si256(),
+                }
+            }
+        }
+
+        /// [`Avx2Acc::empty`] with `add(a, b, r)` applied, computed directly: every
+        /// accumulation returns its second operand bit for bit when the first is its
+        /// identity (`min_ps(+inf, x)` and `max_ps(-inf, x)` are `x`, NaN included), so
+        /// this is the same value. The norms are set by the group that calls this.
+        ///
+        /// # Safety
+        /// The CPU supports AVX2 and the caller is compiled with it.
+        #[inline(always)]
+        unsafe fn first(a: __m256, b: __m256, r: __m256) -> Self {
+            // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+            unsafe {
+                let a_bits = _mm256_castps_si256(a);
+                let b_bits = _mm256_castps_si256(b);
+                Self {
+                    lo: _mm256_sub_ps(a, r),
+                    hi: _mm256_add_ps(a, r),
+                    largest: _mm256_add_epi32(a_bits, a_bits),
+                    scale_or: b_bits,
+                    scale_and: b_bits,
+                    norm_min: _mm256_setzero_si256(),
+                    norm_max: _mm256_setzero_si256(),
+                }
+            }
+        }
+
         /// Copy, range and scale checks and bounds of the bones in the halves of `a` and
         /// `b` (translation and scale, as loaded), with their reaches `r`.
         ///
@@ -464,25 +537,39 @@ mod x86 {
         }
     }
 
-    /// Bones `i..i + 4`.
+    /// Bones `i..i + 4`, accumulated into `acc`, or (`FIRST`) accumulated from nothing
+    /// (`acc` is then ignored). With `STREAM` the rows are written with non-temporal stores:
+    /// the two pairs of rotations as two 32-byte stores, the four translations packed into
+    /// three 16-byte stores (no spill onto the next bone).
+    ///
+    /// PERF: the first group starts the accumulators from its own values rather than from
+    /// identities set per entity (seven instructions an entity, and two registers that
+    /// held the infinities across the batch).
     ///
     /// # Safety
     /// The CPU supports AVX2 (and the caller is compiled with it, for the intrinsics to be
     /// inlined); with `n` bones in the row, `i + 4 <= n`; `src` holds `n` `BoneTransform`s
     /// with `LAYOUT_MATCHES`, `reach` `n` splatted reaches (`4n` floats), `t_out` `n + 1`
-    /// writable translations and `r_out` `n` writable rotations.
+    /// writable translations and `r_out` `n` writable rotations. With `STREAM`, `t_out +
+    /// 3i` is 16-byte aligned and `r_out + 4i` 32-byte aligned.
     #[inline(always)]
-    unsafe fn avx2_group(
+    unsafe fn avx2_group<const FIRST: bool, const STREAM: bool>(
         src: *const f32,
         reach: *const f32,
         t_out: *mut f32,
         r_out: *mut f32,
         i: usize,
-        acc: &mut Avx2Acc,
-    ) {
+        mut acc: Avx2Acc,
+    ) -> Avx2Acc {
+        // Each half's rotations, and its `a` and `b` (for the packed translation stores).
         // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
-        let mut rotations = unsafe { [_mm256_setzero_ps(); 2] };
-        for (half, q_out) in rotations.iter_mut().enumerate() {
+        let (mut rotations, mut loaded) = unsafe {
+            (
+                [_mm256_setzero_ps(); 2],
+                [(_mm256_setzero_ps(), _mm256_setzero_ps()); 2],
+            )
+        };
+        for (half, (q_out, ab_out)) in rotations.iter_mut().zip(&mut loaded).enumerate() {
             let j = i + 2 * half;
             // SAFETY: bones `j` and `j + 1` (both `< n`): their initialised bytes 0..40 are
             // inside `src`, and their output slots inside the rows; the 16-byte translation
@@ -492,15 +579,48 @@ mod x86 {
                 let q = _mm256_loadu2_m128(p.add(STRIDE), p);
                 let a = _mm256_loadu2_m128(p.add(STRIDE + 4), p.add(4));
                 let b = _mm256_loadu2_m128(p.add(STRIDE + 6), p.add(6));
-                _mm256_storeu_ps(r_out.add(4 * j), q);
-                _mm_storeu_ps(t_out.add(3 * j), _mm256_castps256_ps128(a));
-                _mm_storeu_ps(t_out.add(3 * j + 3), _mm256_extractf128_ps::<1>(a));
+                if STREAM {
+                    debug_assert!((r_out.add(4 * j) as usize).is_multiple_of(32));
+                    _mm256_stream_ps(r_out.add(4 * j), q);
+                } else {
+                    _mm256_storeu_ps(r_out.add(4 * j), q);
+                    _mm_storeu_ps(t_out.add(3 * j), _mm256_castps256_ps128(a));
+                    _mm_storeu_ps(t_out.add(3 * j + 3), _mm256_extractf128_ps::<1>(a));
+                }
+                *ab_out = (a, b);
                 // Bone `j`'s reach in the low four lanes, bone `j + 1`'s in the high four.
-                acc.add(a, b, _mm256_loadu_ps(reach.add(4 * j)));
+                let r = _mm256_loadu_ps(reach.add(4 * j));
+                if FIRST && half == 0 {
+                    acc = Avx2Acc::first(a, b, r);
+                } else {
+                    acc.add(a, b, r);
+                }
                 *q_out = q;
             }
         }
         let [q01, q23] = rotations;
+        if STREAM {
+            let [(a01, _), (a23, b23)] = loaded;
+            // SAFETY: the caller's contract: AVX2, and floats `3i..3i + 12` of `t_out` (bones
+            // `i..i + 4`, inside the row) start 16-byte aligned.
+            unsafe {
+                let (a0, a1) = (_mm256_castps256_ps128(a01), _mm256_extractf128_ps::<1>(a01));
+                let (a2, a3) = (_mm256_castps256_ps128(a23), _mm256_extractf128_ps::<1>(a23));
+                // Bone `i + 2`'s bytes 24..40: its translation's z first.
+                let z2 = _mm256_castps256_ps128(b23);
+                let x1_high = _mm_castsi128_ps(_mm_slli_si128::<12>(_mm_castps_si128(a1)));
+                let xyz3_high = _mm_castsi128_ps(_mm_slli_si128::<4>(_mm_castps_si128(a3)));
+                // x0 y0 z0 x1 | y1 z1 x2 y2 | z2 x3 y3 z3: moves of the loaded bits only.
+                let t0 = _mm_blend_ps::<0b1000>(a0, x1_high);
+                let t1 = _mm_shuffle_ps::<0b01_00_10_01>(a1, a2);
+                let t2 = _mm_blend_ps::<0b0001>(xyz3_high, z2);
+                let out = t_out.add(3 * i);
+                debug_assert!((out as usize).is_multiple_of(16));
+                _mm_stream_ps(out, t0);
+                _mm_stream_ps(out.add(4), t1);
+                _mm_stream_ps(out.add(8), t2);
+            }
+        }
         // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
         unsafe {
             // Per 128-bit half, lanes 0 and 1: bones (i, i + 2) in the low half, (i + 1,
@@ -518,9 +638,15 @@ mod x86 {
             ));
             // Sums of squares are `+0.0` or more, or NaN: as integers they sort like floats,
             // NaN (either sign) above infinity, so the largest catches it.
-            acc.norm_min = _mm256_min_epu32(acc.norm_min, norms);
-            acc.norm_max = _mm256_max_epu32(acc.norm_max, norms);
+            if FIRST {
+                acc.norm_min = norms;
+                acc.norm_max = norms;
+            } else {
+                acc.norm_min = _mm256_min_epu32(acc.norm_min, norms);
+                acc.norm_max = _mm256_max_epu32(acc.norm_max, norms);
+            }
         }
+        acc
     }
 
     /// Two bones per 256-bit register (bones `i` and `i + 1` in the low and high halves).
@@ -536,7 +662,25 @@ mod x86 {
         rotations: &mut [StoredRotation],
     ) -> BonePass {
         // SAFETY: the caller's contract, and this function is compiled with AVX2.
-        unsafe { avx2_inline(bones, reach, translations, rotations) }
+        unsafe { avx2_inline::<false>(bones, reach, translations, rotations) }
+    }
+
+    /// [`avx2`] with streaming stores, fenced (for tests).
+    ///
+    /// # Safety
+    /// As [`avx2`], and `translations` starts 16-byte aligned, `rotations` 32-byte aligned.
+    #[cfg(test)]
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn avx2_streaming(
+        bones: &[BoneTransform],
+        reach: &[[f32; 4]],
+        translations: &mut [StoredTranslation],
+        rotations: &mut [StoredRotation],
+    ) -> BonePass {
+        // SAFETY: the caller's contract, and this function is compiled with AVX2.
+        let pass = unsafe { avx2_inline::<true>(bones, reach, translations, rotations) };
+        _mm_sfence();
+        pass
     }
 
     /// [`avx2`] to be inlined into a caller compiled with AVX2.
@@ -547,11 +691,17 @@ mod x86 {
     /// recorder, whose feature set then covers the intrinsics. The checks are decided on
     /// the 256-bit accumulators (one mask of eight lanes), without reducing them first.
     ///
+    /// With `STREAM`, the groups' rows are written with non-temporal stores (see
+    /// [`avx2_group`]); the last `n % 4` bones take plain stores, and then the element
+    /// after the row is put back as usual. Streaming stores are weakly ordered: the caller
+    /// fences (`_mm_sfence`) before the frame is published.
+    ///
     /// # Safety
     /// As [`avx2`]; call it only from code compiled with AVX2 (elsewhere the intrinsics are
-    /// calls, correct but slow).
+    /// calls, correct but slow). With `STREAM`, `translations` starts 16-byte aligned and
+    /// `rotations` 32-byte aligned.
     #[inline(always)]
-    pub(in crate::history) unsafe fn avx2_inline(
+    pub(in crate::history) unsafe fn avx2_inline<const STREAM: bool>(
         bones: &[BoneTransform],
         reach: &[[f32; 4]],
         translations: &mut [StoredTranslation],
@@ -562,30 +712,39 @@ mod x86 {
         let reach_ptr = reach.as_ptr().cast::<f32>();
         let t_out = translations.as_mut_ptr().cast::<f32>();
         let r_out = rotations.as_mut_ptr().cast::<f32>();
-        // SAFETY: `translations` has `n + 1` elements: float `3n` is the first of the last.
-        let spilled = unsafe { t_out.add(3 * n).read() };
-        // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
-        let mut acc = unsafe {
-            Avx2Acc {
-                lo: _mm256_set1_ps(f32::INFINITY),
-                hi: _mm256_set1_ps(f32::NEG_INFINITY),
-                largest: _mm256_setzero_si256(),
-                scale_or: _mm256_setzero_si256(),
-                scale_and: _mm256_set1_epi32(-1),
-                norm_min: _mm256_set1_epi32(-1),
-                norm_max: _mm256_setzero_si256(),
-            }
+        // Streamed groups write their rows exactly: only a tail spills. Not reading the
+        // next row's first float then matters: it is a line about to be streamed, cold.
+        let spills = !STREAM || !n.is_multiple_of(4);
+        let spilled = if spills {
+            // SAFETY: `translations` has `n + 1` elements: float `3n` is the first of the
+            // last.
+            unsafe { t_out.add(3 * n).read() }
+        } else {
+            0.0
         };
-        for group in 0..n / 4 {
-            // SAFETY: `4 * group + 4 <= n`, and the rest is the caller's contract.
-            unsafe { avx2_group(src, reach_ptr, t_out, r_out, 4 * group, &mut acc) };
+        // SAFETY (the groups): `4 * group + 4 <= n`, and the rest is the caller's contract.
+        // The accumulators start empty when there is no group (register-only intrinsics).
+        let mut acc = if n >= 4 {
+            // SAFETY: as above.
+            unsafe { avx2_group::<true, STREAM>(src, reach_ptr, t_out, r_out, 0, Avx2Acc::empty()) }
+        } else {
+            // SAFETY: as above.
+            unsafe { Avx2Acc::empty() }
+        };
+        for group in 1..n / 4 {
+            // SAFETY: as above.
+            acc = unsafe {
+                avx2_group::<false, STREAM>(src, reach_ptr, t_out, r_out, 4 * group, acc)
+            };
         }
-        let mut i = n - n % 4;
         // SAFETY: the reads and writes of bones `i..n` are in bounds as in `sse2`; every
         // other intrinsic only touches registers, and the caller's contract gives AVX2.
         unsafe {
             let mut tail_ok = true;
-            while i < n {
+            // PERF: tested as `n % 4` first, the common rigs (multiples of four bones) skip
+            // the tail's bounds in two instructions rather than six.
+            let mut i = n - n % 4;
+            while !n.is_multiple_of(4) && i < n {
                 // The bone in both halves: the accumulators take it as they take a group's.
                 let p = src.add(i * STRIDE);
                 let q = _mm_loadu_ps(p);
@@ -598,7 +757,9 @@ mod x86 {
                 tail_ok &= tail_norm_ok(q);
                 i += 1;
             }
-            t_out.add(3 * n).write(spilled);
+            if spills {
+                t_out.add(3 * n).write(spilled);
+            }
             let (low_bits, high_bits) = UNIT_NORM_BITS;
             // Lane 3 of each half of `largest` is scale.x: a unit scale is in range,
             // anything else fails the scale check anyway.
@@ -861,6 +1022,62 @@ pub(super) mod tests {
             clean > 8_000 && unclean > 3_000,
             "{clean} clean, {unclean} not"
         );
+    }
+
+    /// The AVX2 pass with streaming stores writes what it writes with plain ones, and
+    /// nothing outside the row (rows aligned as the lanes align them).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn streaming_stores_write_the_same_rows() {
+        use super::super::lane::Lane;
+        if !Kernel::available().contains(&Kernel::Avx2) {
+            return;
+        }
+        // Four elements of guard: 48 bytes of translations, 64 of rotations, so the rows
+        // start 16- and 64-byte aligned in the cache-line-aligned lanes.
+        const AHEAD: usize = 4;
+        let mut rng = Pcg64Mcg::seed_from_u64(0x57_4ea3);
+        for case in 0..4_000 {
+            let n = rng.random_range(1..=23);
+            let adversarial = case % 3 == 1;
+            let bones: Vec<BoneTransform> =
+                (0..n).map(|_| random_bone(&mut rng, adversarial)).collect();
+            let reach: Vec<[f32; 4]> = (0..n).map(|_| [rng.random_range(0.0..1.5); 4]).collect();
+            let (t0, r0, p0) = run(Kernel::Avx2, &bones, &reach);
+            let mut t = Lane::filled(n + 2 * AHEAD, SENTINEL_T);
+            let mut r = Lane::filled(n + 2 * AHEAD, SENTINEL_R);
+            // SAFETY: AVX2 is available (checked above); the slices are one bone each (the
+            // translations one more) and start aligned as said.
+            let p = unsafe {
+                x86::avx2_streaming(
+                    &bones,
+                    &reach,
+                    &mut t[AHEAD..AHEAD + n + 1],
+                    &mut r[AHEAD..AHEAD + n],
+                )
+            };
+            assert_eq!(
+                bits(&t[AHEAD..AHEAD + n]),
+                bits(&t0[GUARD..GUARD + n]),
+                "case {case}: {n} translations"
+            );
+            assert_eq!(
+                bits(&r[AHEAD..AHEAD + n]),
+                bits(&r0[GUARD..GUARD + n]),
+                "case {case}: {n} rotations"
+            );
+            for k in (0..AHEAD).chain(AHEAD + n..n + 2 * AHEAD) {
+                assert_eq!(
+                    t[k], SENTINEL_T,
+                    "case {case}: wrote outside the translations"
+                );
+                assert_eq!(r[k], SENTINEL_R, "case {case}: wrote outside the rotations");
+            }
+            assert_eq!(p.clean, p0.clean, "case {case}: decision");
+            if p.clean {
+                assert_eq!(stored_bounds(&p), stored_bounds(&p0), "case {case}: bounds");
+            }
+        }
     }
 
     #[cfg(target_arch = "x86_64")]

@@ -290,6 +290,12 @@ mod huge {
 /// it fits (the smallest free range that fits, so entities of one rig refill each other's
 /// places exactly), and a new range is taken at the end otherwise.
 ///
+/// A range of [`GROUP`] places or more starts at a multiple of [`GROUP`], so that with a
+/// block length that is a multiple of it too, each of the entity's rows starts a group of
+/// four translations on a 16-byte boundary (48 bytes: what the recorder's streaming stores
+/// need, see `bone_pass`). The places skipped to get there stay free for smaller ranges;
+/// rigs of a multiple of four bones leave none.
+///
 /// Places are bones, not bytes or rows: how many rows of the lanes a place stands for (the
 /// ring's length) is the layout's business.
 #[derive(Debug, Clone, Default)]
@@ -301,35 +307,55 @@ pub(super) struct BoneRanges {
     free: Vec<(usize, usize)>,
 }
 
+/// Bones per group of the recorder's bone pass: ranges at least this long start at a
+/// multiple of it.
+pub(super) const GROUP: usize = 4;
+
 impl BoneRanges {
     /// The number of places the lanes must hold.
     pub(super) fn end(&self) -> usize {
         self.end
     }
 
-    /// A range of `len` places; returns its first place.
+    /// A range of `len` places; returns its first place (a multiple of [`GROUP`] when
+    /// `len >= GROUP`).
     pub(super) fn take(&mut self, len: usize) -> usize {
+        let align = if len >= GROUP { GROUP } else { 1 };
+        let start_in = |first: usize| first.next_multiple_of(align);
         let best = self
             .free
             .iter()
             .enumerate()
-            .filter(|&(_, &(_, free))| free >= len)
+            .filter(|&(_, &(first, free))| start_in(first) + len <= first + free)
             .min_by_key(|&(_, &(_, free))| free)
             .map(|(k, _)| k);
         match best {
             Some(k) => {
                 let (first, free) = self.free[k];
-                if free == len {
-                    self.free.remove(k);
-                } else {
-                    self.free[k] = (first + len, free - len);
+                let start = start_in(first);
+                let after = (start + len, first + free - start - len);
+                // What is left on either side stays free (in order: the list is sorted).
+                match (start > first, after.1 > 0) {
+                    (false, false) => {
+                        self.free.remove(k);
+                    }
+                    (false, true) => self.free[k] = after,
+                    (true, false) => self.free[k] = (first, start - first),
+                    (true, true) => {
+                        self.free[k] = (first, start - first);
+                        self.free.insert(k + 1, after);
+                    }
                 }
-                first
+                start
             }
             None => {
-                let first = self.end;
-                self.end += len;
-                first
+                let start = start_in(self.end);
+                if start > self.end {
+                    // No free range ends at `end` (see `free`): the skipped places are one.
+                    self.free.push((self.end, start - self.end));
+                }
+                self.end = start + len;
+                start
             }
         }
     }
@@ -417,6 +443,7 @@ mod tests {
             if held.is_empty() || (held.len() < 300 && rng.random_bool(0.5)) {
                 let len = [1, 3, 16, 20, 20, 16][rng.random_range(0..6)];
                 let first = ranges.take(len);
+                assert!(len < GROUP || first % GROUP == 0, "step {step}: {first}");
                 high_water = high_water.max(first + len);
                 held.push((first, len));
             } else {

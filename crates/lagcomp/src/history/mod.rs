@@ -402,7 +402,22 @@ struct Lanes {
     /// Slots spawned since the lanes were last fitted (`History::fit_lanes`): their places
     /// may lie past the lanes' end, and their rows are reset there.
     pending: Vec<u32>,
+    /// Whether a batch writes the rows with non-temporal (streaming) stores: the bone lanes
+    /// hold at least [`STREAM_MIN_BYTES`] (see there).
+    stream: bool,
+    /// Tests: streaming on or off whatever the size.
+    #[cfg(test)]
+    force_stream: Option<bool>,
 }
+
+/// Bone lanes of at least this many bytes are written by [`FrameRecorder::record_all`]
+/// with streaming stores (x86_64 with AVX2), which go to memory without first reading each
+/// line. A ring slot is rewritten once per window, after every other slot: when the lanes
+/// are larger than the last-level cache (32 MiB on the machine measured), the slot being
+/// written has left the caches, and a plain store waits for its line to be read from
+/// memory (BENCHMARKS.md, Record, sixth round). Smaller lanes keep plain stores: their
+/// rows are still cached when rewritten, and queries read the newest frames warm.
+pub(super) const STREAM_MIN_BYTES: usize = 32 << 20;
 
 /// The identity rotation, as stored.
 const IDENTITY_ROTATION: StoredRotation = [0.0, 0.0, 0.0, 1.0];
@@ -423,6 +438,9 @@ impl Lanes {
     /// Lays the lanes out again (a copy of every row) if their blocks are shorter than
     /// `places` bone places or `slots` frame records, to the length `stride(old, needed)`
     /// gives.
+    ///
+    /// Bone blocks are a whole number of [`lane::GROUP`]s long, so that every aligned range
+    /// of places is aligned in every block.
     fn fit(
         &mut self,
         capacity: usize,
@@ -431,7 +449,8 @@ impl Lanes {
         stride: impl Fn(usize, usize) -> usize,
     ) {
         if self.row_stride < places {
-            let strides = (self.row_stride, stride(self.row_stride, places));
+            let new = stride(self.row_stride, places).next_multiple_of(lane::GROUP);
+            let strides = (self.row_stride, new);
             // One spare translation after the last block: see `bone_pass`.
             self.translations = restrided(&self.translations, capacity, strides, 1, [0.0; 3]);
             self.rotations = restrided(&self.rotations, capacity, strides, 0, IDENTITY_ROTATION);
@@ -441,6 +460,12 @@ impl Lanes {
             let strides = (self.frame_stride, stride(self.frame_stride, slots));
             self.frames = restrided(&self.frames, capacity, strides, 0, EntityFrame::NEVER);
             self.frame_stride = strides.1;
+        }
+        self.stream =
+            self.translations.held_bytes() + self.rotations.held_bytes() >= STREAM_MIN_BYTES;
+        #[cfg(test)]
+        if let Some(forced) = self.force_stream {
+            self.stream = forced;
         }
     }
 }

@@ -105,39 +105,36 @@ impl History {
                     }
                 },
             );
-            // Leaves entity by entity (its frame records are contiguous), then each frame's
-            // internal nodes and spans, oldest first.
-            let metas = &self.frames;
-            for (index, slot) in slots.iter().enumerate() {
-                if slot.life == Life::Free {
-                    continue;
-                }
-                let capacity = self.capacity;
-                // Ring slot by ring slot: one record in each block of the frame lane.
-                // PERF: whole blocks, indexed: `step_by` over the records cost about 16
-                // instructions more per record.
-                let frames = self
-                    .lanes
-                    .frames
-                    .chunks_exact(self.lanes.frame_stride)
-                    .map(|block| &block[index]);
-                let metas = &metas[..capacity];
-                let last_seq = slot.last_seq;
-                tree.set_leaf_in_every_frame(
-                    index,
-                    metas.iter().zip(frames).map(|(meta, frame)| {
-                        // `recorded_at`; a ring slot not holding a frame yet has sequence 0.
-                        let seq = meta.seq;
-                        let recorded = seq != 0 && seq <= last_seq && frame.seq == seq as u32;
-                        // Both computed, one kept: a select rather than branches.
-                        let recorded_box = NodeBox::new(frame.bounds_min, frame.bounds_max);
+            // Leaves frame by frame, each frame's records in slot order (one sequential read
+            // of the frame lane; each frame's leaves stay in cache while it is filled), then
+            // each frame's internal nodes and spans, oldest first.
+            // PERF: entity by entity, the refill read one record per ring slot per entity
+            // (as many streams as ring slots, a frame lane's block apart) and scattered its
+            // writes over every frame's nodes: see BENCHMARKS.md, Record, sixth round.
+            let stride = self.lanes.frame_stride;
+            debug_assert!(slots.len() <= stride);
+            for (ring, meta) in self.frames[..self.capacity].iter().enumerate() {
+                let mut leaves = tree.frame_leaves(ring);
+                let block = &self.lanes.frames[ring * stride..][..slots.len()];
+                // A ring slot not holding a frame yet has sequence 0.
+                let seq = meta.seq;
+                for ((index, slot), frame) in slots.iter().enumerate().zip(block) {
+                    if slot.life == Life::Free {
+                        continue;
+                    }
+                    // `recorded_at`.
+                    let recorded = seq != 0 && seq <= slot.last_seq && frame.seq == seq as u32;
+                    // Both computed, one kept: a select rather than branches.
+                    let recorded_box = NodeBox::new(frame.bounds_min, frame.bounds_max);
+                    leaves.refill(
+                        index,
                         if recorded {
                             recorded_box
                         } else {
                             NodeBox::EMPTY
-                        }
-                    }),
-                );
+                        },
+                    );
+                }
             }
             for seq in self.oldest_seq()..=newest {
                 let previous = (seq > self.oldest_seq()).then(|| self.ring(seq - 1));
@@ -181,15 +178,21 @@ impl FrameSlot {
     }
 }
 
+/// How a record writes its broadphase leaf: `ANY_FORM` asks the leaves which form they are
+/// in; a batch, which asks once per tick, passes `FLAT_FORM` or `TREE_FORM`.
+const ANY_FORM: u8 = 0;
+const FLAT_FORM: u8 = 1;
+const TREE_FORM: u8 = 2;
+
 /// Records an active entity's slot (handle `id`) into the frame `at`, and its box into its
-/// leaf of `tree`: the body of both ways of recording, once the handle is known to be
-/// good. The caller updates the lag-compensation list.
+/// leaf of `tree` (laid out as `FORM` says): the body of both ways of recording, once the
+/// handle is known to be good. The caller updates the lag-compensation list.
 ///
 /// PERF: the leaf is written here rather than returned: a `Result<NodeBox, _>` lived on
 /// the stack across the batch loop (its box shuffled into place byte by byte), about ten
 /// instructions per entity.
 #[inline(always)]
-fn record_entity(
+fn record_entity<const FORM: u8>(
     slot: &mut EntitySlot,
     lanes: &mut Lanes,
     leaves: &mut FrameLeaves<'_>,
@@ -215,8 +218,21 @@ fn record_entity(
             got: bones.len(),
         });
     }
-    let rig = slot.rig.as_deref().expect("active slots have a rig");
+    debug_assert!(slot.life == Life::Active && slot.rig.is_some());
+    // SAFETY: an active slot has a rig (`spawn` gives it one, only `free_slot` takes it,
+    // and a freed slot is not active); both callers found the slot active.
+    // PERF: the checked `expect` cost three instructions an entity.
+    let rig = unsafe { slot.rig.as_deref().unwrap_unchecked() };
     let n = slot.bone_count;
+    debug_assert!(n > 0 && rig.bone_reach_splat().len() == n);
+    // SAFETY: a rig has at least one bone (`Rig::new` refuses none) and one splatted reach
+    // per bone, and the slot's `bone_count` is its rig's.
+    // PERF: the bone pass asserts both (four instructions an entity): said here, the
+    // compiler drops the checks.
+    let reach = unsafe {
+        std::hint::assert_unchecked(n > 0);
+        rig.bone_reach_splat().get_unchecked(..n)
+    };
     let row = rows + slot.bones_at;
     debug_assert!(
         ring < capacity
@@ -246,7 +262,7 @@ fn record_entity(
     // belongs to a frame that has aged out, and the frame record below is only stamped
     // once everything is valid, so a bad transform found at the end leaves nothing
     // visible.
-    let pass = bone_pass(bones, rig.bone_reach_splat(), translations, rotations);
+    let pass = bone_pass(bones, reach, translations, rotations);
     let (lo, hi) = if pass.clean && slot.scales.is_empty() {
         (pass.lo, pass.hi)
     } else {
@@ -274,7 +290,12 @@ fn record_entity(
     }
     // The frame was cleared and the entity not recorded in it yet: its leaf is empty,
     // and growing it is setting it.
-    leaves.set(id.index() as usize, NodeBox::from_corners(min, max));
+    let leaf = NodeBox::from_corners(min, max);
+    match FORM {
+        FLAT_FORM => leaves.set_in::<true>(index, leaf),
+        TREE_FORM => leaves.set_in::<false>(index, leaf),
+        _ => leaves.set(index, leaf),
+    }
     Ok(())
 }
 
@@ -442,7 +463,7 @@ impl FrameRecorder<'_> {
         let history = &mut *self.history;
         let index = history.active_index(id)?;
         let at = FrameSlot::of(history, self.seq);
-        record_entity(
+        record_entity::<ANY_FORM>(
             &mut history.slots[index],
             &mut history.lanes,
             &mut history.tree.frame_leaves(at.ring),
@@ -484,11 +505,16 @@ impl FrameRecorder<'_> {
             return unsafe { self.record_all_avx2(entities, bones) };
         }
         let kernel = self.history.bone_pass;
+        let pass = move |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| {
+            kernel.run(bones, reach, translations, rotations)
+        };
         // SAFETY: the batch was checked above.
         unsafe {
-            self.record_all_with(entities, bones, |bones, reach, translations, rotations| {
-                kernel.run(bones, reach, translations, rotations)
-            })
+            if self.history.tree.keeps_its_shape() {
+                self.record_all_with::<FLAT_FORM>(entities, bones, pass)
+            } else {
+                self.record_all_with::<TREE_FORM>(entities, bones, pass)
+            }
         }
     }
 
@@ -503,15 +529,48 @@ impl FrameRecorder<'_> {
         entities: &[(EntityId, EntityState)],
         bones: &[BoneTransform],
     ) -> Result<(), RecordError> {
-        let pass = |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| {
+        // PERF: one closure per loop: a closure called from two loops was not inlined (a
+        // call per entity, about 20 instructions more).
+        let flat_pass = |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| {
             // SAFETY: the caller's contract: the CPU has AVX2.
             unsafe { Kernel::run_avx2(bones, reach, translations, rotations) }
         };
+        let tree_pass = |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| {
+            // SAFETY: as above.
+            unsafe { Kernel::run_avx2(bones, reach, translations, rotations) }
+        };
+        // Streaming: rows of four bones or more start 16-byte aligned in the translations
+        // and 64-byte aligned in the rotations (`BoneRanges` aligns their places to four,
+        // `Lanes::fit` the blocks, and the lanes start on a cache line); the fence is below.
+        let flat_streaming = |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| {
+            // SAFETY: as above, with the alignments and the fence just said.
+            unsafe { Kernel::run_avx2_streaming(bones, reach, translations, rotations) }
+        };
+        let tree_streaming = |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| {
+            // SAFETY: as above.
+            unsafe { Kernel::run_avx2_streaming(bones, reach, translations, rotations) }
+        };
+        let flat = self.history.tree.keeps_its_shape();
+        let stream = self.history.lanes.stream;
         // SAFETY: the caller's contract: the batch was checked.
-        unsafe { self.record_all_with(entities, bones, pass) }
+        let result = unsafe {
+            match (flat, stream) {
+                (true, false) => self.record_all_with::<FLAT_FORM>(entities, bones, flat_pass),
+                (false, false) => self.record_all_with::<TREE_FORM>(entities, bones, tree_pass),
+                (true, true) => self.record_all_with::<FLAT_FORM>(entities, bones, flat_streaming),
+                (false, true) => self.record_all_with::<TREE_FORM>(entities, bones, tree_streaming),
+            }
+        };
+        if stream {
+            // Streaming stores are weakly ordered, even against the release of a lock: fence
+            // them before the frame can be published (other threads query the history).
+            std::arch::x86_64::_mm_sfence();
+        }
+        result
     }
 
-    /// The body of [`FrameRecorder::record_all`] once the batch is checked.
+    /// The body of [`FrameRecorder::record_all`] once the batch is checked, for a frame whose
+    /// broadphase leaves are in the form `FORM`.
     ///
     /// # Safety
     /// `History::check_batch` accepted `entities` and `bones.len()`: every handle is
@@ -520,7 +579,7 @@ impl FrameRecorder<'_> {
     /// PERF: both are relied on without checking again (a slot index and a split checked
     /// per entity: about five instructions).
     #[inline(always)]
-    unsafe fn record_all_with(
+    unsafe fn record_all_with<const FORM: u8>(
         &mut self,
         entities: &[(EntityId, EntityState)],
         bones: &[BoneTransform],
@@ -537,6 +596,7 @@ impl FrameRecorder<'_> {
             ..
         } = history;
         let mut leaves = tree.frame_leaves(at.ring);
+        debug_assert_eq!(leaves.is_flat(), FORM == FLAT_FORM);
         let mut first_error = None;
         let mut rest = bones;
         for &(id, state) in entities {
@@ -549,7 +609,7 @@ impl FrameRecorder<'_> {
             // transforms given: this entity's are among those left.
             let (own, next) = unsafe { rest.split_at_unchecked(slot.bone_count) };
             rest = next;
-            match record_entity(slot, lanes, &mut leaves, at, (id, state), own, bone_pass) {
+            match record_entity::<FORM>(slot, lanes, &mut leaves, at, (id, state), own, bone_pass) {
                 Ok(()) => {
                     if !state.lag_compensated {
                         mark_uncompensated(uncompensated, index, at.seq);
@@ -1002,13 +1062,14 @@ mod tests {
     /// entity (some with lag compensation off). Returns whether each entity was recorded in
     /// each tick, and the history; checks that the error returned is the first entity left
     /// out.
-    fn record_all_with(kernel: Kernel) -> (Vec<bool>, History) {
+    fn record_all_with(kernel: Kernel, stream: bool) -> (Vec<bool>, History) {
         let mut history = History::new(HistoryConfig {
             tick_rate: 60.0,
             max_rewind: 0.2,
         })
         .expect("config");
         history.bone_pass = kernel;
+        history.lanes.force_stream = Some(stream);
         let rigs = [1, 3, 4, 5, 16, 20].map(rig);
         let entities: Vec<_> = (0..18)
             .map(|i| {
@@ -1096,17 +1157,22 @@ mod tests {
             (outcomes, history)
         };
         assert!(reference_outcomes.iter().filter(|ok| !**ok).count() > 100);
+        // With and without streaming stores (only the AVX2 batch streams; the others must
+        // ignore the setting).
         for kernel in Kernel::available() {
-            let (recorded, history) = record_all_with(kernel);
-            assert_eq!(
-                recorded, reference_outcomes,
-                "{kernel:?}: which entities were recorded"
-            );
-            assert!(
-                stored_bits(&history) == stored_bits(&reference),
-                "{kernel:?}: stored history differs"
-            );
-            assert_eq!(history.uncompensated, reference.uncompensated, "{kernel:?}");
+            for stream in [false, true] {
+                let (recorded, history) = record_all_with(kernel, stream);
+                assert_eq!(history.lanes.stream, stream);
+                assert_eq!(
+                    recorded, reference_outcomes,
+                    "{kernel:?}, streaming {stream}: which entities were recorded"
+                );
+                assert!(
+                    stored_bits(&history) == stored_bits(&reference),
+                    "{kernel:?}, streaming {stream}: stored history differs"
+                );
+                assert_eq!(history.uncompensated, reference.uncompensated, "{kernel:?}");
+            }
         }
     }
 
