@@ -627,16 +627,23 @@ impl EntityView<'_> {
         }
     }
 
+    /// Whether a single frame is used (no blend).
+    #[inline]
+    pub(crate) fn single(&self) -> bool {
+        self.single
+    }
+
     /// Bone `bone`'s translation and rotation at the sampled moment, exactly as
     /// [`EntityView::bone`] computes them, for an entity without a scale lane (whose bones
     /// then have unit scale: `lerp(1, 1, alpha)` is exactly 1 for every alpha in `[0, 1]`,
-    /// checked over every `f32`).
-    #[inline]
-    pub(crate) fn bone_unscaled(&self, bone: usize) -> BoneTransform {
-        debug_assert!(!self.has_scale());
+    /// checked over every `f32`). `SINGLE`: the view uses one frame (a loop over bones
+    /// decides once, not per bone).
+    #[inline(always)]
+    pub(crate) fn bone_unscaled_as<const SINGLE: bool>(&self, bone: usize) -> BoneTransform {
+        debug_assert!(!self.has_scale() && self.single == SINGLE);
         let t = |rows: &[StoredTranslation]| Vec3::from_array(rows[bone]);
         let q = |rows: &[StoredRotation]| glam::Quat::from_array(rows[bone]);
-        if self.single {
+        if SINGLE {
             return BoneTransform::new(t(self.a.0), q(self.a.1));
         }
         BoneTransform::new(
