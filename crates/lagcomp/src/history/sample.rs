@@ -144,7 +144,42 @@ impl Rewound {
 
 impl History {
     /// Resolves `target` to the frames around it.
+    ///
+    /// PERF: a time target (what a shot gives) is resolved inline, so the caller gets the
+    /// bracket in registers: returned through memory, it was written field by field and
+    /// read back in 16-byte pieces (and copied three times) by every trace. The other
+    /// targets go through [`History::bracket_other`].
+    #[inline(always)]
     pub(crate) fn bracket(
+        &self,
+        target: RewindTarget,
+        policy: WindowPolicy,
+    ) -> Result<Bracket, RewindError> {
+        match target {
+            RewindTarget::Time(t) => {
+                let window = self.window_inline().ok_or(RewindError::Empty)?;
+                self.bracket_time(t, window, policy)
+            }
+            _ => self.bracket_other(target, policy),
+        }
+    }
+
+    /// [`History::window`], computed the same way, inline (the public one is a call).
+    #[inline(always)]
+    fn window_inline(&self) -> Option<(f64, f64)> {
+        if self.newest_seq == 0 {
+            return None;
+        }
+        let oldest = self.meta(self.oldest_seq()).time;
+        let newest = self.frames[self.newest_ring].time;
+        let window = ((newest - self.config.max_rewind).max(oldest), newest);
+        debug_assert_eq!(Some(window), self.window());
+        Some(window)
+    }
+
+    /// [`History::bracket`] for latency and tick-pair targets.
+    #[inline(never)]
+    fn bracket_other(
         &self,
         target: RewindTarget,
         policy: WindowPolicy,
@@ -207,6 +242,7 @@ impl History {
         }
     }
 
+    #[inline(always)]
     fn bracket_time(
         &self,
         requested: f64,
@@ -281,6 +317,7 @@ impl History {
     /// the guess miss, and then the binary search decides; either way the answer is the
     /// same, because frame times strictly increase.
     /// Returns the frame and its ring slot.
+    #[inline(always)]
     fn last_frame_at_or_before(&self, time: f64) -> (u64, usize) {
         let (oldest, newest) = (self.oldest_seq(), self.newest_seq);
         let newest_time = self.frames[self.newest_ring].time;
@@ -306,7 +343,14 @@ impl History {
                 return (guess + 1, next);
             }
         }
-        let (mut first, mut last) = (oldest, newest);
+        self.search_frame_at_or_before(time)
+    }
+
+    /// [`History::last_frame_at_or_before`] by binary search, for irregular ticks.
+    #[cold]
+    #[inline(never)]
+    fn search_frame_at_or_before(&self, time: f64) -> (u64, usize) {
+        let (mut first, mut last) = (self.oldest_seq(), self.newest_seq);
         while first < last {
             let mid = first + (last - first).div_ceil(2);
             if self.meta(mid).time <= time {
