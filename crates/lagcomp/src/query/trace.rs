@@ -514,7 +514,7 @@ impl TraceContext<'_> {
     #[inline(always)]
     fn crossing(&self, placed: &PlacedShape, t_max: f32) -> Option<Crossing> {
         placed
-            .cast_sphere_line(self.origin, self.dir, self.radius)
+            .cast_sphere_line_inline(self.origin, self.dir, self.radius)
             .and_then(|c| c.clip(t_max))
     }
 
