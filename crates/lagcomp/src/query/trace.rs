@@ -141,7 +141,10 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         if let Found::All(out) = &mut found {
             out.clear();
         }
-        let bracket = self.bracket()?;
+        let bracket = match self.history.bracket(self.target, self.policy) {
+            Ok(bracket) => bracket,
+            Err(e) => return Err(e.into()),
+        };
         let history = self.history;
         if !O::ENABLED {
             history.entity_tree().prefetch_root(bracket.spans);
