@@ -1057,9 +1057,7 @@ fn load_rows8(rows: &[StoredTranslation; 8]) -> [std::arch::x86_64::__m256; 3] {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-fn transpose8(
-    [r0, r1, r2]: [std::arch::x86_64::__m256; 3],
-) -> [std::arch::x86_64::__m256; 3] {
+fn transpose8([r0, r1, r2]: [std::arch::x86_64::__m256; 3]) -> [std::arch::x86_64::__m256; 3] {
     use std::arch::x86_64::_mm256_shuffle_ps;
     // The same immediates as `transpose`: `_mm256_shuffle_ps` applies them to each half.
     let x23 = _mm256_shuffle_ps::<0b01_01_10_10>(r1, r2);
@@ -1216,7 +1214,11 @@ mod tests {
                     b: (if single { &ta } else { &tb }, &rotations),
                     scales_a: None,
                     scales_b: None,
-                    alpha: if single { 0.0 } else { rng.random_range(0.0..1.0) },
+                    alpha: if single {
+                        0.0
+                    } else {
+                        rng.random_range(0.0..1.0)
+                    },
                     single,
                 };
                 let origin = Vec3::from_array(point(&mut rng)) * 4.0;
@@ -1234,7 +1236,10 @@ mod tests {
                     set += wide.count_ones();
                 }
             }
-            assert!(compared > 3000 && set > 1000, "{compared} masks, {set} bones kept");
+            assert!(
+                compared > 3000 && set > 1000,
+                "{compared} masks, {set} bones kept"
+            );
         }
     }
 
