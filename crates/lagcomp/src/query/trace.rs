@@ -441,14 +441,6 @@ impl TraceContext<'_> {
             }
             return t_max;
         }
-        // Bones four at a time first, by the sphere around each bone's lerped origin that
-        // holds its hitboxes (no slerp yet); only the bones that pass are interpolated,
-        // and each of their hitboxes is then culled by the ball around its own placed
-        // centre before the exact test. The ball is much tighter than the bone's sphere for
-        // a limb whose capsule sits half a limb from the joint, and it is computed exactly
-        // as the exact test places the shape, so it only skips hitboxes the exact test
-        // would miss. With an observer, the per-hitbox test is the bone-origin sphere
-        // instead, so debug output shows every hitbox near the trace.
         // Bones four (or eight) at a time first, by the sphere around each bone's lerped
         // origin that holds its hitboxes (no slerp yet); only the bones that pass are
         // interpolated, and each of their hitboxes is then culled by the ball around its own
