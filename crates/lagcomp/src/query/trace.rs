@@ -141,9 +141,7 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         if let Found::All(out) = &mut found {
             out.clear();
         }
-        // PERF: straight from `History::bracket` (inline), not through `Query::bracket`:
-        // one copy of the bracket on the stack instead of two.
-        let bracket = self.history.bracket(self.target, self.policy)?;
+        let bracket = self.bracket()?;
         let history = self.history;
         if !O::ENABLED {
             history.entity_tree().prefetch_root(bracket.spans);
