@@ -13,7 +13,9 @@
 //! median, and the slowest tick of each window (where the entity tree is rebuilt).
 //! `FUNNEL_ENTITIES=<n>` gives the chosen
 //! scenes `n` entities (same seed, bones and tick rate), to find where a size-dependent
-//! choice (the entity broadphase's flat mode) pays.
+//! choice (the entity broadphase's flat mode) pays. `FUNNEL_HASH=1` prints, per scene, a
+//! hash of every answer (rays, jittered rays, sweeps, `ray_all`) over the shots, to check
+//! that a change to the query leaves every answer the same bit for bit.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -69,6 +71,15 @@ fn main() {
     }
     if std::env::var_os("FUNNEL_TICKS").is_some() {
         tick_spread();
+        return;
+    }
+    if std::env::var_os("FUNNEL_HASH").is_some() {
+        for spec in scenes().filter(|s| std::env::var("FUNNEL_SCENE").map_or(true, |n| n == s.name))
+        {
+            let scene = Scene::build(spec);
+            let (hash, hits) = answers_hash(&scene);
+            println!("{:<14} answers {hash:016x} ({hits} hits)", spec.name);
+        }
         return;
     }
     if std::env::var_os("FUNNEL_RECORD").is_some() {
@@ -280,4 +291,42 @@ fn tick_spread() {
             times[times.len() / 2]
         );
     }
+}
+
+/// A hash of every answer the queries give over the scene's shots: each shot's ray, the
+/// same ray with its direction nudged eight ways (grazing and missing hits), sweeps of two
+/// radii and `ray_all`. Hashed through `Debug`, which prints every `f32` so that it reads
+/// back to the same bits (and `-0.0` apart from `0.0`). Returns the hash and the number of
+/// hits seen.
+fn answers_hash(scene: &Scene) -> (u64, usize) {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut hits = 0;
+    let mut all = Vec::new();
+    let h = &scene.history;
+    for s in &scene.shots {
+        let target = RewindTarget::Time(s.time);
+        let mut rays = vec![s.ray];
+        for k in 0..8 {
+            let angle = k as f32 * std::f32::consts::FRAC_PI_4;
+            let nudge = lagcomp::Vec3::new(angle.cos(), angle.sin(), 0.5 * angle.sin())
+                * (0.002 + 0.003 * k as f32);
+            if let Ok(ray) =
+                lagcomp::Ray::new(s.ray.origin(), s.ray.dir() + nudge, s.ray.max_distance())
+            {
+                rays.push(ray);
+            }
+        }
+        for ray in &rays {
+            let trace = h.query(target).ray(ray);
+            hits += usize::from(matches!(&trace, Ok(t) if t.hit.is_some()));
+            format!("{trace:?}").hash(&mut hasher);
+        }
+        for radius in [0.05, 0.3] {
+            format!("{:?}", h.query(target).sweep(&s.ray, radius)).hash(&mut hasher);
+        }
+        format!("{:?}", h.query(target).ray_all(&s.ray, &mut all)).hash(&mut hasher);
+        format!("{all:?}").hash(&mut hasher);
+    }
+    (hasher.finish(), hits)
 }

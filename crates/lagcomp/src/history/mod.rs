@@ -39,7 +39,7 @@ mod record;
 mod sample;
 
 pub use record::FrameRecorder;
-pub(crate) use sample::{Bracket, EntitySample, LineLanes};
+pub(crate) use sample::{Bracket, EntitySample, EntityView, LineLanes};
 pub use sample::{NearestReason, Sample, SampleKind};
 
 use std::fmt;

@@ -47,6 +47,24 @@ impl PlacedShape {
     #[must_use]
     #[inline]
     pub fn cast_sphere_line(&self, origin: Vec3, dir: Vec3, radius: f32) -> Option<Crossing> {
+        self.cast_sphere_line_inline(origin, dir, radius)
+    }
+
+    /// [`PlacedShape::cast_sphere_line`], always inlined: for a query's exact test, whose
+    /// shape is built in registers.
+    ///
+    /// PERF: called out of line, the shape went through the stack, stored as the caller
+    /// built it (the centre as 8 + 4 bytes) and loaded as the callee reads it (the centre's
+    /// last two floats as 8 bytes across both stores), which the store buffer cannot
+    /// forward: every exact test waited for its own argument to reach the cache.
+    #[must_use]
+    #[inline(always)]
+    pub(crate) fn cast_sphere_line_inline(
+        &self,
+        origin: Vec3,
+        dir: Vec3,
+        radius: f32,
+    ) -> Option<Crossing> {
         match self.shape {
             Shape::Sphere { radius: r } => {
                 line_sphere(origin, dir, self.pose.translation, r + radius)

@@ -6,10 +6,10 @@ use super::observer::QueryObserver;
 use super::{
     Hit, Query, QueryError, Ray, StaticHit, SurfacePoint, Trace, Walk, admit, check_radius,
 };
-use crate::history::{Bracket, EntityId, History, LineLanes, Sample, StaticId};
+use crate::history::{Bracket, EntityId, EntityView, History, LineLanes, Sample, StaticId};
 use crate::math::{BoneTransform, ray_recip};
 use crate::narrow::{Crossing, PlacedShape};
-use crate::rig::{HitboxId, Zone};
+use crate::rig::{HitboxId, Rig, Zone};
 
 /// A hitbox the trace touched, before it is turned into a [`Hit`]. Closest-hit traces keep
 /// only the best one and build its [`Hit`] once at the end.
@@ -198,9 +198,27 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                 );
             }
         }
+        let rewind = (&bracket).into();
         let hit = match found {
-            Found::Closest(touch) => {
-                let hit = touch.and_then(|t| t.into_hit(&ctx));
+            // PERF: the hit is built in the result: built as `touch.and_then(..)` and moved
+            // into it, the 168-byte `Option<Hit>` went through two `memcpy` calls on every
+            // shot, hit or not.
+            Found::Closest(None) => {
+                return Ok(Trace {
+                    hit: None,
+                    blocker,
+                    rewind,
+                });
+            }
+            Found::Closest(Some(touch)) if !O::ENABLED => {
+                return Ok(Trace {
+                    hit: touch.into_hit(&ctx),
+                    blocker,
+                    rewind,
+                });
+            }
+            Found::Closest(Some(touch)) => {
+                let hit = touch.into_hit(&ctx);
                 if let Some(hit) = hit.as_ref().filter(|_| O::ENABLED) {
                     self.observer.hit(hit);
                 }
@@ -219,7 +237,7 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         Ok(Trace {
             hit,
             blocker,
-            rewind: (&bracket).into(),
+            rewind,
         })
     }
 }
@@ -421,21 +439,43 @@ impl TraceContext<'_> {
             }
             return t_max;
         }
-        // Bones four at a time first, by the sphere around each bone's lerped origin that
-        // holds its hitboxes (no slerp yet); only the bones that pass are interpolated,
-        // and each of their hitboxes is then culled by the ball around its own placed
-        // centre before the exact test. The ball is much tighter than the bone's sphere for
-        // a limb whose capsule sits half a limb from the joint, and it is computed exactly
-        // as the exact test places the shape, so it only skips hitboxes the exact test
-        // would miss. With an observer, the per-hitbox test is the bone-origin sphere
-        // instead, so debug output shows every hitbox near the trace.
+        // Bones four (or eight) at a time first, by the sphere around each bone's lerped
+        // origin that holds its hitboxes (no slerp yet); only the bones that pass are
+        // interpolated, and each of their hitboxes is then culled by the ball around its own
+        // placed centre before the exact test. The ball is much tighter than the bone's
+        // sphere for a limb whose capsule sits half a limb from the joint, and it is
+        // computed exactly as the exact test places the shape, so it only skips hitboxes the
+        // exact test would miss. With an observer, the per-hitbox test is the bone-origin
+        // sphere instead, so debug output shows every hitbox near the trace.
+        // PERF: whether the entity blends two frames is decided once, not per bone (a branch
+        // per bone that callgrind's model mispredicted about one time in three).
+        if view.single() {
+            self.unscaled_hitboxes::<true, O>(&view, rig, t_max, observer, &report, &mut keep)
+        } else {
+            self.unscaled_hitboxes::<false, O>(&view, rig, t_max, observer, &report, &mut keep)
+        }
+    }
+
+    /// The hitboxes of an unscaled entity (`SINGLE`: its view uses one frame); returns the
+    /// new reach.
+    #[inline(always)]
+    fn unscaled_hitboxes<const SINGLE: bool, O: QueryObserver>(
+        &self,
+        view: &EntityView<'_>,
+        rig: &Rig,
+        mut t_max: f32,
+        observer: &mut O,
+        report: &impl Fn(&mut O, usize, &PlacedShape),
+        keep: &mut impl FnMut(&mut O, usize, Crossing, PlacedShape, Vec3, f32) -> f32,
+    ) -> f32 {
+        let hitboxes = rig.hitboxes();
         let bone_reach = rig.bone_reach();
         for first in (0..usize::from(rig.bone_count())).step_by(64) {
             let mut mask = view.cull_bones(first, rig.carrying(), bone_reach, &self.lanes, t_max);
             while mask != 0 {
                 let bone_index = first + mask.trailing_zeros() as usize;
                 mask &= mask - 1;
-                let bone = view.bone_unscaled(bone_index);
+                let bone = view.bone_unscaled_as::<SINGLE>(bone_index);
                 for i in rig.hitboxes_of(bone_index) {
                     if O::ENABLED {
                         let (bone_origin, _) = view.bone_origin(bone_index);
@@ -466,7 +506,7 @@ impl TraceContext<'_> {
     #[inline(always)]
     fn crossing(&self, placed: &PlacedShape, t_max: f32) -> Option<Crossing> {
         placed
-            .cast_sphere_line(self.origin, self.dir, self.radius)
+            .cast_sphere_line_inline(self.origin, self.dir, self.radius)
             .and_then(|c| c.clip(t_max))
     }
 
