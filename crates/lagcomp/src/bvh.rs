@@ -717,16 +717,11 @@ impl FrameLeaves<'_> {
     /// will place it).
     #[inline]
     pub(crate) fn set(&mut self, item: usize, node_box: NodeBox) {
-        let Some(&at) = self.leaf_of.get(item) else {
-            return;
-        };
-        debug_assert!(
-            self.floats
-                .get(at as usize)
-                .is_none_or(|&v| v == f32::INFINITY),
-            "one record per frame"
-        );
-        set_leaf(self.flat, self.floats, at as usize, &node_box);
+        if self.flat {
+            self.set_in::<true>(item, node_box);
+        } else {
+            self.set_in::<false>(item, node_box);
+        }
     }
 
     /// Sets the leaf of `item` to `node_box` whatever it held: a rebuild's refill of every
