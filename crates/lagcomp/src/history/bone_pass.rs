@@ -158,10 +158,15 @@ impl Kernel {
 }
 
 impl Kernel {
-    /// [`Kernel::run`] for [`Kernel::Avx2`], inlinable into AVX2 code.
+    /// [`Kernel::run`] for [`Kernel::Avx2`], inlinable into AVX2 code. With `STREAM`, the
+    /// rows of whole groups of four bones are written with streaming (non-temporal) stores,
+    /// which do not read the lines they fill; the stored bits are the same.
     ///
     /// # Safety
-    /// The CPU supports AVX2 (`Kernel::detect` returned `Avx2`).
+    /// The CPU supports AVX2 (`Kernel::detect` returned `Avx2`). With `STREAM`:
+    /// `translations` starts 16-byte aligned and `rotations` 32-byte aligned when there are
+    /// four bones or more, and the caller runs `_mm_sfence` before anything else (another
+    /// thread) may read the rows.
     ///
     /// # Panics
     /// As [`Kernel::run`].
@@ -170,7 +175,7 @@ impl Kernel {
     /// the AVX2-compiled recorder.
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    pub(super) unsafe fn run_avx2(
+    pub(super) unsafe fn run_avx2<const STREAM: bool>(
         bones: &[BoneTransform],
         reach: &[[f32; 4]],
         translations: &mut [StoredTranslation],
@@ -180,36 +185,9 @@ impl Kernel {
         if !x86::LAYOUT_MATCHES {
             return portable(bones, reach, translations, rotations);
         }
-        // SAFETY: lengths and layout checked above; the caller's contract gives AVX2.
-        unsafe { x86::avx2_inline::<false>(bones, reach, translations, rotations) }
-    }
-
-    /// [`Kernel::run_avx2`] writing the rows of whole groups of four bones with streaming
-    /// (non-temporal) stores, which do not read the lines they fill; the stored bits are
-    /// the same.
-    ///
-    /// # Safety
-    /// As [`Kernel::run_avx2`]; and `translations` starts 16-byte aligned and `rotations`
-    /// 32-byte aligned when there are four bones or more; and the caller runs
-    /// `_mm_sfence` before anything else (another thread) may read the rows.
-    ///
-    /// # Panics
-    /// As [`Kernel::run`].
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    pub(super) unsafe fn run_avx2_streaming(
-        bones: &[BoneTransform],
-        reach: &[[f32; 4]],
-        translations: &mut [StoredTranslation],
-        rotations: &mut [StoredRotation],
-    ) -> BonePass {
-        assert_one_length(bones, reach, translations, rotations);
-        if !x86::LAYOUT_MATCHES {
-            return portable(bones, reach, translations, rotations);
-        }
-        // SAFETY: lengths and layout checked above; the caller's contract gives AVX2 and
-        // the alignments.
-        unsafe { x86::avx2_inline::<true>(bones, reach, translations, rotations) }
+        // SAFETY: lengths and layout checked above; the caller's contract gives AVX2 and,
+        // with `STREAM`, the alignments.
+        unsafe { x86::avx2_inline::<STREAM>(bones, reach, translations, rotations) }
     }
 }
 

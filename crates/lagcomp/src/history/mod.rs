@@ -816,9 +816,18 @@ impl History {
 
     /// The range of times a query may rewind to: from the later of the window edge and the
     /// oldest frame, to the newest frame.
+    ///
+    /// PERF: always inlined, and the newest frame read by its ring slot: a trace resolves
+    /// its time target through this, and a call returned the window through memory.
     #[must_use]
+    #[inline(always)]
     pub fn window(&self) -> Option<(f64, f64)> {
-        let ((_, oldest), (_, newest)) = self.span()?;
+        if self.newest_seq == 0 {
+            return None;
+        }
+        let oldest = self.meta(self.oldest_seq()).time;
+        let newest = self.frames[self.newest_ring].time;
+        debug_assert_eq!(newest.to_bits(), self.meta(self.newest_seq).time.to_bits());
         Some(((newest - self.config.max_rewind).max(oldest), newest))
     }
 

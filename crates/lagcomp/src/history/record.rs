@@ -447,7 +447,7 @@ impl FrameRecorder<'_> {
     ) -> Result<(), RecordError> {
         self.record_with(id, bones, state, |bones, reach, translations, rotations| {
             // SAFETY: the caller's contract: the CPU has AVX2.
-            unsafe { Kernel::run_avx2(bones, reach, translations, rotations) }
+            unsafe { Kernel::run_avx2::<false>(bones, reach, translations, rotations) }
         })
     }
 
@@ -533,22 +533,22 @@ impl FrameRecorder<'_> {
         // call per entity, about 20 instructions more).
         let flat_pass = |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| {
             // SAFETY: the caller's contract: the CPU has AVX2.
-            unsafe { Kernel::run_avx2(bones, reach, translations, rotations) }
+            unsafe { Kernel::run_avx2::<false>(bones, reach, translations, rotations) }
         };
         let tree_pass = |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| {
             // SAFETY: as above.
-            unsafe { Kernel::run_avx2(bones, reach, translations, rotations) }
+            unsafe { Kernel::run_avx2::<false>(bones, reach, translations, rotations) }
         };
         // Streaming: rows of four bones or more start 16-byte aligned in the translations
         // and 64-byte aligned in the rotations (`BoneRanges` aligns their places to four,
         // `Lanes::fit` the blocks, and the lanes start on a cache line); the fence is below.
         let flat_streaming = |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| {
             // SAFETY: as above, with the alignments and the fence just said.
-            unsafe { Kernel::run_avx2_streaming(bones, reach, translations, rotations) }
+            unsafe { Kernel::run_avx2::<true>(bones, reach, translations, rotations) }
         };
         let tree_streaming = |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| {
             // SAFETY: as above.
-            unsafe { Kernel::run_avx2_streaming(bones, reach, translations, rotations) }
+            unsafe { Kernel::run_avx2::<true>(bones, reach, translations, rotations) }
         };
         let flat = self.history.tree.keeps_its_shape();
         let stream = self.history.lanes.stream;

@@ -157,24 +157,11 @@ impl History {
     ) -> Result<Bracket, RewindError> {
         match target {
             RewindTarget::Time(t) => {
-                let window = self.window_inline().ok_or(RewindError::Empty)?;
+                let window = self.window().ok_or(RewindError::Empty)?;
                 self.bracket_time(t, window, policy)
             }
             _ => self.bracket_other(target, policy),
         }
-    }
-
-    /// [`History::window`], computed the same way, inline (the public one is a call).
-    #[inline(always)]
-    fn window_inline(&self) -> Option<(f64, f64)> {
-        if self.newest_seq == 0 {
-            return None;
-        }
-        let oldest = self.meta(self.oldest_seq()).time;
-        let newest = self.frames[self.newest_ring].time;
-        let window = ((newest - self.config.max_rewind).max(oldest), newest);
-        debug_assert_eq!(Some(window), self.window());
-        Some(window)
     }
 
     /// [`History::bracket`] for latency and tick-pair targets.

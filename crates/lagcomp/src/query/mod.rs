@@ -11,9 +11,9 @@
 //! candidate check its flags and its bounds at the target time; then cull its bones by the
 //! reach around each bone's lerped origin (four or eight at a time), interpolate only the
 //! bones that pass, and, for traces, cull each of their hitboxes by the ball around its
-//! placed centre before the exact test. A traced query with an observer keeps the per-hitbox reach test
-//! instead of the ball, so debug output shows every hitbox near the trace. Nothing is
-//! written: queries take `&History`.
+//! placed centre before the exact test. A traced query with an observer keeps the
+//! per-hitbox reach test instead of the ball, so debug output shows every hitbox near the
+//! trace. Nothing is written: queries take `&History`.
 
 pub mod observer;
 mod overlap;
