@@ -487,10 +487,10 @@ const SERIES_FROM_COS: f32 = 0.9;
 /// `|u_i| <= |u_(i-1)| i / (2 i + 1)`, so `|u_5| <= 0.1284 (2/5)(3/7)(4/9)(5/11) = 0.00444`
 /// and five terms miss each weight by at most `0.00444 * 1e-5 / 0.95 = 4.7e-8` (the
 /// largest miss over a fine grid of `t` and `x`, in `f64`: 4.0e-8), below an `f32` ulp of
-/// 1. Both weights' misses move the unnormalized result by at most twice that, a 4D angle
-/// of about 1e-7 rad, a turn of 2e-7 rad; the `f32` arithmetic adds a few ulps (tests:
-/// within 1e-6 rad of an `f64` slerp). A stored rotation's dot product may exceed 1 by
-/// the norm tolerance; the series is a polynomial, smooth there.
+/// one. Both weights' misses move the unnormalized result by at most twice that, a 4D
+/// angle of about 1e-7 rad, a turn of 2e-7 rad; the `f32` arithmetic adds a few ulps
+/// (tests: a turn within 4e-7 rad of an `f64` slerp). A stored rotation's dot product may
+/// exceed 1 by the norm tolerance; the series is a polynomial, smooth there.
 ///
 /// PERF: `acos` and three `sin` from the platform's libm cost about 130 instructions and
 /// a long dependency chain for each blended bone turning more than 3.6 degrees in a tick
