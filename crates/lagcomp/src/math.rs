@@ -427,8 +427,9 @@ pub fn lerp(a: Vec3, b: Vec3, alpha: f32) -> Vec3 {
 ///
 /// Takes the short way round (negates `b` when the two lie in opposite hemispheres). A
 /// tiny turn (under 3.6 degrees) is a normalized lerp; turns up to 51.7 degrees (every
-/// tick-to-tick turn of an animated bone) take slerp's weights from a short power series
-/// ([`slerp_weights_series`]), plain `+` and `*`; larger turns, or an `alpha` outside
+/// tick-to-tick turn of an animated bone) take slerp's weights from a five-term power
+/// series in `cos - 1` (each weight within 4.7e-8 of `sin(t theta) / sin(theta)`), plain
+/// `+` and `*`, the same bits on every platform; larger turns, or an `alpha` outside
 /// `[0, 1]`, use `acos` and `sin` from [`det`].
 #[must_use]
 #[inline]
