@@ -86,7 +86,7 @@ fn pose(e: usize, kind: Kind, tick: u32, out: &mut [BoneTransform]) {
         Vec3::new(0.45, 1.3, 0.05),
     ];
     for (k, (bone, offset)) in out.iter_mut().zip(chain).enumerate() {
-        // Limbs swing fast enough that neighbouring frames often take slerp's slow path.
+        // Limbs swing fast enough that neighbouring frames often leave slerp's nlerp shortcut.
         let swing = Quat::from_rotation_x((11.0 * t + k as f32 * 0.9 + e as f32).sin() * 0.9);
         let mut rotation = yaw * swing;
         if let Kind::Stretched(stretch) = kind {
