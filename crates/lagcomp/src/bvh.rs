@@ -577,6 +577,14 @@ impl Topology {
         }
     }
 
+    /// Makes room for a build the size of `other`'s (see [`TemporalBvh::reserve_like`]).
+    fn reserve_like(&mut self, other: &Self) {
+        reserve_to(&mut self.nodes, other.nodes.capacity());
+        reserve_to(&mut self.items, other.items.capacity());
+        reserve_to(&mut self.pending, other.pending.capacity());
+        reserve_to(&mut self.placed, other.placed.capacity());
+    }
+
     /// Heap bytes held.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
@@ -1553,6 +1561,14 @@ impl TemporalBvh {
         }
     }
 
+    /// The span boxes of ring frame `frame`, as bits (for tests that compare two trees).
+    #[cfg(test)]
+    pub(crate) fn frame_span_bits(&self, frame: usize) -> Vec<[u32; 6]> {
+        let all = self.span_bits();
+        let per_frame = all.len() / self.frames.max(1);
+        all[frame * per_frame..(frame + 1) * per_frame].to_vec()
+    }
+
     /// Every span box, frame-major, as bits (for tests that compare two trees).
     #[cfg(test)]
     pub(crate) fn span_bits(&self) -> Vec<[u32; 6]> {
@@ -1575,6 +1591,21 @@ impl TemporalBvh {
             .collect()
     }
 
+    /// Makes room for a build the size of `other`'s: afterwards, building this tree over
+    /// no more items (for a ring no longer) than `other` was built over allocates nothing.
+    /// A history keeps two trees and builds into them in turn; this sizes the one that is
+    /// not built yet before a steady-state tick would.
+    pub(crate) fn reserve_like(&mut self, other: &Self) {
+        self.topology.reserve_like(&other.topology);
+        reserve_to(&mut self.children, other.children.capacity());
+        reserve_to(&mut self.parent_lane, other.parent_lane.capacity());
+        reserve_to(&mut self.spans, other.spans.capacity());
+        reserve_to(&mut self.lane_item, other.lane_item.capacity());
+        reserve_to(&mut self.leaf_of, other.leaf_of.capacity());
+        reserve_to(&mut self.sizes, other.sizes.capacity());
+        reserve_to(&mut self.pending, other.pending.capacity());
+    }
+
     /// Heap bytes held.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.topology.heap_bytes()
@@ -1587,6 +1618,12 @@ impl TemporalBvh {
                 * 4
             + self.pending.capacity() * 8
     }
+}
+
+/// Grows `v`'s capacity to at least `capacity`, exactly (amortised growth on both of two
+/// trees sized after each other could keep growing them in turn).
+fn reserve_to<T>(v: &mut Vec<T>, capacity: usize) {
+    v.reserve_exact(capacity.saturating_sub(v.len()));
 }
 
 /// Where a tree child's box starts among its frame's floats: its node's 24 floats

@@ -27,6 +27,13 @@
 //!   between two adjacent frames tests each node with one span box, which bounds every
 //!   pose interpolated between them: entities are culled with their bounds at the target
 //!   time before any pose is touched.
+//! - The tree's shape is rebuilt once a window (entities walk away from where it placed
+//!   them) and when entities come or go, and the frames already recorded keep the shape
+//!   they were recorded under: two trees are kept, the current one (every frame from
+//!   `tree_from` on) and the one before it (the older frames, until they age out). A
+//!   rebuild boxes only the newest frame and the one before it under the new shape, not
+//!   the whole ring, and a query walks the tree that holds both of its frames
+//!   ([`History::entity_tree`]).
 //! - Entities whose lag compensation is off at some frame are tested at their present pose
 //!   when rewound to it, which the per-frame boxes do not cover; they are listed separately
 //!   (`uncompensated`) and visited after the tree.
@@ -520,7 +527,14 @@ pub struct History {
     /// Slots with lag compensation off in some frame still in the ring, and the newest
     /// such frame: rewound to one of those frames they are tested at their present pose.
     uncompensated: Vec<(u32, u64)>,
+    /// The entity tree that new frames are recorded into: it holds every frame from
+    /// `tree_from` on.
     tree: TemporalBvh,
+    /// The tree before the last rebuild: it holds the frames before `tree_from` (and
+    /// `tree_from` itself, which their spans reach), until they age out of the ring.
+    old_tree: TemporalBvh,
+    /// The oldest frame `tree` holds boxes for (0: every frame, nothing older is needed).
+    tree_from: u64,
     tree_stale: bool,
     frames_since_build: usize,
     statics: Vec<StaticCollider>,
@@ -563,6 +577,8 @@ impl History {
             retiring: Vec::new(),
             uncompensated: Vec::new(),
             tree: TemporalBvh::default(),
+            old_tree: TemporalBvh::default(),
+            tree_from: 0,
             tree_stale: false,
             frames_since_build: 0,
             statics: Vec::new(),
@@ -886,10 +902,11 @@ impl History {
             + self.frames.capacity() * std::mem::size_of::<FrameMeta>()
     }
 
-    /// Heap bytes of the broadphase (the entity tree with its per-frame boxes).
+    /// Heap bytes of the broadphase (the entity trees with their per-frame boxes: the
+    /// current one and the one the older frames were recorded under).
     #[must_use]
     pub fn broadphase_bytes(&self) -> usize {
-        self.tree.heap_bytes()
+        self.tree.heap_bytes() + self.old_tree.heap_bytes()
     }
 
     // --- ring helpers ---
@@ -953,8 +970,21 @@ impl History {
         (&self.static_bvh, &self.statics)
     }
 
-    pub(crate) fn entity_tree(&self) -> &TemporalBvh {
-        &self.tree
+    /// The entity tree that holds the boxes of every frame of `bracket` (`older..=newer`):
+    /// the current tree for brackets from `tree_from` on, the tree before it for brackets
+    /// that end at or before `tree_from`. `None` for the rare bracket that straddles the
+    /// last rebuild (a tick-pair target skipping frames across it): no one tree holds all
+    /// of its frames, and the query tests every entity instead.
+    #[inline]
+    pub(crate) fn entity_tree(&self, bracket: &Bracket) -> Option<&TemporalBvh> {
+        debug_assert!(bracket.older <= bracket.newer && bracket.older >= self.oldest_seq());
+        if bracket.older >= self.tree_from {
+            Some(&self.tree)
+        } else if bracket.newer <= self.tree_from {
+            Some(&self.old_tree)
+        } else {
+            None
+        }
     }
 
     /// Slots that may be tested at their present pose (lag compensation off).

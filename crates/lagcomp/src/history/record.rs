@@ -78,76 +78,97 @@ impl History {
     fn end_frame(&mut self) {
         self.frames_since_build += 1;
         let newest = self.newest_seq;
+        let oldest = self.oldest_seq();
         // PERF: a flat broadphase is rebuilt only when entities come or go: rebuilding it
         // once a window gave the same boxes bit for bit (test
         // `a_flat_broadphase_rebuilt_once_a_window_would_change_nothing`) for about 2,400
         // instructions a tick at 64x16 (a fifth of the tick outside the bone groups).
-        if self.tree_stale
-            || (self.frames_since_build >= self.capacity && !self.tree.keeps_its_shape())
+        if !(self.tree_stale
+            || (self.frames_since_build >= self.capacity && !self.tree.keeps_its_shape()))
         {
-            // New topology (entities came or went, or everyone has moved a whole window
-            // since the last build): place entities where they are now, then give every
-            // frame in the ring its boxes under the new shape.
-            let mut tree = std::mem::take(&mut self.tree);
-            let slots = &self.slots;
-            tree.build(
-                self.capacity,
-                (0..slots.len() as u32).filter(|&i| slots[i as usize].life != Life::Free),
-                |i| {
-                    let slot = &slots[i as usize];
-                    if slot.last_seq >= self.oldest_seq() {
-                        let b = self
-                            .entity_frame(i as usize, self.ring(slot.last_seq))
-                            .bounds();
-                        b.center()
-                    } else {
-                        Vec3::ZERO
-                    }
-                },
-            );
-            // Leaves frame by frame, each frame's records in slot order (one sequential read
-            // of the frame lane; each frame's leaves stay in cache while it is filled), then
-            // each frame's internal nodes and spans, oldest first.
-            // PERF: entity by entity, the refill read one record per ring slot per entity
-            // (as many streams as ring slots, a frame lane's block apart) and scattered its
-            // writes over every frame's nodes: see BENCHMARKS.md, Record, sixth round.
-            let stride = self.lanes.frame_stride;
-            debug_assert!(slots.len() <= stride);
-            for (ring, meta) in self.frames[..self.capacity].iter().enumerate() {
-                let mut leaves = tree.frame_leaves(ring);
-                let block = &self.lanes.frames[ring * stride..][..slots.len()];
-                // A ring slot not holding a frame yet has sequence 0.
-                let seq = meta.seq;
-                for ((index, slot), frame) in slots.iter().enumerate().zip(block) {
-                    if slot.life == Life::Free {
-                        continue;
-                    }
-                    // `recorded_at`.
-                    let recorded = seq != 0 && seq <= slot.last_seq && frame.seq == seq as u32;
-                    // Both computed, one kept: a select rather than branches.
-                    let recorded_box = NodeBox::new(frame.bounds_min, frame.bounds_max);
-                    leaves.refill(
-                        index,
-                        if recorded {
-                            recorded_box
-                        } else {
-                            NodeBox::EMPTY
-                        },
-                    );
-                }
-            }
-            for seq in self.oldest_seq()..=newest {
-                let previous = (seq > self.oldest_seq()).then(|| self.ring(seq - 1));
-                tree.finish_frame(self.ring(seq), previous);
-            }
-            self.tree = tree;
-            self.tree_stale = false;
-            self.frames_since_build = 0;
-        } else {
             // The leaves were grown as entities were recorded.
-            let previous = (newest > self.oldest_seq()).then(|| self.ring(newest - 1));
+            let previous = (newest > oldest).then(|| self.ring(newest - 1));
             self.tree.finish_frame(self.ring(newest), previous);
+            return;
         }
+        // New topology (entities came or went, or everyone has moved a whole window since
+        // the last build): entities placed where they are now.
+        // PERF: versioned, not the whole ring. Frames already recorded keep the tree they
+        // were recorded under, which answers for them until they age out; the new tree
+        // gets boxes only for the frames from `from` on. Refilling and refitting every
+        // frame of the ring was 1.9 of a 5,000-entity rebuild's 2.5 ms (BENCHMARKS.md,
+        // Record, seventh round).
+        let from = if self.tree_from > oldest {
+            // The tree before the current one still answers for frames before
+            // `tree_from`: keep it, and give the current tree's frames the new shape.
+            self.tree_from
+        } else {
+            // The current tree holds every frame in the ring: it becomes the older tree,
+            // complete up to the frame before the newest (whose span it widened last
+            // tick). The new tree starts one frame earlier than the newest so that a
+            // query between those two (one span) finds both in one tree, entities
+            // spawned this tick included.
+            std::mem::swap(&mut self.tree, &mut self.old_tree);
+            newest.saturating_sub(1).max(oldest)
+        };
+        let mut tree = std::mem::take(&mut self.tree);
+        let slots = &self.slots;
+        tree.build(
+            self.capacity,
+            (0..slots.len() as u32).filter(|&i| slots[i as usize].life != Life::Free),
+            |i| {
+                let slot = &slots[i as usize];
+                if slot.last_seq >= oldest {
+                    let b = self
+                        .entity_frame(i as usize, self.ring(slot.last_seq))
+                        .bounds();
+                    b.center()
+                } else {
+                    Vec3::ZERO
+                }
+            },
+        );
+        // Leaves frame by frame, each frame's records in slot order (one sequential read of
+        // the frame lane; each frame's leaves stay in cache while it is filled), then each
+        // frame's internal nodes and spans, oldest first.
+        // PERF: entity by entity, the refill read one record per ring slot per entity (as
+        // many streams as ring slots, a frame lane's block apart) and scattered its writes
+        // over every frame's nodes: see BENCHMARKS.md, Record, sixth round.
+        let stride = self.lanes.frame_stride;
+        debug_assert!(slots.len() <= stride);
+        for seq in from..=newest {
+            let ring = self.ring(seq);
+            let mut leaves = tree.frame_leaves(ring);
+            let block = &self.lanes.frames[ring * stride..][..slots.len()];
+            for ((index, slot), frame) in slots.iter().enumerate().zip(block) {
+                if slot.life == Life::Free {
+                    continue;
+                }
+                // `recorded_at`.
+                let recorded = seq <= slot.last_seq && frame.seq == seq as u32;
+                // Both computed, one kept: a select rather than branches.
+                let recorded_box = NodeBox::new(frame.bounds_min, frame.bounds_max);
+                leaves.refill(
+                    index,
+                    if recorded {
+                        recorded_box
+                    } else {
+                        NodeBox::EMPTY
+                    },
+                );
+            }
+        }
+        for seq in from..=newest {
+            let previous = (seq > from).then(|| self.ring(seq - 1));
+            tree.finish_frame(self.ring(seq), previous);
+        }
+        // The next build goes into the older tree's memory (or this one's): sized now, so
+        // that rebuilding at a steady size allocates nothing.
+        self.old_tree.reserve_like(&tree);
+        self.tree = tree;
+        self.tree_from = from;
+        self.tree_stale = false;
+        self.frames_since_build = 0;
     }
 }
 
@@ -737,6 +758,8 @@ mod tests {
             }
         }
         bits.extend(history.tree.span_bits().iter().flatten());
+        bits.extend(history.old_tree.span_bits().iter().flatten());
+        bits.extend([history.tree_from as u32]);
         bits
     }
 
@@ -956,7 +979,18 @@ mod tests {
         rebuilt.tree_stale = true;
         rebuilt.end_frame();
         assert_eq!(rebuilt.frames_since_build, 0, "rebuilt");
-        assert_eq!(rebuilt.tree.span_bits(), kept);
+        // The rebuild boxes the newest two frames anew; the older frames keep the tree
+        // they were recorded under.
+        let newest = rebuilt.newest_seq;
+        assert_eq!(rebuilt.tree_from, newest - 1);
+        for ring in [rebuilt.ring(newest - 1), rebuilt.ring(newest)] {
+            assert_eq!(
+                rebuilt.tree.frame_span_bits(ring),
+                history.tree.frame_span_bits(ring),
+                "ring slot {ring}"
+            );
+        }
+        assert_eq!(rebuilt.old_tree.span_bits(), kept);
     }
 
     /// Entities spawned mid-match into reserved room do not lay the lanes out again, and

@@ -140,18 +140,17 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                 out.push(overlap);
             }
         };
-        if O::ENABLED {
-            for index in 0..history.slot_count() {
-                visit(index, Walk::Everyone);
-            }
-        } else {
-            history
-                .entity_tree()
-                .overlap(bracket.spans, &query_box, |index| {
-                    visit(index as usize, Walk::Tree)
-                });
+        // `None` (debug mode, or a bracket across the last tree rebuild): every entity.
+        if let Some(tree) = history.entity_tree(&bracket).filter(|_| !O::ENABLED) {
+            tree.overlap(bracket.spans, &query_box, |index| {
+                visit(index as usize, Walk::Tree)
+            });
             for index in history.uncompensated() {
                 visit(index, Walk::Uncompensated);
+            }
+        } else {
+            for index in 0..history.slot_count() {
+                visit(index, Walk::Everyone);
             }
         }
         out.sort_unstable_by(|a, b| {

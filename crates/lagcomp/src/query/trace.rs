@@ -143,8 +143,10 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         }
         let bracket = self.bracket()?;
         let history = self.history;
-        if !O::ENABLED {
-            history.entity_tree().prefetch_root(bracket.spans);
+        // `None` (debug mode, or a bracket across the last tree rebuild): every entity.
+        let tree = history.entity_tree(&bracket).filter(|_| !O::ENABLED);
+        if let Some(tree) = tree {
+            tree.prefetch_root(bracket.spans);
         }
         let inv_dir = ray_recip(ray.dir());
         let blocker = first_wall(history, ray, inv_dir, radius, self.layers);
@@ -164,15 +166,9 @@ impl<O: QueryObserver> Query<'_, '_, O> {
             lanes: LineLanes::new(ray.origin(), ray.dir(), radius),
         };
         let observer = &mut self.observer;
-        if O::ENABLED {
-            // Debug mode walks every entity so each gets a reported decision.
+        if let Some(tree) = tree {
             let mut t_max = reach;
-            for index in 0..history.slot_count() {
-                t_max = ctx.entity(index, Walk::Everyone, t_max, &mut found, &mut *observer);
-            }
-        } else {
-            let mut t_max = reach;
-            history.entity_tree().cast(
+            tree.cast(
                 bracket.spans,
                 ctx.origin,
                 inv_dir,
@@ -196,6 +192,12 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                     &mut found,
                     &mut *observer,
                 );
+            }
+        } else {
+            // Debug mode walks every entity so each gets a reported decision.
+            let mut t_max = reach;
+            for index in 0..history.slot_count() {
+                t_max = ctx.entity(index, Walk::Everyone, t_max, &mut found, &mut *observer);
             }
         }
         let rewind = (&bracket).into();
