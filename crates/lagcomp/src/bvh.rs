@@ -1001,7 +1001,7 @@ impl TemporalBvh {
     /// A tree that always takes the given form (`flat`: up to [`flat::FLAT_CAPACITY`]
     /// items), for tests that run against both.
     #[cfg(test)]
-    fn shaped(flat: bool) -> Self {
+    pub(crate) fn shaped(flat: bool) -> Self {
         Self {
             shape: if flat { Shape::Flat } else { Shape::Tree },
             ..Self::default()

@@ -1265,4 +1265,181 @@ mod tests {
             );
         }
     }
+
+    /// Where entity `serial` stands at `tick`: every entity crosses the arena at its own
+    /// speed (up to 0.8 m a tick), so a tree built a few ticks ago is a poor fit for the
+    /// newest frames and the two trees differ.
+    fn wanderer(serial: u32, tick: u32) -> Vec3 {
+        let s = serial as f32;
+        let base = Vec3::new((s * 7.3) % 30.0, (s * 0.37) % 2.0, (s * 3.1) % 30.0);
+        let velocity = Vec3::new((s * 1.7).sin(), 0.0, (s * 2.3).cos()) * 0.8;
+        base + velocity * tick as f32
+    }
+
+    /// Every kind of query, at every bracket the ring holds (each frame, between adjacent
+    /// frames, and tick pairs that skip up to three frames), answered through the entity
+    /// trees the same as by walking every entity (debug mode, no tree): while entities
+    /// spawn into reused slots, despawn, and the tree is rebuilt once a window, right after
+    /// another rebuild, and on every tick for a while. Queries land on the current tree, on
+    /// the older one (down to its oldest frame) and across the rebuild.
+    #[test]
+    fn versioned_trees_answer_every_bracket_as_walking_every_entity_does() {
+        use crate::time::{RewindTarget, WindowPolicy};
+        use crate::{QueryLog, Ray};
+        for flat in [false, true] {
+            let mut history = History::new(HistoryConfig {
+                tick_rate: 60.0,
+                max_rewind: 0.1,
+            })
+            .expect("config");
+            history.tree = crate::bvh::TemporalBvh::shaped(flat);
+            history.old_tree = crate::bvh::TemporalBvh::shaped(flat);
+            let capacity = history.capacity() as u32;
+            let rig = rig(4);
+            let mut serial = 0_u32;
+            let mut live: Vec<(super::super::EntityId, u32)> = Vec::new();
+            for _ in 0..24 {
+                live.push((history.spawn(Arc::clone(&rig)), serial));
+                serial += 1;
+            }
+            let mut rng = Pcg64Mcg::seed_from_u64(0x7ee5);
+            // Queries through the current tree, the older one, across a rebuild; rebuilds
+            // with the older tree still answering; handles that reused a slot.
+            let (mut current, mut older, mut across, mut kept_older, mut reused) = (0, 0, 0, 0, 0);
+            let (mut hits, mut overlaps) = (Vec::new(), Vec::new());
+            let (mut all_hits, mut all_overlaps) = (0, 0);
+            for tick in 1..=12 * capacity {
+                // Churn: quiet for a window, then a spawn or despawn on most ticks, then
+                // one every few ticks.
+                let churn = match (tick / capacity) % 4 {
+                    0 => false,
+                    1 => rng.random_range(0..4) != 0,
+                    _ => rng.random_range(0..5) == 0,
+                };
+                if churn && tick > 1 {
+                    if live.len() > 16 && rng.random_bool(0.5) {
+                        let k = rng.random_range(0..live.len());
+                        history.despawn(live.swap_remove(k).0).expect("live");
+                    } else {
+                        let id = history.spawn(Arc::clone(&rig));
+                        reused += usize::from(id.generation() > 0);
+                        live.push((id, serial));
+                        serial += 1;
+                    }
+                }
+                let (tree_from, oldest) = (history.tree_from, history.oldest_seq());
+                let mut frame = history
+                    .begin_frame(Tick(tick), f64::from(tick) / 60.0)
+                    .expect("frame");
+                for &(id, serial) in &live {
+                    let at = wanderer(serial, tick);
+                    let bones: Vec<_> = (0..4)
+                        .map(|b| {
+                            let mut t = crate::math::BoneTransform::IDENTITY;
+                            t.translation = at + Vec3::Y * (0.3 * b as f32);
+                            t
+                        })
+                        .collect();
+                    frame
+                        .record(id, &bones, EntityState::default())
+                        .expect("valid");
+                }
+                drop(frame);
+                if history.frames_since_build == 0 && history.tree_from == tree_from {
+                    assert!(tree_from > oldest, "the older tree was still needed");
+                    kept_older += 1;
+                }
+                let (first, newest) = (history.oldest_seq(), history.newest_seq);
+                let time = |seq: u64| history.meta(seq).time;
+                let mut targets = Vec::new();
+                for seq in first..=newest {
+                    targets.push(RewindTarget::Time(time(seq)));
+                    if seq < newest {
+                        targets.push(RewindTarget::Time(0.5 * (time(seq) + time(seq + 1))));
+                    }
+                    for skip in 2..=4 {
+                        if seq + skip <= newest {
+                            targets.push(RewindTarget::Ticks {
+                                from: history.meta(seq).tick,
+                                to: history.meta(seq + skip).tick,
+                                fraction: rng.random_range(0.05..0.95),
+                            });
+                        }
+                    }
+                }
+                for target in targets {
+                    // The ring's oldest frame can be just outside the window.
+                    let Ok(bracket) = history.bracket(target, WindowPolicy::Reject) else {
+                        continue;
+                    };
+                    match history.entity_tree(&bracket) {
+                        Some(tree) if std::ptr::eq(tree, &history.tree) => current += 1,
+                        Some(_) => older += 1,
+                        None => across += 1,
+                    }
+                    // A ray at a live entity (where it stands at the target, if it was
+                    // recorded then), from up to 12 m away, and a sphere around it.
+                    let (id, serial) = live[rng.random_range(0..live.len())];
+                    let aim = match history
+                        .entity_at(id, target, WindowPolicy::Reject)
+                        .expect("known")
+                    {
+                        Some(at) => at.bone(1).expect("bone").translation,
+                        None => wanderer(serial, tick),
+                    };
+                    let from = aim
+                        + Vec3::new(
+                            rng.random_range(-12.0..12.0),
+                            rng.random_range(-1.0..1.0),
+                            rng.random_range(-12.0..12.0),
+                        );
+                    let Ok(ray) = Ray::between(from, aim + (aim - from) * 0.5) else {
+                        continue;
+                    };
+                    let radius = rng.random_range(0.0..0.4);
+                    let log = || QueryLog::default();
+                    let tree_ray = history.query(target).sweep(&ray, radius);
+                    let walk_ray = history.query(target).observe(log()).sweep(&ray, radius);
+                    assert_eq!(
+                        format!("{tree_ray:?}"),
+                        format!("{walk_ray:?}"),
+                        "{target:?}"
+                    );
+                    history
+                        .query(target)
+                        .ray_all(&ray, &mut hits)
+                        .expect("resolves");
+                    let tree_all = format!("{hits:?}");
+                    all_hits += hits.len();
+                    history
+                        .query(target)
+                        .observe(log())
+                        .ray_all(&ray, &mut hits)
+                        .expect("resolves");
+                    assert_eq!(tree_all, format!("{hits:?}"), "{target:?}");
+                    history
+                        .query(target)
+                        .overlap_sphere(aim, 1.5, &mut overlaps)
+                        .expect("resolves");
+                    let tree_overlaps = format!("{overlaps:?}");
+                    all_overlaps += overlaps.len();
+                    history
+                        .query(target)
+                        .observe(log())
+                        .overlap_sphere(aim, 1.5, &mut overlaps)
+                        .expect("resolves");
+                    assert_eq!(tree_overlaps, format!("{overlaps:?}"), "{target:?}");
+                }
+            }
+            let counts = (current, older, across, kept_older, reused);
+            assert!(
+                current > 1000 && older > 100 && across > 20 && kept_older > 5 && reused > 3,
+                "flat {flat}: {counts:?}"
+            );
+            assert!(
+                all_hits > 500 && all_overlaps > 500,
+                "{all_hits} {all_overlaps}"
+            );
+        }
+    }
 }
