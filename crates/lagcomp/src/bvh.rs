@@ -392,9 +392,44 @@ pub(crate) struct Topology {
 
 /// An item and its centroid, side by side so that the median splits compare inline data.
 #[derive(Debug, Clone, Copy)]
+#[repr(C, align(16))]
 struct Placed {
     centroid: [f32; 3],
     item: u32,
+}
+
+impl Placed {
+    /// The centroid on the first three lanes (the fourth holds the item's bits).
+    #[inline(always)]
+    fn lanes(&self) -> Vec4 {
+        Vec4::new(
+            self.centroid[0],
+            self.centroid[1],
+            self.centroid[2],
+            f32::from_bits(self.item),
+        )
+    }
+}
+
+/// Moves the `mid` items of `slice` with the smallest `centroid[AXIS]` before the others.
+///
+/// PERF: a plain `<` on a fixed axis. Centroids are finite (see [`Topology::build`]), and
+/// there `<` orders as `f32::total_cmp` did (which transformed both sides of every
+/// comparison) but for zeros of opposite signs, which it takes as equal: the median split
+/// is the same set unless such zeros straddle it. Callgrind, 5,000 items: see
+/// BENCHMARKS.md, Record, seventh round.
+#[inline]
+fn select_on<const AXIS: usize>(slice: &mut [Placed], mid: usize) {
+    slice.select_nth_unstable_by(mid, |a, b| {
+        let (a, b) = (a.centroid[AXIS], b.centroid[AXIS]);
+        if a < b {
+            std::cmp::Ordering::Less
+        } else if b < a {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    });
 }
 
 impl Topology {
@@ -409,9 +444,16 @@ impl Topology {
         // inside the comparisons (a few lookups through the history each) was most of the
         // cost of a rebuild: 164,000 instructions for 64 entities.
         self.placed.clear();
-        self.placed.extend(items.into_iter().map(|item| Placed {
-            centroid: centroid(item).to_array(),
-            item,
+        self.placed.extend(items.into_iter().map(|item| {
+            // The splits' `<` needs numbers: a centroid that is not (an item with no box)
+            // is placed at the origin.
+            let c = Some(centroid(item))
+                .filter(|c| c.is_finite())
+                .unwrap_or(Vec3::ZERO);
+            Placed {
+                centroid: c.to_array(),
+                item,
+            }
         }));
         self.nodes.clear();
         self.items.clear();
@@ -430,23 +472,23 @@ impl Topology {
                 };
                 continue;
             }
-            let mut lo = Vec3::INFINITY;
-            let mut hi = Vec3::NEG_INFINITY;
+            // PERF: one packed minimum and maximum per item (the fourth lane, the item's
+            // bits, is ignored): the same numbers as per-axis minimums of finite floats.
+            let (mut lo, mut hi) = (Vec4::INFINITY, Vec4::NEG_INFINITY);
             for placed in slice.iter() {
-                let c = Vec3::from_array(placed.centroid);
+                let c = placed.lanes();
                 lo = lo.min(c);
                 hi = hi.max(c);
             }
-            let extent = hi - lo;
-            let axis = if extent.x >= extent.y && extent.x >= extent.z {
-                0
-            } else if extent.y >= extent.z {
-                1
-            } else {
-                2
-            };
+            let extent = (hi - lo).truncate();
             let mid = split_at(slice.len());
-            slice.select_nth_unstable_by(mid, |a, b| a.centroid[axis].total_cmp(&b.centroid[axis]));
+            if extent.x >= extent.y && extent.x >= extent.z {
+                select_on::<0>(slice, mid);
+            } else if extent.y >= extent.z {
+                select_on::<1>(slice, mid);
+            } else {
+                select_on::<2>(slice, mid);
+            }
             let left = self.nodes.len() as u32;
             self.nodes.push(Node::default());
             self.nodes.push(Node::default());
@@ -1799,6 +1841,59 @@ mod tests {
             }
         });
         assert_eq!(found, vec![7], "{shape}");
+    }
+
+    /// The median splits on `<` place every item where splits on `f32::total_cmp` (what
+    /// the build used before) do, for centroids with distinct coordinates, including
+    /// negative ones and clusters (the same tree, so queries walk the same nodes).
+    #[test]
+    fn median_splits_place_items_as_total_order_splits_do() {
+        use rand::{Rng as _, SeedableRng as _};
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(0x5e1ec7);
+        for n in [2, 3, 9, 17, 64, 333, 1000] {
+            let centroids: Vec<Vec3> = (0..n)
+                .map(|i| {
+                    let cluster = Vec3::splat((i % 3) as f32 * 40.0 - 40.0);
+                    cluster
+                        + Vec3::new(
+                            rng.random_range(-30.0..30.0),
+                            rng.random_range(-3.0..3.0),
+                            rng.random_range(-30.0..30.0),
+                        )
+                })
+                .collect();
+            let mut topology = Topology::default();
+            topology.build(0..n as u32, |i| centroids[i as usize]);
+            // The reference: the same median splits, compared with `total_cmp`.
+            let mut placed: Vec<(Vec3, u32)> =
+                (0..n as u32).map(|i| (centroids[i as usize], i)).collect();
+            let mut pending = vec![(0, n)];
+            while let Some((start, end)) = pending.pop() {
+                let slice = &mut placed[start..end];
+                if slice.len() <= LEAF_SIZE {
+                    continue;
+                }
+                let (lo, hi) = slice
+                    .iter()
+                    .fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(lo, hi), (c, _)| {
+                        (lo.min(*c), hi.max(*c))
+                    });
+                let e = hi - lo;
+                let axis = if e.x >= e.y && e.x >= e.z {
+                    0
+                } else if e.y >= e.z {
+                    1
+                } else {
+                    2
+                };
+                let mid = split_at(slice.len());
+                slice.select_nth_unstable_by(mid, |a, b| a.0[axis].total_cmp(&b.0[axis]));
+                pending.push((start, start + mid));
+                pending.push((start + mid, end));
+            }
+            let expected: Vec<u32> = placed.iter().map(|p| p.1).collect();
+            assert_eq!(topology.items, expected, "{n} items");
+        }
     }
 
     /// The boxes of `frames` consecutive frames, item `i` absent from frame `f` when
