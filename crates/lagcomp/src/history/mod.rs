@@ -722,7 +722,10 @@ impl History {
         self.lanes.ranges.give_back(slot.bones_at, slot.bone_count);
         self.free.push(index as u32);
         self.uncompensated.retain(|&(i, _)| i as usize != index);
-        self.tree_stale = true;
+        // The tree is not rebuilt for this: a slot is freed once its last frame has aged
+        // out, so its leaf is empty in every frame the trees still answer for, and stays
+        // so (nothing records a free slot) until the next build drops it or a spawn into
+        // the slot rebuilds anyway.
     }
 
     /// The rig of an entity (despawned entities keep theirs until they age out).
