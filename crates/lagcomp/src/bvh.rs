@@ -712,8 +712,13 @@ pub(crate) struct TemporalBvh {
     /// Per node, its four children: [`ITEM`] plus an item, a node index, or [`NO_CHILD`].
     /// Children come after their parents. Empty in the flat form.
     children: Vec<[u32; 4]>,
-    /// Per node but the root (index 0), where its box goes: `parent << 2 | lane`.
+    /// Per node in the tree but the root (index 0), where its box goes: `parent << 2 |
+    /// lane`. As long as `linked`: spare nodes have none until [`TemporalBvh::insert`]
+    /// links them.
     parent_lane: Vec<u32>,
+    /// Nodes in the tree: the build's, then the spare nodes linked since. The rest of
+    /// `children` are spares, every lane empty (and every box, in every frame).
+    linked: usize,
     /// `frames * per_frame` sets of child spans, frame-major (in the flat form, each
     /// frame's `per_frame` of them hold its blocks of lanes, see [`flat::lane_float`]).
     spans: Vec<ChildBoxes>,
@@ -843,6 +848,12 @@ fn set_leaf_at<const STEP: usize>(floats: &mut [f32], at: usize, node_box: &Node
     }
 }
 
+/// Spare nodes a tree of `nodes` nodes keeps for [`TemporalBvh::insert`]: one in 64 and
+/// four more (at 5,000 entities, about 1,700 nodes: 30 spares, 2 % more boxes per frame).
+fn spare_nodes(nodes: usize) -> usize {
+    nodes / 64 + 4
+}
+
 /// A child link that is an item rather than a node.
 const ITEM: u32 = 1 << 31;
 
@@ -879,7 +890,7 @@ impl ChildBoxes {
     }
 
     /// Child `lane`'s box.
-    #[cfg(test)]
+    #[inline]
     fn lane(&self, lane: usize) -> NodeBox {
         let [min, neg_max] = self.planes;
         NodeBox {
@@ -1050,6 +1061,12 @@ impl TemporalBvh {
         }
     }
 
+    /// Nodes in the tree (spare nodes linked by [`TemporalBvh::insert`] included).
+    #[cfg(test)]
+    pub(crate) fn linked(&self) -> usize {
+        self.linked
+    }
+
     /// Whether this is the flat form.
     #[inline(always)]
     fn is_flat(&self) -> bool {
@@ -1091,6 +1108,12 @@ impl TemporalBvh {
             .build(self.lane_item.iter().copied(), centroid);
         self.lane_item.clear();
         self.collapse();
+        self.linked = self.children.len();
+        // Spare nodes after the tree's, for entities spawned before the next build.
+        let spares = spare_nodes(self.linked);
+        self.children
+            .extend(std::iter::repeat_n([NO_CHILD; 4], spares));
+        self.parent_lane.reserve(spares);
         self.per_frame = self.children.len();
         let n = self.per_frame;
         // Not cleared: the caller refits every frame in the ring (every item's lane and
@@ -1111,6 +1134,7 @@ impl TemporalBvh {
     fn build_flat(&mut self) {
         self.children.clear();
         self.parent_lane.clear();
+        self.linked = 0;
         self.stride = self.lane_item.len().next_multiple_of(flat::FLAT_LANE_STEP);
         self.per_frame = self.stride / 4;
         self.leaf_of.fill(u32::MAX);
@@ -1215,6 +1239,84 @@ impl TemporalBvh {
                 }
             }
         }
+    }
+
+    /// Places `item` in the tree without a new topology: in a spare node, beside the leaf
+    /// whose box in ring frame `frame` is centred nearest to `centroid` (that leaf moves
+    /// into the spare node with it, which takes its place). `item` was not recorded in any
+    /// frame but `frame` (a spawn), where its leaf becomes `node_box`; an item already kept
+    /// (a slot reused since the build) leaves its old place first. The sibling's boxes are
+    /// copied into the spare node in every frame, so every frame this tree holds stays
+    /// complete; `frame` still needs [`TemporalBvh::finish_frame`]. Returns `false`, and
+    /// changes nothing, in the flat form or with no spare node left: build instead.
+    ///
+    /// PERF: a spawn otherwise rebuilds the topology (about 0.8 ms at 5,000 entities) and
+    /// refits every frame since the last build; this is one pass over the leaves of one
+    /// frame (BENCHMARKS.md, Record, seventh round).
+    pub(crate) fn insert(
+        &mut self,
+        item: u32,
+        centroid: Vec3,
+        frame: usize,
+        node_box: NodeBox,
+    ) -> bool {
+        let n = self.per_frame;
+        if self.is_flat() || self.linked >= self.children.len() || self.linked == 0 {
+            return false;
+        }
+        let Some(boxes) = self.spans.get(frame * n..(frame + 1) * n) else {
+            return false;
+        };
+        // The nearest leaf by the centre of its box (twice the centre, compared squared).
+        let target = 2.0 * centroid;
+        let mut nearest = None;
+        let mut best = f32::INFINITY;
+        for (node, links) in self.children[..self.linked].iter().enumerate() {
+            for (lane, &link) in links.iter().enumerate() {
+                if link == NO_CHILD || link & ITEM == 0 || link & !ITEM == item {
+                    continue;
+                }
+                let b = boxes[node].lane(lane);
+                let twice = Vec3::from_array(b.min) - Vec3::from_array(b.neg_max);
+                let d = twice.distance_squared(target);
+                if d < best || nearest.is_none() {
+                    best = d;
+                    nearest = Some((node, lane));
+                }
+            }
+        }
+        let Some((parent, lane)) = nearest else {
+            return false;
+        };
+        let item = item as usize;
+        if let Some(&at) = self.leaf_of.get(item).filter(|&&at| at != u32::MAX) {
+            // The slot's previous entity: its frames have aged out, its leaf is empty (but
+            // in `frame`, where the new entity was just recorded into it). Gone.
+            let (node, old_lane) = (at as usize / 24, at as usize % 24);
+            self.children[node][old_lane] = NO_CHILD;
+            for f in 0..self.frames {
+                self.spans[f * n + node].set_lane(old_lane, &NodeBox::EMPTY);
+            }
+        }
+        let spare = self.linked;
+        self.linked += 1;
+        let sibling = self.children[parent][lane] & !ITEM;
+        self.children[spare] = [ITEM | sibling, ITEM | item as u32, NO_CHILD, NO_CHILD];
+        self.children[parent][lane] = spare as u32;
+        let link = ((parent as u32) << 2) | lane as u32;
+        debug_assert_eq!(self.parent_lane.len(), spare, "spares link in order");
+        self.parent_lane.push(link);
+        self.leaf_of[sibling as usize] = leaf_float((spare as u32) << 2);
+        if item >= self.leaf_of.len() {
+            self.leaf_of.resize(item + 1, u32::MAX);
+        }
+        self.leaf_of[item] = leaf_float(((spare as u32) << 2) | 1);
+        for f in 0..self.frames {
+            let sibling_box = self.spans[f * n + parent].lane(lane);
+            self.spans[f * n + spare].set_lane(0, &sibling_box);
+        }
+        self.spans[frame * n + spare].set_lane(1, &node_box);
+        true
     }
 
     /// Empties every box of ring frame `frame`, before its items are grown into it.
@@ -2370,7 +2472,11 @@ mod tests {
             bvh.build(3, 0..items, |i| bounds[i as usize].center());
             let mut count = vec![0; items as usize];
             let mut full = 0;
-            for (node, links) in bvh.children.iter().enumerate() {
+            let spares = &bvh.children[bvh.linked..];
+            assert_eq!(spares.len(), spare_nodes(bvh.linked), "{items} items");
+            assert!(spares.iter().all(|links| *links == [NO_CHILD; 4]));
+            assert_eq!(bvh.parent_lane.len(), bvh.linked);
+            for (node, links) in bvh.children[..bvh.linked].iter().enumerate() {
                 let used = links.iter().filter(|&&l| l != NO_CHILD).count();
                 assert!(used >= 1, "{items} items: node {node} is empty");
                 full += usize::from(used == 4);
@@ -2394,14 +2500,10 @@ mod tests {
             // Splits in fours keep nodes nearly full: about a third as many nodes as items
             // (the collapse of plain median splits made 85 nodes for 200 items).
             let bound = (items as usize).div_ceil(3) + items as usize / 12 + 1;
-            assert!(
-                bvh.children.len() <= bound,
-                "{items} items: {} nodes",
-                bvh.children.len()
-            );
+            assert!(bvh.linked <= bound, "{items} items: {} nodes", bvh.linked);
             // A power of four items fills every node (median splits halve them exactly).
             if items.is_power_of_two() && items.trailing_zeros() % 2 == 0 && items > 1 {
-                assert_eq!(full, bvh.children.len(), "{items} items");
+                assert_eq!(full, bvh.linked, "{items} items");
                 assert_eq!(full as u32, (items - 1) / 3, "{items} items");
             }
         }

@@ -535,7 +535,8 @@ pub struct History {
     old_tree: TemporalBvh,
     /// The oldest frame `tree` holds boxes for (0: every frame, nothing older is needed).
     tree_from: u64,
-    tree_stale: bool,
+    /// Slots spawned since the last frame ended: placed in the tree when it ends.
+    spawned: Vec<u32>,
     frames_since_build: usize,
     statics: Vec<StaticCollider>,
     static_bounds: Vec<Aabb>,
@@ -579,7 +580,7 @@ impl History {
             tree: TemporalBvh::default(),
             old_tree: TemporalBvh::default(),
             tree_from: 0,
-            tree_stale: false,
+            spawned: Vec::new(),
             frames_since_build: 0,
             statics: Vec::new(),
             static_bounds: Vec::new(),
@@ -634,7 +635,7 @@ impl History {
         slot.last_seq = 0;
         slot.first_seq = 0;
         self.lanes.pending.push(index as u32);
-        self.tree_stale = true;
+        self.spawned.push(index as u32);
         slot.id(index)
     }
 

@@ -77,20 +77,55 @@ impl History {
     /// Brings the broadphase up to date with the frame just recorded.
     fn end_frame(&mut self) {
         self.frames_since_build += 1;
-        let newest = self.newest_seq;
-        let oldest = self.oldest_seq();
-        // PERF: a flat broadphase is rebuilt only when entities come or go: rebuilding it
+        // PERF: a flat broadphase is rebuilt only when entities come: rebuilding it
         // once a window gave the same boxes bit for bit (test
         // `a_flat_broadphase_rebuilt_once_a_window_would_change_nothing`) for about 2,400
         // instructions a tick at 64x16 (a fifth of the tick outside the bone groups).
-        if !(self.tree_stale
-            || (self.frames_since_build >= self.capacity && !self.tree.keeps_its_shape()))
-        {
+        let rebuild = (self.frames_since_build >= self.capacity && !self.tree.keeps_its_shape())
+            || !self.insert_spawned();
+        self.spawned.clear();
+        if rebuild {
+            self.rebuild_tree();
+        } else {
             // The leaves were grown as entities were recorded.
-            let previous = (newest > oldest).then(|| self.ring(newest - 1));
+            let newest = self.newest_seq;
+            let previous = (newest > self.oldest_seq()).then(|| self.ring(newest - 1));
             self.tree.finish_frame(self.ring(newest), previous);
-            return;
         }
+    }
+
+    /// Places the entities spawned since the last frame in the current tree, each beside
+    /// its nearest neighbour (`TemporalBvh::insert`); `false` if one could not be (the
+    /// flat form, or no spare node left), and then the tree must be rebuilt, which places
+    /// them all. Entities despawned before their first frame are skipped.
+    fn insert_spawned(&mut self) -> bool {
+        let (seq, ring) = (self.newest_seq, self.newest_ring);
+        for k in 0..self.spawned.len() {
+            let index = self.spawned[k] as usize;
+            if self.slots[index].life == Life::Free {
+                continue;
+            }
+            let (centroid, node_box) = if self.recorded_at(index, seq, ring) {
+                let frame = self.entity_frame(index, ring);
+                (
+                    frame.bounds().center(),
+                    NodeBox::new(frame.bounds_min, frame.bounds_max),
+                )
+            } else {
+                (Vec3::ZERO, NodeBox::EMPTY)
+            };
+            if !self.tree.insert(index as u32, centroid, ring, node_box) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A new tree over the active entities, placed where they are now (once a window,
+    /// and when a spawned entity could not be inserted); completes the newest frame.
+    fn rebuild_tree(&mut self) {
+        let newest = self.newest_seq;
+        let oldest = self.oldest_seq();
         // New topology (entities came or went, or everyone has moved a whole window since
         // the last build): entities placed where they are now.
         // PERF: versioned, not the whole ring. Frames already recorded keep the tree they
@@ -167,7 +202,6 @@ impl History {
         self.old_tree.reserve_like(&tree);
         self.tree = tree;
         self.tree_from = from;
-        self.tree_stale = false;
         self.frames_since_build = 0;
     }
 }
@@ -976,8 +1010,7 @@ mod tests {
         );
         let kept = history.tree.span_bits();
         let mut rebuilt = history.clone();
-        rebuilt.tree_stale = true;
-        rebuilt.end_frame();
+        rebuilt.rebuild_tree();
         assert_eq!(rebuilt.frames_since_build, 0, "rebuilt");
         // The rebuild boxes the newest two frames anew; the older frames keep the tree
         // they were recorded under.
@@ -1306,28 +1339,37 @@ mod tests {
             // Queries through the current tree, the older one, across a rebuild; rebuilds
             // with the older tree still answering; handles that reused a slot.
             let (mut current, mut older, mut across, mut kept_older, mut reused) = (0, 0, 0, 0, 0);
+            let mut inserted = 0;
             let (mut hits, mut overlaps) = (Vec::new(), Vec::new());
             let (mut all_hits, mut all_overlaps) = (0, 0);
             for tick in 1..=12 * capacity {
                 // Churn: quiet for a window, then a spawn or despawn on most ticks, then
                 // one every few ticks.
-                let churn = match (tick / capacity) % 4 {
-                    0 => false,
-                    1 => rng.random_range(0..4) != 0,
-                    _ => rng.random_range(0..5) == 0,
+                // Churn: quiet for a window; then an entity replaced on every tick (more
+                // spawns than a small tree has spare nodes: rebuilds while the older tree
+                // still answers); then a spawn or a despawn every few ticks (inserted).
+                let (spawns, despawns) = match (tick / capacity) % 4 {
+                    _ if tick == 1 => (0, 0),
+                    0 => (0, 0),
+                    1 => (2, 1),
+                    _ if rng.random_range(0..5) != 0 => (0, 0),
+                    _ if rng.random_bool(0.5) => (0, 1),
+                    _ => (1, 0),
                 };
-                if churn && tick > 1 {
-                    if live.len() > 16 && rng.random_bool(0.5) {
+                for _ in 0..despawns {
+                    if live.len() > 16 {
                         let k = rng.random_range(0..live.len());
                         history.despawn(live.swap_remove(k).0).expect("live");
-                    } else {
-                        let id = history.spawn(Arc::clone(&rig));
-                        reused += usize::from(id.generation() > 0);
-                        live.push((id, serial));
-                        serial += 1;
                     }
                 }
+                for _ in 0..spawns {
+                    let id = history.spawn(Arc::clone(&rig));
+                    reused += usize::from(id.generation() > 0);
+                    live.push((id, serial));
+                    serial += 1;
+                }
                 let (tree_from, oldest) = (history.tree_from, history.oldest_seq());
+                let linked = history.tree.linked();
                 let mut frame = history
                     .begin_frame(Tick(tick), f64::from(tick) / 60.0)
                     .expect("frame");
@@ -1349,6 +1391,8 @@ mod tests {
                     assert!(tree_from > oldest, "the older tree was still needed");
                     kept_older += 1;
                 }
+                inserted +=
+                    usize::from(history.frames_since_build > 0 && history.tree.linked() > linked);
                 let (first, newest) = (history.oldest_seq(), history.newest_seq);
                 let time = |seq: u64| history.meta(seq).time;
                 let mut targets = Vec::new();
@@ -1431,9 +1475,14 @@ mod tests {
                     assert_eq!(tree_overlaps, format!("{overlaps:?}"), "{target:?}");
                 }
             }
-            let counts = (current, older, across, kept_older, reused);
+            let counts = (current, older, across, kept_older, reused, inserted);
             assert!(
-                current > 1000 && older > 100 && across > 20 && kept_older > 5 && reused > 3,
+                current > 1000
+                    && older > 100
+                    && across > 20
+                    && kept_older > 5
+                    && reused > 3
+                    && (flat || inserted > 5),
                 "flat {flat}: {counts:?}"
             );
             assert!(
