@@ -979,16 +979,32 @@ impl History {
     /// that end at or before `tree_from`. `None` for the rare bracket that straddles the
     /// last rebuild (a tick-pair target skipping frames across it): no one tree holds all
     /// of its frames, and the query tests every entity instead.
-    #[inline]
+    ///
+    /// PERF: the bracket's two frames by value: a reference made the query build its
+    /// bracket in memory (22 instructions a shot at 64x16).
+    #[inline(always)]
     pub(crate) fn entity_tree(&self, bracket: &Bracket) -> Option<&TemporalBvh> {
-        debug_assert!(bracket.older <= bracket.newer && bracket.older >= self.oldest_seq());
-        if bracket.older >= self.tree_from {
+        let (older, newer) = (bracket.older, bracket.newer);
+        debug_assert!(older <= newer && older >= self.oldest_seq());
+        if older >= self.tree_from {
             Some(&self.tree)
-        } else if bracket.newer <= self.tree_from {
-            Some(&self.old_tree)
         } else {
-            None
+            self.older_entity_tree(newer)
         }
+    }
+
+    /// The tree new frames are recorded into (what a debug walk, which tests every
+    /// entity, is given).
+    pub(crate) fn current_entity_tree(&self) -> &TemporalBvh {
+        &self.tree
+    }
+
+    /// [`History::entity_tree`] for a bracket from before the current tree's frames (the
+    /// few oldest frames after a rebuild) that ends at `newer`.
+    #[cold]
+    #[inline(never)]
+    fn older_entity_tree(&self, newer: u64) -> Option<&TemporalBvh> {
+        (newer <= self.tree_from).then_some(&self.old_tree)
     }
 
     /// Slots that may be tested at their present pose (lag compensation off).

@@ -75,6 +75,12 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         out.clear();
         let bracket = self.bracket()?;
         let history = self.history;
+        let tree = match history.entity_tree(&bracket) {
+            Some(tree) => tree,
+            // Rare: no one tree holds the bracket's frames (across the last rebuild).
+            None if !O::ENABLED => return self.every_entity().overlap(volume, out),
+            None => history.current_entity_tree(),
+        };
         let query_box = volume.aabb();
         let observer = &mut self.observer;
         let (layers, ignore) = (self.layers, self.ignore);
@@ -140,17 +146,16 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                 out.push(overlap);
             }
         };
-        // `None` (debug mode, or a bracket across the last tree rebuild): every entity.
-        if let Some(tree) = history.entity_tree(&bracket).filter(|_| !O::ENABLED) {
+        if O::ENABLED {
+            for index in 0..history.slot_count() {
+                visit(index, Walk::Everyone);
+            }
+        } else {
             tree.overlap(bracket.spans, &query_box, |index| {
                 visit(index as usize, Walk::Tree)
             });
             for index in history.uncompensated() {
                 visit(index, Walk::Uncompensated);
-            }
-        } else {
-            for index in 0..history.slot_count() {
-                visit(index, Walk::Everyone);
             }
         }
         out.sort_unstable_by(|a, b| {

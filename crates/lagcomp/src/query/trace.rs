@@ -137,15 +137,34 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         self.trace(ray, radius, Found::All(out))
     }
 
+    /// [`Query::trace`] walking every entity, without the tree.
+    ///
+    /// PERF: out of line, and only for a bracket no one tree holds: a walk that could
+    /// fall back to every entity in line cost every shot about 20 instructions.
+    #[cold]
+    #[inline(never)]
+    fn trace_every_entity(
+        &mut self,
+        ray: &Ray,
+        radius: f32,
+        found: Found<'_>,
+    ) -> Result<Trace, QueryError> {
+        self.every_entity().trace(ray, radius, found)
+    }
+
     fn trace(&mut self, ray: &Ray, radius: f32, mut found: Found<'_>) -> Result<Trace, QueryError> {
         if let Found::All(out) = &mut found {
             out.clear();
         }
         let bracket = self.bracket()?;
         let history = self.history;
-        // `None` (debug mode, or a bracket across the last tree rebuild): every entity.
-        let tree = history.entity_tree(&bracket).filter(|_| !O::ENABLED);
-        if let Some(tree) = tree {
+        let tree = match history.entity_tree(&bracket) {
+            Some(tree) => tree,
+            // Rare: no one tree holds the bracket's frames (across the last rebuild).
+            None if !O::ENABLED => return self.trace_every_entity(ray, radius, found),
+            None => history.current_entity_tree(),
+        };
+        if !O::ENABLED {
             tree.prefetch_root(bracket.spans);
         }
         let inv_dir = ray_recip(ray.dir());
@@ -166,7 +185,13 @@ impl<O: QueryObserver> Query<'_, '_, O> {
             lanes: LineLanes::new(ray.origin(), ray.dir(), radius),
         };
         let observer = &mut self.observer;
-        if let Some(tree) = tree {
+        if O::ENABLED {
+            // Debug mode walks every entity so each gets a reported decision.
+            let mut t_max = reach;
+            for index in 0..history.slot_count() {
+                t_max = ctx.entity(index, Walk::Everyone, t_max, &mut found, &mut *observer);
+            }
+        } else {
             let mut t_max = reach;
             tree.cast(
                 bracket.spans,
@@ -192,12 +217,6 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                     &mut found,
                     &mut *observer,
                 );
-            }
-        } else {
-            // Debug mode walks every entity so each gets a reported decision.
-            let mut t_max = reach;
-            for index in 0..history.slot_count() {
-                t_max = ctx.entity(index, Walk::Everyone, t_max, &mut found, &mut *observer);
             }
         }
         let rewind = (&bracket).into();
