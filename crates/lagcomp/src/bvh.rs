@@ -10,7 +10,9 @@
 //!   two frames. That union bounds every pose interpolated between them, so culling is
 //!   exact-at-the-target-time without any interpolation, and as tight as a BVH built over
 //!   the present. With few items it keeps no tree at all: each frame's item spans in flat
-//!   planes, scanned whole ([`flat`]).
+//!   planes, scanned whole ([`flat`]). A tree keeps a few spare nodes, so that an item
+//!   added between builds goes beside its nearest neighbour without a new topology
+//!   ([`TemporalBvh::insert`]).
 //!
 //! Items are `u32` indices into the caller's own arrays.
 //!
@@ -691,10 +693,12 @@ impl Bvh {
 ///
 /// Two ways to fill frames: tick by tick, [`TemporalBvh::clear_frame`], one
 /// [`FrameLeaves::set`] per item recorded (on [`TemporalBvh::frame_leaves`]), and
-/// [`TemporalBvh::finish_frame`], which never reads the items' records again; or, after a rebuild, one
-/// [`TemporalBvh::set_leaf_in_every_frame`] per item (its boxes in every frame of the ring)
-/// and then [`TemporalBvh::finish_frame`] for each frame, oldest first. (`refit_frame`, the
-/// straightforward way, is kept as the tests' reference.)
+/// [`TemporalBvh::finish_frame`], which never reads the items' records again; or, after a
+/// rebuild, [`FrameLeaves::refill`] of every item in each frame the tree is to hold (a
+/// history gives a new tree its newest two frames; the older ones stay with the tree they
+/// were recorded under) and then [`TemporalBvh::finish_frame`] for each of them, oldest
+/// first. (`refit_frame`, the straightforward way, is kept as the tests' reference.)
+/// Between builds, [`TemporalBvh::insert`] adds an item in a spare node.
 ///
 /// Each frame's slot holds, per child, the box over that frame *and the next one* (a
 /// span): a query between two adjacent frames, the common case, reads one set of boxes per

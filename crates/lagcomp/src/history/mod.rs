@@ -33,7 +33,7 @@
 //!   `tree_from` on) and the one before it (the older frames, until they age out). A
 //!   rebuild boxes only the newest frame and the one before it under the new shape, not
 //!   the whole ring, and a query walks the tree that holds both of its frames
-//!   ([`History::entity_tree`]).
+//!   (`History::entity_tree`).
 //! - Entities whose lag compensation is off at some frame are tested at their present pose
 //!   when rewound to it, which the per-frame boxes do not cover; they are listed separately
 //!   (`uncompensated`) and visited after the tree.
@@ -693,6 +693,7 @@ impl History {
         let slots = self.slots.len().saturating_add(entities);
         let places = self.lanes.ranges.end().saturating_add(bones);
         self.slots.reserve(entities);
+        self.spawned.reserve(entities);
         self.lanes
             .fit(self.capacity, places, slots, |_, needed| needed);
     }

@@ -510,7 +510,7 @@ enum Walk {
 }
 
 /// The observer of a query that no one entity tree can answer (a bracket across the last
-/// tree rebuild, [`History::entity_tree`]): it reports nothing, but as an observer it
+/// tree rebuild, `History::entity_tree`): it reports nothing, but as an observer it
 /// makes the query walk every entity, as debug mode does.
 struct EveryEntity;
 
