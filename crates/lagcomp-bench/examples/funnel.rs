@@ -10,7 +10,9 @@
 //! recorded tick, then `FUNNEL_SERVER_SHOTS` (default 32) of the scene's shots at the same
 //! ages behind the newest frame, timing each side (what a shot costs right after the rows it
 //! reads were written). `FUNNEL_TICKS=1` times ticks one by one: the
-//! median, and the slowest tick of each window (where the entity tree is rebuilt).
+//! median, and the slowest tick of each window (where the entity tree is rebuilt);
+//! `FUNNEL_CHURN=<k>` with it replaces one entity every `k` ticks (a despawn and a spawn,
+//! which rebuild the tree) and also prints the mean tick and the mean of the spawn ticks.
 //! `FUNNEL_ENTITIES=<n>` gives the chosen
 //! scenes `n` entities (same seed, bones and tick rate), to find where a size-dependent
 //! choice (the entity broadphase's flat mode) pays. `FUNNEL_HASH=1` prints, per scene, a
@@ -263,33 +265,62 @@ fn server_loop() {
 
 /// `FUNNEL_TICKS=1`: 40 windows of ticks timed one by one; the median tick, and the mean of
 /// the slowest tick of each window (the tree's rebuild, once a window, lands there).
+/// `FUNNEL_CHURN=<k>`: every `k` ticks one entity is despawned and a new one spawned in its
+/// place in the batch (room reserved first, so the lanes never grow).
 fn tick_spread() {
+    let churn = std::env::var("FUNNEL_CHURN")
+        .ok()
+        .and_then(|k| k.parse::<u32>().ok())
+        .filter(|&k| k > 0);
     for spec in scenes().filter(|s| std::env::var("FUNNEL_SCENE").map_or(true, |n| n == s.name)) {
         let scene = Scene::build(spec);
         let mut history = scene.history.clone();
+        let mut entities = scene.entities.clone();
+        if let Some(k) = churn {
+            // Despawned slots come back once their frames age out: a window's worth.
+            let extra = history.capacity() / k as usize + 2;
+            history.reserve(extra, extra * usize::from(spec.bones));
+        }
         let mut input = Vec::new();
         let mut tick = scene.newest_tick();
         scene.frame_bones(Tick(tick.0 + 1), &mut input);
         let window = history.capacity();
         let mut times = Vec::with_capacity(40 * window);
-        for _ in 0..40 * window {
+        let mut spawn_ticks = Vec::new();
+        for n in 0..40 * window as u32 {
             tick.0 += 1;
             let time = scene.time_of(tick);
             let start = Instant::now();
-            record_frame(&mut history, &scene.entities, tick, time, black_box(&input));
-            times.push(start.elapsed().as_nanos() as f64);
+            let spawning = churn.is_some_and(|k| n % k == k - 1);
+            if spawning {
+                let at = (n as usize * 7919) % entities.len();
+                history.despawn(entities[at].0).expect("live");
+                entities[at].0 = history.spawn(scene.rig.clone());
+            }
+            record_frame(&mut history, &entities, tick, time, black_box(&input));
+            let ns = start.elapsed().as_nanos() as f64;
+            times.push(ns);
+            if spawning {
+                spawn_ticks.push(ns);
+            }
         }
         let slowest: f64 = times
             .chunks(window)
             .map(|w| w.iter().copied().fold(0.0, f64::max))
             .sum::<f64>()
             / 40.0;
+        let mean = times.iter().sum::<f64>() / times.len() as f64;
         times.sort_by(f64::total_cmp);
-        println!(
+        print!(
             "{:<14} ticks: median {:>10.0} ns | slowest of each window, mean {slowest:>10.0} ns",
             spec.name,
             times[times.len() / 2]
         );
+        if churn.is_some() {
+            let spawn_mean = spawn_ticks.iter().sum::<f64>() / spawn_ticks.len().max(1) as f64;
+            print!(" | mean {mean:>10.0} ns | spawn ticks, mean {spawn_mean:>10.0} ns");
+        }
+        println!();
     }
 }
 

@@ -10,7 +10,9 @@
 //!   two frames. That union bounds every pose interpolated between them, so culling is
 //!   exact-at-the-target-time without any interpolation, and as tight as a BVH built over
 //!   the present. With few items it keeps no tree at all: each frame's item spans in flat
-//!   planes, scanned whole ([`flat`]).
+//!   planes, scanned whole ([`flat`]). A tree keeps a few spare nodes, so that an item
+//!   added between builds goes beside its nearest neighbour without a new topology
+//!   ([`TemporalBvh::insert`]).
 //!
 //! Items are `u32` indices into the caller's own arrays.
 //!
@@ -392,9 +394,44 @@ pub(crate) struct Topology {
 
 /// An item and its centroid, side by side so that the median splits compare inline data.
 #[derive(Debug, Clone, Copy)]
+#[repr(C, align(16))]
 struct Placed {
     centroid: [f32; 3],
     item: u32,
+}
+
+impl Placed {
+    /// The centroid on the first three lanes (the fourth holds the item's bits).
+    #[inline(always)]
+    fn lanes(&self) -> Vec4 {
+        Vec4::new(
+            self.centroid[0],
+            self.centroid[1],
+            self.centroid[2],
+            f32::from_bits(self.item),
+        )
+    }
+}
+
+/// Moves the `mid` items of `slice` with the smallest `centroid[AXIS]` before the others.
+///
+/// PERF: a plain `<` on a fixed axis. Centroids are finite (see [`Topology::build`]), and
+/// there `<` orders as `f32::total_cmp` did (which transformed both sides of every
+/// comparison) but for zeros of opposite signs, which it takes as equal: the median split
+/// is the same set unless such zeros straddle it. Callgrind, 5,000 items: see
+/// BENCHMARKS.md, Record, seventh round.
+#[inline]
+fn select_on<const AXIS: usize>(slice: &mut [Placed], mid: usize) {
+    slice.select_nth_unstable_by(mid, |a, b| {
+        let (a, b) = (a.centroid[AXIS], b.centroid[AXIS]);
+        if a < b {
+            std::cmp::Ordering::Less
+        } else if b < a {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Equal
+        }
+    });
 }
 
 impl Topology {
@@ -409,9 +446,16 @@ impl Topology {
         // inside the comparisons (a few lookups through the history each) was most of the
         // cost of a rebuild: 164,000 instructions for 64 entities.
         self.placed.clear();
-        self.placed.extend(items.into_iter().map(|item| Placed {
-            centroid: centroid(item).to_array(),
-            item,
+        self.placed.extend(items.into_iter().map(|item| {
+            // The splits' `<` needs numbers: a centroid that is not (an item with no box)
+            // is placed at the origin.
+            let c = Some(centroid(item))
+                .filter(|c| c.is_finite())
+                .unwrap_or(Vec3::ZERO);
+            Placed {
+                centroid: c.to_array(),
+                item,
+            }
         }));
         self.nodes.clear();
         self.items.clear();
@@ -430,23 +474,23 @@ impl Topology {
                 };
                 continue;
             }
-            let mut lo = Vec3::INFINITY;
-            let mut hi = Vec3::NEG_INFINITY;
+            // PERF: one packed minimum and maximum per item (the fourth lane, the item's
+            // bits, is ignored): the same numbers as per-axis minimums of finite floats.
+            let (mut lo, mut hi) = (Vec4::INFINITY, Vec4::NEG_INFINITY);
             for placed in slice.iter() {
-                let c = Vec3::from_array(placed.centroid);
+                let c = placed.lanes();
                 lo = lo.min(c);
                 hi = hi.max(c);
             }
-            let extent = hi - lo;
-            let axis = if extent.x >= extent.y && extent.x >= extent.z {
-                0
-            } else if extent.y >= extent.z {
-                1
-            } else {
-                2
-            };
+            let extent = (hi - lo).truncate();
             let mid = split_at(slice.len());
-            slice.select_nth_unstable_by(mid, |a, b| a.centroid[axis].total_cmp(&b.centroid[axis]));
+            if extent.x >= extent.y && extent.x >= extent.z {
+                select_on::<0>(slice, mid);
+            } else if extent.y >= extent.z {
+                select_on::<1>(slice, mid);
+            } else {
+                select_on::<2>(slice, mid);
+            }
             let left = self.nodes.len() as u32;
             self.nodes.push(Node::default());
             self.nodes.push(Node::default());
@@ -577,6 +621,14 @@ impl Topology {
         }
     }
 
+    /// Makes room for a build the size of `other`'s (see [`TemporalBvh::reserve_like`]).
+    fn reserve_like(&mut self, other: &Self) {
+        reserve_to(&mut self.nodes, other.nodes.capacity());
+        reserve_to(&mut self.items, other.items.capacity());
+        reserve_to(&mut self.pending, other.pending.capacity());
+        reserve_to(&mut self.placed, other.placed.capacity());
+    }
+
     /// Heap bytes held.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
@@ -641,10 +693,12 @@ impl Bvh {
 ///
 /// Two ways to fill frames: tick by tick, [`TemporalBvh::clear_frame`], one
 /// [`FrameLeaves::set`] per item recorded (on [`TemporalBvh::frame_leaves`]), and
-/// [`TemporalBvh::finish_frame`], which never reads the items' records again; or, after a rebuild, one
-/// [`TemporalBvh::set_leaf_in_every_frame`] per item (its boxes in every frame of the ring)
-/// and then [`TemporalBvh::finish_frame`] for each frame, oldest first. (`refit_frame`, the
-/// straightforward way, is kept as the tests' reference.)
+/// [`TemporalBvh::finish_frame`], which never reads the items' records again; or, after a
+/// rebuild, [`FrameLeaves::refill`] of every item in each frame the tree is to hold (a
+/// history gives a new tree its newest two frames; the older ones stay with the tree they
+/// were recorded under) and then [`TemporalBvh::finish_frame`] for each of them, oldest
+/// first. (`refit_frame`, the straightforward way, is kept as the tests' reference.)
+/// Between builds, [`TemporalBvh::insert`] adds an item in a spare node.
 ///
 /// Each frame's slot holds, per child, the box over that frame *and the next one* (a
 /// span): a query between two adjacent frames, the common case, reads one set of boxes per
@@ -662,8 +716,13 @@ pub(crate) struct TemporalBvh {
     /// Per node, its four children: [`ITEM`] plus an item, a node index, or [`NO_CHILD`].
     /// Children come after their parents. Empty in the flat form.
     children: Vec<[u32; 4]>,
-    /// Per node but the root (index 0), where its box goes: `parent << 2 | lane`.
+    /// Per node in the tree but the root (index 0), where its box goes: `parent << 2 |
+    /// lane`. As long as `linked`: spare nodes have none until [`TemporalBvh::insert`]
+    /// links them.
     parent_lane: Vec<u32>,
+    /// Nodes in the tree: the build's, then the spare nodes linked since. The rest of
+    /// `children` are spares, every lane empty (and every box, in every frame).
+    linked: usize,
     /// `frames * per_frame` sets of child spans, frame-major (in the flat form, each
     /// frame's `per_frame` of them hold its blocks of lanes, see [`flat::lane_float`]).
     spans: Vec<ChildBoxes>,
@@ -793,6 +852,12 @@ fn set_leaf_at<const STEP: usize>(floats: &mut [f32], at: usize, node_box: &Node
     }
 }
 
+/// Spare nodes a tree of `nodes` nodes keeps for [`TemporalBvh::insert`]: one in 64 and
+/// four more (at 5,000 entities, about 1,700 nodes: 30 spares, 2 % more boxes per frame).
+fn spare_nodes(nodes: usize) -> usize {
+    nodes / 64 + 4
+}
+
 /// A child link that is an item rather than a node.
 const ITEM: u32 = 1 << 31;
 
@@ -829,7 +894,7 @@ impl ChildBoxes {
     }
 
     /// Child `lane`'s box.
-    #[cfg(test)]
+    #[inline]
     fn lane(&self, lane: usize) -> NodeBox {
         let [min, neg_max] = self.planes;
         NodeBox {
@@ -993,11 +1058,17 @@ impl TemporalBvh {
     /// A tree that always takes the given form (`flat`: up to [`flat::FLAT_CAPACITY`]
     /// items), for tests that run against both.
     #[cfg(test)]
-    fn shaped(flat: bool) -> Self {
+    pub(crate) fn shaped(flat: bool) -> Self {
         Self {
             shape: if flat { Shape::Flat } else { Shape::Tree },
             ..Self::default()
         }
+    }
+
+    /// Nodes in the tree (spare nodes linked by [`TemporalBvh::insert`] included).
+    #[cfg(test)]
+    pub(crate) fn linked(&self) -> usize {
+        self.linked
     }
 
     /// Whether this is the flat form.
@@ -1041,6 +1112,12 @@ impl TemporalBvh {
             .build(self.lane_item.iter().copied(), centroid);
         self.lane_item.clear();
         self.collapse();
+        self.linked = self.children.len();
+        // Spare nodes after the tree's, for entities spawned before the next build.
+        let spares = spare_nodes(self.linked);
+        self.children
+            .extend(std::iter::repeat_n([NO_CHILD; 4], spares));
+        self.parent_lane.reserve(spares);
         self.per_frame = self.children.len();
         let n = self.per_frame;
         // Not cleared: the caller refits every frame in the ring (every item's lane and
@@ -1061,6 +1138,7 @@ impl TemporalBvh {
     fn build_flat(&mut self) {
         self.children.clear();
         self.parent_lane.clear();
+        self.linked = 0;
         self.stride = self.lane_item.len().next_multiple_of(flat::FLAT_LANE_STEP);
         self.per_frame = self.stride / 4;
         self.leaf_of.fill(u32::MAX);
@@ -1165,6 +1243,84 @@ impl TemporalBvh {
                 }
             }
         }
+    }
+
+    /// Places `item` in the tree without a new topology: in a spare node, beside the leaf
+    /// whose box in ring frame `frame` is centred nearest to `centroid` (that leaf moves
+    /// into the spare node with it, which takes its place). `item` was not recorded in any
+    /// frame but `frame` (a spawn), where its leaf becomes `node_box`; an item already kept
+    /// (a slot reused since the build) leaves its old place first. The sibling's boxes are
+    /// copied into the spare node in every frame, so every frame this tree holds stays
+    /// complete; `frame` still needs [`TemporalBvh::finish_frame`]. Returns `false`, and
+    /// changes nothing, in the flat form or with no spare node left: build instead.
+    ///
+    /// PERF: a spawn otherwise rebuilds the topology (about 0.8 ms at 5,000 entities) and
+    /// refits every frame since the last build; this is one pass over the leaves of one
+    /// frame (BENCHMARKS.md, Record, seventh round).
+    pub(crate) fn insert(
+        &mut self,
+        item: u32,
+        centroid: Vec3,
+        frame: usize,
+        node_box: NodeBox,
+    ) -> bool {
+        let n = self.per_frame;
+        if self.is_flat() || self.linked >= self.children.len() || self.linked == 0 {
+            return false;
+        }
+        let Some(boxes) = self.spans.get(frame * n..(frame + 1) * n) else {
+            return false;
+        };
+        // The nearest leaf by the centre of its box (twice the centre, compared squared).
+        let target = 2.0 * centroid;
+        let mut nearest = None;
+        let mut best = f32::INFINITY;
+        for (node, links) in self.children[..self.linked].iter().enumerate() {
+            for (lane, &link) in links.iter().enumerate() {
+                if link == NO_CHILD || link & ITEM == 0 || link & !ITEM == item {
+                    continue;
+                }
+                let b = boxes[node].lane(lane);
+                let twice = Vec3::from_array(b.min) - Vec3::from_array(b.neg_max);
+                let d = twice.distance_squared(target);
+                if d < best || nearest.is_none() {
+                    best = d;
+                    nearest = Some((node, lane));
+                }
+            }
+        }
+        let Some((parent, lane)) = nearest else {
+            return false;
+        };
+        let item = item as usize;
+        if let Some(&at) = self.leaf_of.get(item).filter(|&&at| at != u32::MAX) {
+            // The slot's previous entity: its frames have aged out, its leaf is empty (but
+            // in `frame`, where the new entity was just recorded into it). Gone.
+            let (node, old_lane) = (at as usize / 24, at as usize % 24);
+            self.children[node][old_lane] = NO_CHILD;
+            for f in 0..self.frames {
+                self.spans[f * n + node].set_lane(old_lane, &NodeBox::EMPTY);
+            }
+        }
+        let spare = self.linked;
+        self.linked += 1;
+        let sibling = self.children[parent][lane] & !ITEM;
+        self.children[spare] = [ITEM | sibling, ITEM | item as u32, NO_CHILD, NO_CHILD];
+        self.children[parent][lane] = spare as u32;
+        let link = ((parent as u32) << 2) | lane as u32;
+        debug_assert_eq!(self.parent_lane.len(), spare, "spares link in order");
+        self.parent_lane.push(link);
+        self.leaf_of[sibling as usize] = leaf_float((spare as u32) << 2);
+        if item >= self.leaf_of.len() {
+            self.leaf_of.resize(item + 1, u32::MAX);
+        }
+        self.leaf_of[item] = leaf_float(((spare as u32) << 2) | 1);
+        for f in 0..self.frames {
+            let sibling_box = self.spans[f * n + parent].lane(lane);
+            self.spans[f * n + spare].set_lane(0, &sibling_box);
+        }
+        self.spans[frame * n + spare].set_lane(1, &node_box);
+        true
     }
 
     /// Empties every box of ring frame `frame`, before its items are grown into it.
@@ -1553,6 +1709,14 @@ impl TemporalBvh {
         }
     }
 
+    /// The span boxes of ring frame `frame`, as bits (for tests that compare two trees).
+    #[cfg(test)]
+    pub(crate) fn frame_span_bits(&self, frame: usize) -> Vec<[u32; 6]> {
+        let all = self.span_bits();
+        let per_frame = all.len() / self.frames.max(1);
+        all[frame * per_frame..(frame + 1) * per_frame].to_vec()
+    }
+
     /// Every span box, frame-major, as bits (for tests that compare two trees).
     #[cfg(test)]
     pub(crate) fn span_bits(&self) -> Vec<[u32; 6]> {
@@ -1575,6 +1739,21 @@ impl TemporalBvh {
             .collect()
     }
 
+    /// Makes room for a build the size of `other`'s: afterwards, building this tree over
+    /// no more items (for a ring no longer) than `other` was built over allocates nothing.
+    /// A history keeps two trees and builds into them in turn; this sizes the one that is
+    /// not built yet before a steady-state tick would.
+    pub(crate) fn reserve_like(&mut self, other: &Self) {
+        self.topology.reserve_like(&other.topology);
+        reserve_to(&mut self.children, other.children.capacity());
+        reserve_to(&mut self.parent_lane, other.parent_lane.capacity());
+        reserve_to(&mut self.spans, other.spans.capacity());
+        reserve_to(&mut self.lane_item, other.lane_item.capacity());
+        reserve_to(&mut self.leaf_of, other.leaf_of.capacity());
+        reserve_to(&mut self.sizes, other.sizes.capacity());
+        reserve_to(&mut self.pending, other.pending.capacity());
+    }
+
     /// Heap bytes held.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.topology.heap_bytes()
@@ -1587,6 +1766,12 @@ impl TemporalBvh {
                 * 4
             + self.pending.capacity() * 8
     }
+}
+
+/// Grows `v`'s capacity to at least `capacity`, exactly (amortised growth on both of two
+/// trees sized after each other could keep growing them in turn).
+fn reserve_to<T>(v: &mut Vec<T>, capacity: usize) {
+    v.reserve_exact(capacity.saturating_sub(v.len()));
 }
 
 /// Where a tree child's box starts among its frame's floats: its node's 24 floats
@@ -1762,6 +1947,59 @@ mod tests {
             }
         });
         assert_eq!(found, vec![7], "{shape}");
+    }
+
+    /// The median splits on `<` place every item where splits on `f32::total_cmp` (what
+    /// the build used before) do, for centroids with distinct coordinates, including
+    /// negative ones and clusters (the same tree, so queries walk the same nodes).
+    #[test]
+    fn median_splits_place_items_as_total_order_splits_do() {
+        use rand::{Rng as _, SeedableRng as _};
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(0x5e1ec7);
+        for n in [2, 3, 9, 17, 64, 333, 1000] {
+            let centroids: Vec<Vec3> = (0..n)
+                .map(|i| {
+                    let cluster = Vec3::splat((i % 3) as f32 * 40.0 - 40.0);
+                    cluster
+                        + Vec3::new(
+                            rng.random_range(-30.0..30.0),
+                            rng.random_range(-3.0..3.0),
+                            rng.random_range(-30.0..30.0),
+                        )
+                })
+                .collect();
+            let mut topology = Topology::default();
+            topology.build(0..n as u32, |i| centroids[i as usize]);
+            // The reference: the same median splits, compared with `total_cmp`.
+            let mut placed: Vec<(Vec3, u32)> =
+                (0..n as u32).map(|i| (centroids[i as usize], i)).collect();
+            let mut pending = vec![(0, n)];
+            while let Some((start, end)) = pending.pop() {
+                let slice = &mut placed[start..end];
+                if slice.len() <= LEAF_SIZE {
+                    continue;
+                }
+                let (lo, hi) = slice
+                    .iter()
+                    .fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(lo, hi), (c, _)| {
+                        (lo.min(*c), hi.max(*c))
+                    });
+                let e = hi - lo;
+                let axis = if e.x >= e.y && e.x >= e.z {
+                    0
+                } else if e.y >= e.z {
+                    1
+                } else {
+                    2
+                };
+                let mid = split_at(slice.len());
+                slice.select_nth_unstable_by(mid, |a, b| a.0[axis].total_cmp(&b.0[axis]));
+                pending.push((start, start + mid));
+                pending.push((start + mid, end));
+            }
+            let expected: Vec<u32> = placed.iter().map(|p| p.1).collect();
+            assert_eq!(topology.items, expected, "{n} items");
+        }
     }
 
     /// The boxes of `frames` consecutive frames, item `i` absent from frame `f` when
@@ -2238,7 +2476,11 @@ mod tests {
             bvh.build(3, 0..items, |i| bounds[i as usize].center());
             let mut count = vec![0; items as usize];
             let mut full = 0;
-            for (node, links) in bvh.children.iter().enumerate() {
+            let spares = &bvh.children[bvh.linked..];
+            assert_eq!(spares.len(), spare_nodes(bvh.linked), "{items} items");
+            assert!(spares.iter().all(|links| *links == [NO_CHILD; 4]));
+            assert_eq!(bvh.parent_lane.len(), bvh.linked);
+            for (node, links) in bvh.children[..bvh.linked].iter().enumerate() {
                 let used = links.iter().filter(|&&l| l != NO_CHILD).count();
                 assert!(used >= 1, "{items} items: node {node} is empty");
                 full += usize::from(used == 4);
@@ -2262,14 +2504,10 @@ mod tests {
             // Splits in fours keep nodes nearly full: about a third as many nodes as items
             // (the collapse of plain median splits made 85 nodes for 200 items).
             let bound = (items as usize).div_ceil(3) + items as usize / 12 + 1;
-            assert!(
-                bvh.children.len() <= bound,
-                "{items} items: {} nodes",
-                bvh.children.len()
-            );
+            assert!(bvh.linked <= bound, "{items} items: {} nodes", bvh.linked);
             // A power of four items fills every node (median splits halve them exactly).
             if items.is_power_of_two() && items.trailing_zeros() % 2 == 0 && items > 1 {
-                assert_eq!(full, bvh.children.len(), "{items} items");
+                assert_eq!(full, bvh.linked, "{items} items");
                 assert_eq!(full as u32, (items - 1) / 3, "{items} items");
             }
         }

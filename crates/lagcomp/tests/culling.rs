@@ -304,3 +304,135 @@ fn a_stretched_rotation_is_allowed_for_by_every_cull() {
             .is_none()
     );
 }
+
+/// Entities that spawn (into reused slots), despawn and walk across a 70 m arena, enough of
+/// them (520) that the broadphase is a tree, rebuilt once a window and whenever entities
+/// come or go, with the frames recorded before a rebuild kept under the older tree: rays
+/// and sweeps at times between frames, on frames, and at tick pairs that skip frames
+/// (across a rebuild too) give exactly the brute-force answers.
+#[test]
+fn culling_across_tree_rebuilds_never_changes_an_answer() {
+    const MANY: usize = 520;
+    let mut h = history(RATE, 0.5);
+    let capacity = h.capacity() as u32;
+    let rig = rig();
+    // Every handle ever spawned (the brute force skips those no longer known), and the live
+    // ones with the walker each one is.
+    let mut ever: Vec<EntityId> = Vec::new();
+    let mut live: Vec<(EntityId, usize)> = Vec::new();
+    for walker in 0..MANY {
+        let id = h.spawn(rig.clone());
+        ever.push(id);
+        live.push((id, walker));
+    }
+    let mut next_walker = MANY;
+    let mut rng = Pcg64::seed_from_u64(0x2eb0_11d5);
+    let mut bones = vec![BoneTransform::IDENTITY; BONES];
+    let mut all = Vec::new();
+    let (mut checked, mut hits, mut reused) = (0, 0, 0);
+    for tick in 0..3 * capacity + 6 {
+        // A spawn or a despawn every few ticks, on every tick for a stretch of the second
+        // window (rebuilds while the older tree still answers).
+        let busy = (capacity + 3..capacity + 9).contains(&tick);
+        if tick > 0 && (busy || rng.random_range(0..6) == 0) {
+            if rng.random_bool(0.5) {
+                let k = rng.random_range(0..live.len());
+                h.despawn(live.swap_remove(k).0).expect("live");
+            } else {
+                let id = h.spawn(rig.clone());
+                reused += usize::from(id.generation() > 0);
+                ever.push(id);
+                live.push((id, next_walker));
+                next_walker += 1;
+            }
+        }
+        let mut frame = h
+            .begin_frame(Tick(tick), tick_time(tick, RATE))
+            .expect("increasing");
+        for &(id, walker) in &live {
+            pose(walker, Kind::Plain, tick, &mut bones);
+            // Walkers cross the arena at up to 6 m/s, each its own way.
+            let w = walker as f32;
+            let drift = Vec3::new((w % 26.0) * 2.6, 0.0, (w / 26.0).floor() * 2.6)
+                + Vec3::new((w * 1.3).sin(), 0.0, (w * 0.7).cos()) * 6.0 * tick as f32
+                    / RATE as f32;
+            for bone in &mut bones {
+                bone.translation += drift;
+            }
+            frame
+                .record(id, &bones, EntityState::default())
+                .expect("valid bones");
+        }
+        drop(frame);
+        if tick < capacity || tick % 3 != 0 {
+            continue;
+        }
+        let (lo, hi) = h.window().expect("frames");
+        let newest = tick;
+        // The oldest tick inside the window (the ring holds a little more).
+        let first = (lo * RATE).ceil() as u32;
+        for shot in 0..12 {
+            let target = match shot % 3 {
+                0 => at(tick_time(rng.random_range(first..=newest), RATE)),
+                1 => at(rng.random_range(lo..=hi)),
+                _ => {
+                    let from = rng.random_range(first..newest - 1);
+                    RewindTarget::Ticks {
+                        from: Tick(from),
+                        to: Tick((from + rng.random_range(2..=4)).min(newest)),
+                        fraction: rng.random_range(0.05..0.95),
+                    }
+                }
+            };
+            let (id, _) = live[rng.random_range(0..live.len())];
+            let Some(entity) = h
+                .entity_at(id, target, WindowPolicy::Reject)
+                .expect("live entity in the window")
+            else {
+                continue;
+            };
+            let aim = entity
+                .hitbox(lagcomp::HitboxId(rng.random_range(0..6)))
+                .expect("hitbox")
+                .pose
+                .translation
+                + Vec3::new(
+                    rng.random_range(-0.3..0.3),
+                    rng.random_range(-0.3..0.3),
+                    rng.random_range(-0.3..0.3),
+                );
+            let dir = Vec3::new(
+                rng.random_range(-1.0..1.0),
+                rng.random_range(-0.3..0.3),
+                rng.random_range(-1.0..1.0),
+            )
+            .normalize_or(Vec3::X);
+            let back = rng.random_range(2.0..40.0);
+            let ray = Ray::new(aim - dir * back, dir, back + 20.0).expect("valid ray");
+            let radius = if shot % 2 == 0 { 0.0 } else { 0.15 };
+            let known: Vec<EntityId> = ever
+                .iter()
+                .copied()
+                .filter(|&e| h.entity_at(e, target, WindowPolicy::Reject).is_ok())
+                .collect();
+            let expected = brute_force(&h, &known, target, &ray, radius);
+            let trace = h.query(target).sweep(&ray, radius).expect("query resolves");
+            assert_eq!(
+                trace.hit.as_ref().map(key),
+                expected.first().copied(),
+                "tick {tick} shot {shot}: closest hit"
+            );
+            h.query(target)
+                .sweep_all(&ray, radius, &mut all)
+                .expect("query resolves");
+            let found: Vec<_> = all.iter().map(key).collect();
+            assert_eq!(found, expected, "tick {tick} shot {shot}: every hit");
+            checked += 1;
+            hits += usize::from(!expected.is_empty());
+        }
+    }
+    assert!(
+        checked > 200 && hits > 100 && reused > 0,
+        "{checked} {hits} {reused}"
+    );
+}

@@ -27,6 +27,13 @@
 //!   between two adjacent frames tests each node with one span box, which bounds every
 //!   pose interpolated between them: entities are culled with their bounds at the target
 //!   time before any pose is touched.
+//! - The tree's shape is rebuilt once a window (entities walk away from where it placed
+//!   them) and when entities come or go, and the frames already recorded keep the shape
+//!   they were recorded under: two trees are kept, the current one (every frame from
+//!   `tree_from` on) and the one before it (the older frames, until they age out). A
+//!   rebuild boxes only the newest frame and the one before it under the new shape, not
+//!   the whole ring, and a query walks the tree that holds both of its frames
+//!   (`History::entity_tree`).
 //! - Entities whose lag compensation is off at some frame are tested at their present pose
 //!   when rewound to it, which the per-frame boxes do not cover; they are listed separately
 //!   (`uncompensated`) and visited after the tree.
@@ -520,8 +527,16 @@ pub struct History {
     /// Slots with lag compensation off in some frame still in the ring, and the newest
     /// such frame: rewound to one of those frames they are tested at their present pose.
     uncompensated: Vec<(u32, u64)>,
+    /// The entity tree that new frames are recorded into: it holds every frame from
+    /// `tree_from` on.
     tree: TemporalBvh,
-    tree_stale: bool,
+    /// The tree before the last rebuild: it holds the frames before `tree_from` (and
+    /// `tree_from` itself, which their spans reach), until they age out of the ring.
+    old_tree: TemporalBvh,
+    /// The oldest frame `tree` holds boxes for (0: every frame, nothing older is needed).
+    tree_from: u64,
+    /// Slots spawned since the last frame ended: placed in the tree when it ends.
+    spawned: Vec<u32>,
     frames_since_build: usize,
     statics: Vec<StaticCollider>,
     static_bounds: Vec<Aabb>,
@@ -563,7 +578,9 @@ impl History {
             retiring: Vec::new(),
             uncompensated: Vec::new(),
             tree: TemporalBvh::default(),
-            tree_stale: false,
+            old_tree: TemporalBvh::default(),
+            tree_from: 0,
+            spawned: Vec::new(),
             frames_since_build: 0,
             statics: Vec::new(),
             static_bounds: Vec::new(),
@@ -618,7 +635,7 @@ impl History {
         slot.last_seq = 0;
         slot.first_seq = 0;
         self.lanes.pending.push(index as u32);
-        self.tree_stale = true;
+        self.spawned.push(index as u32);
         slot.id(index)
     }
 
@@ -676,6 +693,7 @@ impl History {
         let slots = self.slots.len().saturating_add(entities);
         let places = self.lanes.ranges.end().saturating_add(bones);
         self.slots.reserve(entities);
+        self.spawned.reserve(entities);
         self.lanes
             .fit(self.capacity, places, slots, |_, needed| needed);
     }
@@ -706,7 +724,10 @@ impl History {
         self.lanes.ranges.give_back(slot.bones_at, slot.bone_count);
         self.free.push(index as u32);
         self.uncompensated.retain(|&(i, _)| i as usize != index);
-        self.tree_stale = true;
+        // The tree is not rebuilt for this: a slot is freed once its last frame has aged
+        // out, so its leaf is empty in every frame the trees still answer for, and stays
+        // so (nothing records a free slot) until the next build drops it or a spawn into
+        // the slot rebuilds anyway.
     }
 
     /// The rig of an entity (despawned entities keep theirs until they age out).
@@ -886,10 +907,11 @@ impl History {
             + self.frames.capacity() * std::mem::size_of::<FrameMeta>()
     }
 
-    /// Heap bytes of the broadphase (the entity tree with its per-frame boxes).
+    /// Heap bytes of the broadphase (the entity trees with their per-frame boxes: the
+    /// current one and the one the older frames were recorded under).
     #[must_use]
     pub fn broadphase_bytes(&self) -> usize {
-        self.tree.heap_bytes()
+        self.tree.heap_bytes() + self.old_tree.heap_bytes()
     }
 
     // --- ring helpers ---
@@ -953,8 +975,37 @@ impl History {
         (&self.static_bvh, &self.statics)
     }
 
-    pub(crate) fn entity_tree(&self) -> &TemporalBvh {
+    /// The entity tree that holds the boxes of every frame of `bracket` (`older..=newer`):
+    /// the current tree for brackets from `tree_from` on, the tree before it for brackets
+    /// that end at or before `tree_from`. `None` for the rare bracket that straddles the
+    /// last rebuild (a tick-pair target skipping frames across it): no one tree holds all
+    /// of its frames, and the query tests every entity instead.
+    ///
+    /// PERF: the bracket's two frames by value: a reference made the query build its
+    /// bracket in memory (22 instructions a shot at 64x16).
+    #[inline(always)]
+    pub(crate) fn entity_tree(&self, bracket: &Bracket) -> Option<&TemporalBvh> {
+        let (older, newer) = (bracket.older, bracket.newer);
+        debug_assert!(older <= newer && older >= self.oldest_seq());
+        if older >= self.tree_from {
+            Some(&self.tree)
+        } else {
+            self.older_entity_tree(newer)
+        }
+    }
+
+    /// The tree new frames are recorded into (what a debug walk, which tests every
+    /// entity, is given).
+    pub(crate) fn current_entity_tree(&self) -> &TemporalBvh {
         &self.tree
+    }
+
+    /// [`History::entity_tree`] for a bracket from before the current tree's frames (the
+    /// few oldest frames after a rebuild) that ends at `newer`.
+    #[cold]
+    #[inline(never)]
+    fn older_entity_tree(&self, newer: u64) -> Option<&TemporalBvh> {
+        (newer <= self.tree_from).then_some(&self.old_tree)
     }
 
     /// Slots that may be tested at their present pose (lag compensation off).

@@ -77,77 +77,132 @@ impl History {
     /// Brings the broadphase up to date with the frame just recorded.
     fn end_frame(&mut self) {
         self.frames_since_build += 1;
-        let newest = self.newest_seq;
-        // PERF: a flat broadphase is rebuilt only when entities come or go: rebuilding it
+        // PERF: a flat broadphase is rebuilt only when entities come: rebuilding it
         // once a window gave the same boxes bit for bit (test
         // `a_flat_broadphase_rebuilt_once_a_window_would_change_nothing`) for about 2,400
         // instructions a tick at 64x16 (a fifth of the tick outside the bone groups).
-        if self.tree_stale
-            || (self.frames_since_build >= self.capacity && !self.tree.keeps_its_shape())
-        {
-            // New topology (entities came or went, or everyone has moved a whole window
-            // since the last build): place entities where they are now, then give every
-            // frame in the ring its boxes under the new shape.
-            let mut tree = std::mem::take(&mut self.tree);
-            let slots = &self.slots;
-            tree.build(
-                self.capacity,
-                (0..slots.len() as u32).filter(|&i| slots[i as usize].life != Life::Free),
-                |i| {
-                    let slot = &slots[i as usize];
-                    if slot.last_seq >= self.oldest_seq() {
-                        let b = self
-                            .entity_frame(i as usize, self.ring(slot.last_seq))
-                            .bounds();
-                        b.center()
-                    } else {
-                        Vec3::ZERO
-                    }
-                },
-            );
-            // Leaves frame by frame, each frame's records in slot order (one sequential read
-            // of the frame lane; each frame's leaves stay in cache while it is filled), then
-            // each frame's internal nodes and spans, oldest first.
-            // PERF: entity by entity, the refill read one record per ring slot per entity
-            // (as many streams as ring slots, a frame lane's block apart) and scattered its
-            // writes over every frame's nodes: see BENCHMARKS.md, Record, sixth round.
-            let stride = self.lanes.frame_stride;
-            debug_assert!(slots.len() <= stride);
-            for (ring, meta) in self.frames[..self.capacity].iter().enumerate() {
-                let mut leaves = tree.frame_leaves(ring);
-                let block = &self.lanes.frames[ring * stride..][..slots.len()];
-                // A ring slot not holding a frame yet has sequence 0.
-                let seq = meta.seq;
-                for ((index, slot), frame) in slots.iter().enumerate().zip(block) {
-                    if slot.life == Life::Free {
-                        continue;
-                    }
-                    // `recorded_at`.
-                    let recorded = seq != 0 && seq <= slot.last_seq && frame.seq == seq as u32;
-                    // Both computed, one kept: a select rather than branches.
-                    let recorded_box = NodeBox::new(frame.bounds_min, frame.bounds_max);
-                    leaves.refill(
-                        index,
-                        if recorded {
-                            recorded_box
-                        } else {
-                            NodeBox::EMPTY
-                        },
-                    );
-                }
-            }
-            for seq in self.oldest_seq()..=newest {
-                let previous = (seq > self.oldest_seq()).then(|| self.ring(seq - 1));
-                tree.finish_frame(self.ring(seq), previous);
-            }
-            self.tree = tree;
-            self.tree_stale = false;
-            self.frames_since_build = 0;
+        let rebuild = (self.frames_since_build >= self.capacity && !self.tree.keeps_its_shape())
+            || !self.insert_spawned();
+        self.spawned.clear();
+        if rebuild {
+            self.rebuild_tree();
         } else {
             // The leaves were grown as entities were recorded.
+            let newest = self.newest_seq;
             let previous = (newest > self.oldest_seq()).then(|| self.ring(newest - 1));
             self.tree.finish_frame(self.ring(newest), previous);
         }
+    }
+
+    /// Places the entities spawned since the last frame in the current tree, each beside
+    /// its nearest neighbour (`TemporalBvh::insert`); `false` if one could not be (the
+    /// flat form, or no spare node left), and then the tree must be rebuilt, which places
+    /// them all. Entities despawned before their first frame are skipped.
+    fn insert_spawned(&mut self) -> bool {
+        let (seq, ring) = (self.newest_seq, self.newest_ring);
+        for k in 0..self.spawned.len() {
+            let index = self.spawned[k] as usize;
+            if self.slots[index].life == Life::Free {
+                continue;
+            }
+            let (centroid, node_box) = if self.recorded_at(index, seq, ring) {
+                let frame = self.entity_frame(index, ring);
+                (
+                    frame.bounds().center(),
+                    NodeBox::new(frame.bounds_min, frame.bounds_max),
+                )
+            } else {
+                (Vec3::ZERO, NodeBox::EMPTY)
+            };
+            if !self.tree.insert(index as u32, centroid, ring, node_box) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A new tree over the active entities, placed where they are now (once a window,
+    /// and when a spawned entity could not be inserted); completes the newest frame.
+    fn rebuild_tree(&mut self) {
+        let newest = self.newest_seq;
+        let oldest = self.oldest_seq();
+        // New topology (entities came or went, or everyone has moved a whole window since
+        // the last build): entities placed where they are now.
+        // PERF: versioned, not the whole ring. Frames already recorded keep the tree they
+        // were recorded under, which answers for them until they age out; the new tree
+        // gets boxes only for the frames from `from` on. Refilling and refitting every
+        // frame of the ring was 1.9 of a 5,000-entity rebuild's 2.5 ms (BENCHMARKS.md,
+        // Record, seventh round).
+        let from = if self.tree_from > oldest {
+            // The tree before the current one still answers for frames before
+            // `tree_from`: keep it, and give the current tree's frames the new shape.
+            self.tree_from
+        } else {
+            // The current tree holds every frame in the ring: it becomes the older tree,
+            // complete up to the frame before the newest (whose span it widened last
+            // tick). The new tree starts one frame earlier than the newest so that a
+            // query between those two (one span) finds both in one tree, entities
+            // spawned this tick included.
+            std::mem::swap(&mut self.tree, &mut self.old_tree);
+            newest.saturating_sub(1).max(oldest)
+        };
+        let mut tree = std::mem::take(&mut self.tree);
+        let slots = &self.slots;
+        tree.build(
+            self.capacity,
+            (0..slots.len() as u32).filter(|&i| slots[i as usize].life != Life::Free),
+            |i| {
+                let slot = &slots[i as usize];
+                if slot.last_seq >= oldest {
+                    let b = self
+                        .entity_frame(i as usize, self.ring(slot.last_seq))
+                        .bounds();
+                    b.center()
+                } else {
+                    Vec3::ZERO
+                }
+            },
+        );
+        // Leaves frame by frame, each frame's records in slot order (one sequential read of
+        // the frame lane; each frame's leaves stay in cache while it is filled), then each
+        // frame's internal nodes and spans, oldest first.
+        // PERF: entity by entity, the refill read one record per ring slot per entity (as
+        // many streams as ring slots, a frame lane's block apart) and scattered its writes
+        // over every frame's nodes: see BENCHMARKS.md, Record, sixth round.
+        let stride = self.lanes.frame_stride;
+        debug_assert!(slots.len() <= stride);
+        for seq in from..=newest {
+            let ring = self.ring(seq);
+            let mut leaves = tree.frame_leaves(ring);
+            let block = &self.lanes.frames[ring * stride..][..slots.len()];
+            for ((index, slot), frame) in slots.iter().enumerate().zip(block) {
+                if slot.life == Life::Free {
+                    continue;
+                }
+                // `recorded_at`.
+                let recorded = seq <= slot.last_seq && frame.seq == seq as u32;
+                // Both computed, one kept: a select rather than branches.
+                let recorded_box = NodeBox::new(frame.bounds_min, frame.bounds_max);
+                leaves.refill(
+                    index,
+                    if recorded {
+                        recorded_box
+                    } else {
+                        NodeBox::EMPTY
+                    },
+                );
+            }
+        }
+        for seq in from..=newest {
+            let previous = (seq > from).then(|| self.ring(seq - 1));
+            tree.finish_frame(self.ring(seq), previous);
+        }
+        // The next build goes into the older tree's memory (or this one's): sized now, so
+        // that rebuilding at a steady size allocates nothing.
+        self.old_tree.reserve_like(&tree);
+        self.tree = tree;
+        self.tree_from = from;
+        self.frames_since_build = 0;
     }
 }
 
@@ -737,6 +792,8 @@ mod tests {
             }
         }
         bits.extend(history.tree.span_bits().iter().flatten());
+        bits.extend(history.old_tree.span_bits().iter().flatten());
+        bits.extend([history.tree_from as u32]);
         bits
     }
 
@@ -953,10 +1010,20 @@ mod tests {
         );
         let kept = history.tree.span_bits();
         let mut rebuilt = history.clone();
-        rebuilt.tree_stale = true;
-        rebuilt.end_frame();
+        rebuilt.rebuild_tree();
         assert_eq!(rebuilt.frames_since_build, 0, "rebuilt");
-        assert_eq!(rebuilt.tree.span_bits(), kept);
+        // The rebuild boxes the newest two frames anew; the older frames keep the tree
+        // they were recorded under.
+        let newest = rebuilt.newest_seq;
+        assert_eq!(rebuilt.tree_from, newest - 1);
+        for ring in [rebuilt.ring(newest - 1), rebuilt.ring(newest)] {
+            assert_eq!(
+                rebuilt.tree.frame_span_bits(ring),
+                history.tree.frame_span_bits(ring),
+                "ring slot {ring}"
+            );
+        }
+        assert_eq!(rebuilt.old_tree.span_bits(), kept);
     }
 
     /// Entities spawned mid-match into reserved room do not lay the lanes out again, and
@@ -1228,6 +1295,199 @@ mod tests {
             assert!(
                 stored_bits(&history) == stored_bits(&reference),
                 "{kernel:?}: stored history differs"
+            );
+        }
+    }
+
+    /// Where entity `serial` stands at `tick`: every entity crosses the arena at its own
+    /// speed (up to 0.8 m a tick), so a tree built a few ticks ago is a poor fit for the
+    /// newest frames and the two trees differ.
+    fn wanderer(serial: u32, tick: u32) -> Vec3 {
+        let s = serial as f32;
+        let base = Vec3::new((s * 7.3) % 30.0, (s * 0.37) % 2.0, (s * 3.1) % 30.0);
+        let velocity = Vec3::new((s * 1.7).sin(), 0.0, (s * 2.3).cos()) * 0.8;
+        base + velocity * tick as f32
+    }
+
+    /// Every kind of query, at every bracket the ring holds (each frame, between adjacent
+    /// frames, and tick pairs that skip up to three frames), answered through the entity
+    /// trees the same as by walking every entity (debug mode, no tree): while entities
+    /// spawn into reused slots, despawn, and the tree is rebuilt once a window, right after
+    /// another rebuild, and on every tick for a while. Queries land on the current tree, on
+    /// the older one (down to its oldest frame) and across the rebuild.
+    #[test]
+    fn versioned_trees_answer_every_bracket_as_walking_every_entity_does() {
+        use crate::time::{RewindTarget, WindowPolicy};
+        use crate::{QueryLog, Ray};
+        for flat in [false, true] {
+            let mut history = History::new(HistoryConfig {
+                tick_rate: 60.0,
+                max_rewind: 0.1,
+            })
+            .expect("config");
+            history.tree = crate::bvh::TemporalBvh::shaped(flat);
+            history.old_tree = crate::bvh::TemporalBvh::shaped(flat);
+            let capacity = history.capacity() as u32;
+            let rig = rig(4);
+            let mut serial = 0_u32;
+            let mut live: Vec<(super::super::EntityId, u32)> = Vec::new();
+            for _ in 0..24 {
+                live.push((history.spawn(Arc::clone(&rig)), serial));
+                serial += 1;
+            }
+            let mut rng = Pcg64Mcg::seed_from_u64(0x7ee5);
+            // Queries through the current tree, the older one, across a rebuild; rebuilds
+            // with the older tree still answering; handles that reused a slot.
+            let (mut current, mut older, mut across, mut kept_older, mut reused) = (0, 0, 0, 0, 0);
+            let mut inserted = 0;
+            let (mut hits, mut overlaps) = (Vec::new(), Vec::new());
+            let (mut all_hits, mut all_overlaps) = (0, 0);
+            for tick in 1..=12 * capacity {
+                // Churn: quiet for a window, then a spawn or despawn on most ticks, then
+                // one every few ticks.
+                // Churn: quiet for a window; then an entity replaced on every tick (more
+                // spawns than a small tree has spare nodes: rebuilds while the older tree
+                // still answers); then a spawn or a despawn every few ticks (inserted).
+                let (spawns, despawns) = match (tick / capacity) % 4 {
+                    _ if tick == 1 => (0, 0),
+                    0 => (0, 0),
+                    1 => (2, 1),
+                    _ if rng.random_range(0..5) != 0 => (0, 0),
+                    _ if rng.random_bool(0.5) => (0, 1),
+                    _ => (1, 0),
+                };
+                for _ in 0..despawns {
+                    if live.len() > 16 {
+                        let k = rng.random_range(0..live.len());
+                        history.despawn(live.swap_remove(k).0).expect("live");
+                    }
+                }
+                for _ in 0..spawns {
+                    let id = history.spawn(Arc::clone(&rig));
+                    reused += usize::from(id.generation() > 0);
+                    live.push((id, serial));
+                    serial += 1;
+                }
+                let (tree_from, oldest) = (history.tree_from, history.oldest_seq());
+                let linked = history.tree.linked();
+                let mut frame = history
+                    .begin_frame(Tick(tick), f64::from(tick) / 60.0)
+                    .expect("frame");
+                for &(id, serial) in &live {
+                    let at = wanderer(serial, tick);
+                    let bones: Vec<_> = (0..4)
+                        .map(|b| {
+                            let mut t = crate::math::BoneTransform::IDENTITY;
+                            t.translation = at + Vec3::Y * (0.3 * b as f32);
+                            t
+                        })
+                        .collect();
+                    frame
+                        .record(id, &bones, EntityState::default())
+                        .expect("valid");
+                }
+                drop(frame);
+                if history.frames_since_build == 0 && history.tree_from == tree_from {
+                    assert!(tree_from > oldest, "the older tree was still needed");
+                    kept_older += 1;
+                }
+                inserted +=
+                    usize::from(history.frames_since_build > 0 && history.tree.linked() > linked);
+                let (first, newest) = (history.oldest_seq(), history.newest_seq);
+                let time = |seq: u64| history.meta(seq).time;
+                let mut targets = Vec::new();
+                for seq in first..=newest {
+                    targets.push(RewindTarget::Time(time(seq)));
+                    if seq < newest {
+                        targets.push(RewindTarget::Time(0.5 * (time(seq) + time(seq + 1))));
+                    }
+                    for skip in 2..=4 {
+                        if seq + skip <= newest {
+                            targets.push(RewindTarget::Ticks {
+                                from: history.meta(seq).tick,
+                                to: history.meta(seq + skip).tick,
+                                fraction: rng.random_range(0.05..0.95),
+                            });
+                        }
+                    }
+                }
+                for target in targets {
+                    // The ring's oldest frame can be just outside the window.
+                    let Ok(bracket) = history.bracket(target, WindowPolicy::Reject) else {
+                        continue;
+                    };
+                    match history.entity_tree(&bracket) {
+                        Some(tree) if std::ptr::eq(tree, &history.tree) => current += 1,
+                        Some(_) => older += 1,
+                        None => across += 1,
+                    }
+                    // A ray at a live entity (where it stands at the target, if it was
+                    // recorded then), from up to 12 m away, and a sphere around it.
+                    let (id, serial) = live[rng.random_range(0..live.len())];
+                    let aim = match history
+                        .entity_at(id, target, WindowPolicy::Reject)
+                        .expect("known")
+                    {
+                        Some(at) => at.bone(1).expect("bone").translation,
+                        None => wanderer(serial, tick),
+                    };
+                    let from = aim
+                        + Vec3::new(
+                            rng.random_range(-12.0..12.0),
+                            rng.random_range(-1.0..1.0),
+                            rng.random_range(-12.0..12.0),
+                        );
+                    let Ok(ray) = Ray::between(from, aim + (aim - from) * 0.5) else {
+                        continue;
+                    };
+                    let radius = rng.random_range(0.0..0.4);
+                    let log = || QueryLog::default();
+                    let tree_ray = history.query(target).sweep(&ray, radius);
+                    let walk_ray = history.query(target).observe(log()).sweep(&ray, radius);
+                    assert_eq!(
+                        format!("{tree_ray:?}"),
+                        format!("{walk_ray:?}"),
+                        "{target:?}"
+                    );
+                    history
+                        .query(target)
+                        .ray_all(&ray, &mut hits)
+                        .expect("resolves");
+                    let tree_all = format!("{hits:?}");
+                    all_hits += hits.len();
+                    history
+                        .query(target)
+                        .observe(log())
+                        .ray_all(&ray, &mut hits)
+                        .expect("resolves");
+                    assert_eq!(tree_all, format!("{hits:?}"), "{target:?}");
+                    history
+                        .query(target)
+                        .overlap_sphere(aim, 1.5, &mut overlaps)
+                        .expect("resolves");
+                    let tree_overlaps = format!("{overlaps:?}");
+                    all_overlaps += overlaps.len();
+                    history
+                        .query(target)
+                        .observe(log())
+                        .overlap_sphere(aim, 1.5, &mut overlaps)
+                        .expect("resolves");
+                    assert_eq!(tree_overlaps, format!("{overlaps:?}"), "{target:?}");
+                }
+            }
+            let counts = (current, older, across, kept_older, reused, inserted);
+            assert!(
+                current > 1000
+                    && older > 100
+                    && across > 20
+                    && kept_older > 5
+                    && reused > 3
+                    && (flat || inserted > 5),
+                "flat {flat}: {counts:?}"
+            );
+            assert!(
+                all_hits > 500 && all_overlaps > 500,
+                "{all_hits} {all_overlaps}"
             );
         }
     }

@@ -509,6 +509,27 @@ enum Walk {
     Everyone,
 }
 
+/// The observer of a query that no one entity tree can answer (a bracket across the last
+/// tree rebuild, `History::entity_tree`): it reports nothing, but as an observer it
+/// makes the query walk every entity, as debug mode does.
+struct EveryEntity;
+
+impl QueryObserver for EveryEntity {}
+
+impl<O: QueryObserver> Query<'_, '_, O> {
+    /// This query without its observer, walking every entity.
+    fn every_entity(&self) -> Query<'_, '_, EveryEntity> {
+        Query {
+            history: self.history,
+            target: self.target,
+            policy: self.policy,
+            layers: self.layers,
+            ignore: self.ignore,
+            observer: EveryEntity,
+        }
+    }
+}
+
 /// The per-entity checks every query makes before touching hitboxes: handle, ignore list,
 /// presence at the target time, which walk owns it, alive, layers, and its bounds at the
 /// target time (`touches`, told whether the sample blends two frames). Reports the decision

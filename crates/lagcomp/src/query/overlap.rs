@@ -75,6 +75,12 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         out.clear();
         let bracket = self.bracket()?;
         let history = self.history;
+        let tree = match history.entity_tree(&bracket) {
+            Some(tree) => tree,
+            // Rare: no one tree holds the bracket's frames (across the last rebuild).
+            None if !O::ENABLED => return self.every_entity().overlap(volume, out),
+            None => history.current_entity_tree(),
+        };
         let query_box = volume.aabb();
         let observer = &mut self.observer;
         let (layers, ignore) = (self.layers, self.ignore);
@@ -145,11 +151,9 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                 visit(index, Walk::Everyone);
             }
         } else {
-            history
-                .entity_tree()
-                .overlap(bracket.spans, &query_box, |index| {
-                    visit(index as usize, Walk::Tree)
-                });
+            tree.overlap(bracket.spans, &query_box, |index| {
+                visit(index as usize, Walk::Tree)
+            });
             for index in history.uncompensated() {
                 visit(index, Walk::Uncompensated);
             }

@@ -137,14 +137,35 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         self.trace(ray, radius, Found::All(out))
     }
 
+    /// [`Query::trace`] walking every entity, without the tree.
+    ///
+    /// PERF: out of line, and only for a bracket no one tree holds: a walk that could
+    /// fall back to every entity in line cost every shot about 20 instructions.
+    #[cold]
+    #[inline(never)]
+    fn trace_every_entity(
+        &mut self,
+        ray: &Ray,
+        radius: f32,
+        found: Found<'_>,
+    ) -> Result<Trace, QueryError> {
+        self.every_entity().trace(ray, radius, found)
+    }
+
     fn trace(&mut self, ray: &Ray, radius: f32, mut found: Found<'_>) -> Result<Trace, QueryError> {
         if let Found::All(out) = &mut found {
             out.clear();
         }
         let bracket = self.bracket()?;
         let history = self.history;
+        let tree = match history.entity_tree(&bracket) {
+            Some(tree) => tree,
+            // Rare: no one tree holds the bracket's frames (across the last rebuild).
+            None if !O::ENABLED => return self.trace_every_entity(ray, radius, found),
+            None => history.current_entity_tree(),
+        };
         if !O::ENABLED {
-            history.entity_tree().prefetch_root(bracket.spans);
+            tree.prefetch_root(bracket.spans);
         }
         let inv_dir = ray_recip(ray.dir());
         // PERF: a history without walls (the common case for a shooter's hitbox server)
@@ -179,7 +200,7 @@ impl<O: QueryObserver> Query<'_, '_, O> {
             }
         } else {
             let mut t_max = reach;
-            history.entity_tree().cast(
+            tree.cast(
                 bracket.spans,
                 ctx.origin,
                 inv_dir,
