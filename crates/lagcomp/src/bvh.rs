@@ -1296,7 +1296,7 @@ impl TemporalBvh {
         if let Some(&at) = self.leaf_of.get(item).filter(|&&at| at != u32::MAX) {
             // The slot's previous entity: its frames have aged out, its leaf is empty (but
             // in `frame`, where the new entity was just recorded into it). Gone.
-            let (node, old_lane) = (at as usize / 24, at as usize % 24);
+            let (node, old_lane) = leaf_link(at);
             self.children[node][old_lane] = NO_CHILD;
             for f in 0..self.frames {
                 self.spans[f * n + node].set_lane(old_lane, &NodeBox::EMPTY);
@@ -1779,6 +1779,13 @@ fn reserve_to<T>(v: &mut Vec<T>, capacity: usize) {
 #[inline]
 fn leaf_float(link: u32) -> u32 {
     (link >> 2) * 24 + (link & 3)
+}
+
+/// The node and lane of the tree child whose box starts at float `at`: the inverse of
+/// [`leaf_float`].
+#[inline]
+fn leaf_link(at: u32) -> (usize, usize) {
+    (at as usize / 24, at as usize % 24)
 }
 
 /// Writes every internal node's box into its parent's lane, children before parents,

@@ -1000,8 +1000,14 @@ impl History {
         &self.tree
     }
 
-    /// [`History::entity_tree`] for a bracket from before the current tree's frames (the
-    /// few oldest frames after a rebuild) that ends at `newer`.
+    /// [`History::entity_tree`] for a bracket from before the current tree's frames that
+    /// ends at `newer`. Not rare with more than 512 entities: right after a rebuild nearly
+    /// every frame is older than `tree_from`, and over a window about half the brackets
+    /// land here.
+    ///
+    /// PERF: out of line so that the current-tree test inlined into every query stays
+    /// short; the criterion runs of the seventh record round (BENCHMARKS.md) measured the
+    /// 5,000-entity query with it so.
     #[cold]
     #[inline(never)]
     fn older_entity_tree(&self, newer: u64) -> Option<&TemporalBvh> {

@@ -1343,8 +1343,6 @@ mod tests {
             let (mut hits, mut overlaps) = (Vec::new(), Vec::new());
             let (mut all_hits, mut all_overlaps) = (0, 0);
             for tick in 1..=12 * capacity {
-                // Churn: quiet for a window, then a spawn or despawn on most ticks, then
-                // one every few ticks.
                 // Churn: quiet for a window; then an entity replaced on every tick (more
                 // spawns than a small tree has spare nodes: rebuilds while the older tree
                 // still answers); then a spawn or a despawn every few ticks (inserted).

@@ -482,6 +482,11 @@ impl<'h, 'f, O: QueryObserver> Query<'h, 'f, O> {
     /// Report every step to `observer`.
     #[must_use]
     pub fn observe<P: QueryObserver>(self, observer: P) -> Query<'h, 'f, P> {
+        self.with_observer(observer)
+    }
+
+    /// This query's target, filters and window policy, reported to `observer`.
+    fn with_observer<P: QueryObserver>(&self, observer: P) -> Query<'h, 'f, P> {
         Query {
             history: self.history,
             target: self.target,
@@ -519,14 +524,7 @@ impl QueryObserver for EveryEntity {}
 impl<O: QueryObserver> Query<'_, '_, O> {
     /// This query without its observer, walking every entity.
     fn every_entity(&self) -> Query<'_, '_, EveryEntity> {
-        Query {
-            history: self.history,
-            target: self.target,
-            policy: self.policy,
-            layers: self.layers,
-            ignore: self.ignore,
-            observer: EveryEntity,
-        }
+        self.with_observer(EveryEntity)
     }
 }
 
