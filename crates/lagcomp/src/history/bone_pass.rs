@@ -259,7 +259,7 @@ fn portable(
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
+pub(super) mod x86 {
     //! The x86_64 kernels. Both read a `BoneTransform` (rotation at byte 0, translation at
     //! 16, scale at 28, 48 bytes with padding from 40) as three unaligned 16-byte loads that
     //! touch only its 40 initialised bytes: `q` = rotation, `a` = translation and scale.x
@@ -433,7 +433,8 @@ mod x86 {
     /// sign out), and the scale check keeps the OR and the AND of the scale bits, which
     /// are both one's bits exactly when every scale is. Callgrind: 55 -> 53 instructions per
     /// group.
-    struct Avx2Acc {
+    #[derive(Clone, Copy)]
+    pub(in crate::history) struct Avx2Acc {
         lo: __m256,
         hi: __m256,
         /// Largest `|component|` bit pattern of each lane of `a` (translation, scale.x),
@@ -495,6 +496,84 @@ mod x86 {
             }
         }
 
+        /// `add(a, b, r)` with the bounds started afresh (the first bones of an entity in a
+        /// batch: the checks carry on across the batch's entities, the bounds do not).
+        ///
+        /// # Safety
+        /// The CPU supports AVX2 and the caller is compiled with it.
+        #[inline(always)]
+        unsafe fn restart(&mut self, a: __m256, b: __m256, r: __m256) {
+            // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+            unsafe {
+                let a_bits = _mm256_castps_si256(a);
+                self.largest = _mm256_max_epu32(self.largest, _mm256_add_epi32(a_bits, a_bits));
+                let b_bits = _mm256_castps_si256(b);
+                self.scale_or = _mm256_or_si256(self.scale_or, b_bits);
+                self.scale_and = _mm256_and_si256(self.scale_and, b_bits);
+                self.lo = _mm256_sub_ps(a, r);
+                self.hi = _mm256_add_ps(a, r);
+            }
+        }
+
+        /// Whether every bone accumulated passed the fast checks (range, unit scale, unit
+        /// norm; the `n % 4` tail's norms are checked apart): one eight-lane mask.
+        ///
+        /// # Safety
+        /// The CPU supports AVX2 and the caller is compiled with it.
+        #[inline(always)]
+        unsafe fn checks_pass(&self) -> bool {
+            // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+            unsafe {
+                let (low_bits, high_bits) = UNIT_NORM_BITS;
+                // Lane 3 of each half of `largest` is scale.x: a unit scale is in range,
+                // anything else fails the scale check anyway.
+                let in_range = _mm256_cmpeq_epi32(
+                    _mm256_min_epu32(self.largest, _mm256_set1_epi32(MAX_COORDINATE_DOUBLED_BITS)),
+                    self.largest,
+                );
+                let norms_unit = _mm256_and_si256(
+                    _mm256_cmpeq_epi32(
+                        _mm256_max_epu32(self.norm_min, _mm256_set1_epi32(low_bits as i32)),
+                        self.norm_min,
+                    ),
+                    _mm256_cmpeq_epi32(
+                        _mm256_min_epu32(self.norm_max, _mm256_set1_epi32(high_bits as i32)),
+                        self.norm_max,
+                    ),
+                );
+                let one = _mm256_set1_epi32(ONE_BITS);
+                let scale_unit = _mm256_and_si256(
+                    _mm256_cmpeq_epi32(self.scale_or, one),
+                    _mm256_cmpeq_epi32(self.scale_and, one),
+                );
+                // Lanes that hold no norm (2, 3 of each half) or no scale (0) pass those
+                // checks: blended with all-ones by an immediate mask (no constant to load),
+                // and the eight lanes decided with one `vptest`.
+                let ones = _mm256_cmpeq_epi32(self.largest, self.largest);
+                let norms_unit = _mm256_blend_epi32::<0b1100_1100>(norms_unit, ones);
+                let scale_unit = _mm256_blend_epi32::<0b0001_0001>(scale_unit, ones);
+                let passed = _mm256_and_si256(in_range, _mm256_and_si256(norms_unit, scale_unit));
+                _mm256_testc_si256(passed, ones) == 1
+            }
+        }
+
+        /// The bounds: the two halves' minimum and maximum corners combined.
+        ///
+        /// # Safety
+        /// The CPU supports AVX2 and the caller is compiled with it.
+        #[inline(always)]
+        unsafe fn bounds(&self) -> (__m128, __m128) {
+            // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+            unsafe {
+                let low = |v: __m256| _mm256_castps256_ps128(v);
+                let high = |v: __m256| _mm256_extractf128_ps::<1>(v);
+                (
+                    _mm_min_ps(low(self.lo), high(self.lo)),
+                    _mm_max_ps(low(self.hi), high(self.hi)),
+                )
+            }
+        }
+
         /// Copy, range and scale checks and bounds of the bones in the halves of `a` and
         /// `b` (translation and scale, as loaded), with their reaches `r`.
         ///
@@ -516,7 +595,8 @@ mod x86 {
     }
 
     /// Bones `i..i + 4`, accumulated into `acc`, or (`FIRST`) accumulated from nothing
-    /// (`acc` is then ignored). With `STREAM` the rows are written with non-temporal stores:
+    /// (`acc` is then ignored; with `BATCH`, only the bounds start from nothing and the
+    /// checks accumulate into `acc`'s). With `STREAM` the rows are written with non-temporal stores:
     /// the two pairs of rotations as two 32-byte stores, the four translations packed into
     /// three 16-byte stores (no spill onto the next bone).
     ///
@@ -531,7 +611,7 @@ mod x86 {
     /// writable translations and `r_out` `n` writable rotations. With `STREAM`, `t_out +
     /// 3i` is 16-byte aligned and `r_out + 4i` 32-byte aligned.
     #[inline(always)]
-    unsafe fn avx2_group<const FIRST: bool, const STREAM: bool>(
+    unsafe fn avx2_group<const FIRST: bool, const BATCH: bool, const STREAM: bool>(
         src: *const f32,
         reach: *const f32,
         t_out: *mut f32,
@@ -568,7 +648,9 @@ mod x86 {
                 *ab_out = (a, b);
                 // Bone `j`'s reach in the low four lanes, bone `j + 1`'s in the high four.
                 let r = _mm256_loadu_ps(reach.add(4 * j));
-                if FIRST && half == 0 {
+                if FIRST && BATCH && half == 0 {
+                    acc.restart(a, b, r);
+                } else if FIRST && half == 0 {
                     acc = Avx2Acc::first(a, b, r);
                 } else {
                     acc.add(a, b, r);
@@ -616,7 +698,7 @@ mod x86 {
             ));
             // Sums of squares are `+0.0` or more, or NaN: as integers they sort like floats,
             // NaN (either sign) above infinity, so the largest catches it.
-            if FIRST {
+            if FIRST && !BATCH {
                 acc.norm_min = norms;
                 acc.norm_max = norms;
             } else {
@@ -704,7 +786,9 @@ mod x86 {
         // The accumulators start empty when there is no group (register-only intrinsics).
         let mut acc = if n >= 4 {
             // SAFETY: as above.
-            unsafe { avx2_group::<true, STREAM>(src, reach_ptr, t_out, r_out, 0, Avx2Acc::empty()) }
+            unsafe {
+                avx2_group::<true, false, STREAM>(src, reach_ptr, t_out, r_out, 0, Avx2Acc::empty())
+            }
         } else {
             // SAFETY: as above.
             unsafe { Avx2Acc::empty() }
@@ -712,7 +796,7 @@ mod x86 {
         for group in 1..n / 4 {
             // SAFETY: as above.
             acc = unsafe {
-                avx2_group::<false, STREAM>(src, reach_ptr, t_out, r_out, 4 * group, acc)
+                avx2_group::<false, false, STREAM>(src, reach_ptr, t_out, r_out, 4 * group, acc)
             };
         }
         // SAFETY: the reads and writes of bones `i..n` are in bounds as in `sse2`; every
@@ -738,45 +822,106 @@ mod x86 {
             if spills {
                 t_out.add(3 * n).write(spilled);
             }
-            let (low_bits, high_bits) = UNIT_NORM_BITS;
-            // Lane 3 of each half of `largest` is scale.x: a unit scale is in range,
-            // anything else fails the scale check anyway.
-            let in_range = _mm256_cmpeq_epi32(
-                _mm256_min_epu32(acc.largest, _mm256_set1_epi32(MAX_COORDINATE_DOUBLED_BITS)),
-                acc.largest,
-            );
-            let norms_unit = _mm256_and_si256(
-                _mm256_cmpeq_epi32(
-                    _mm256_max_epu32(acc.norm_min, _mm256_set1_epi32(low_bits as i32)),
-                    acc.norm_min,
-                ),
-                _mm256_cmpeq_epi32(
-                    _mm256_min_epu32(acc.norm_max, _mm256_set1_epi32(high_bits as i32)),
-                    acc.norm_max,
-                ),
-            );
-            let one = _mm256_set1_epi32(ONE_BITS);
-            let scale_unit = _mm256_and_si256(
-                _mm256_cmpeq_epi32(acc.scale_or, one),
-                _mm256_cmpeq_epi32(acc.scale_and, one),
-            );
-            // Lanes that hold no norm (2, 3 of each half) or no scale (0) pass those checks:
-            // blended with all-ones by an immediate mask (no constant to load), and the
-            // eight lanes decided with one `vptest`.
-            let ones = _mm256_cmpeq_epi32(acc.largest, acc.largest);
-            let norms_unit = _mm256_blend_epi32::<0b1100_1100>(norms_unit, ones);
-            let scale_unit = _mm256_blend_epi32::<0b0001_0001>(scale_unit, ones);
-            let passed = _mm256_and_si256(in_range, _mm256_and_si256(norms_unit, scale_unit));
-            let clean = _mm256_testc_si256(passed, ones) == 1 && tail_ok;
-            let low = |v: __m256| _mm256_castps256_ps128(v);
-            let high = |v: __m256| _mm256_extractf128_ps::<1>(v);
+            let clean = acc.checks_pass() && tail_ok;
+            let (lo, hi) = acc.bounds();
             BonePass {
-                lo: Vec3A::from(_mm_min_ps(low(acc.lo), high(acc.lo))),
-                hi: Vec3A::from(_mm_max_ps(low(acc.hi), high(acc.hi))),
+                lo: Vec3A::from(lo),
+                hi: Vec3A::from(hi),
                 clean,
             }
         }
     }
+
+    /// The bone pass of `bounds.len()` entities of one rig, `4 * groups` bones each, whose
+    /// rows follow one another in the lanes (a batch plan's segment, see
+    /// `history/record.rs`): rows copied as [`avx2_inline`] copies them, each entity's
+    /// (unpadded) bounds into `bounds`, and the fast checks of every bone into `checks`,
+    /// which carry on across segments: the batch is decided once, by
+    /// [`batch_checks_pass`].
+    ///
+    /// Without `STREAM`, the last translation store spills onto the element after the
+    /// segment's rows (as [`avx2_inline`] does), which the caller puts back if it belongs to
+    /// no entity recorded after this segment.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2 and the caller is compiled with it; `LAYOUT_MATCHES`; at least
+    /// one group; `src` holds `bounds.len() * 4 * groups` bones, `reach` `4 * groups`
+    /// splatted reaches, `r_out` as many writable rotations and `t_out` as many writable
+    /// translations and one more. With `STREAM`, `t_out` is 16-byte aligned and
+    /// `r_out` 32-byte aligned.
+    ///
+    /// `GROUPS`, when not zero, is `groups` known where it is called: the entity's groups
+    /// are then written out one after another, with no loop.
+    ///
+    /// PERF: the common rigs (16 and 20 bones) take 4 and 5; with a loop, setting it up
+    /// and counting cost about 20 instructions an entity.
+    #[inline(always)]
+    pub(in crate::history) unsafe fn avx2_segment<const STREAM: bool, const GROUPS: usize>(
+        mut src: *const f32,
+        reach: *const f32,
+        mut t_out: *mut f32,
+        mut r_out: *mut f32,
+        groups: usize,
+        bounds: &mut [[Vec3A; 2]],
+        checks: &mut Avx2Acc,
+    ) {
+        debug_assert!(GROUPS == 0 || GROUPS == groups);
+        let groups = if GROUPS == 0 { groups } else { GROUPS };
+        let mut acc = *checks;
+        for entity in bounds {
+            // SAFETY: the caller's contract: each entity's bones, reaches and rows are in
+            // bounds (`4 * groups` of them), AVX2, and with `STREAM` the alignments (every
+            // row is a whole number of groups of four, so each starts aligned too).
+            unsafe {
+                let group_at = |acc: Avx2Acc, group: usize| {
+                    avx2_group::<false, true, STREAM>(src, reach, t_out, r_out, 4 * group, acc)
+                };
+                acc = avx2_group::<true, true, STREAM>(src, reach, t_out, r_out, 0, acc);
+                if GROUPS == 0 {
+                    for group in 1..groups {
+                        acc = group_at(acc, group);
+                    }
+                } else {
+                    // At most five groups written out (`GROUPS` is a constant: the tests
+                    // on it fold away).
+                    for group in 1..GROUPS.min(5) {
+                        acc = group_at(acc, group);
+                    }
+                    for group in 5..GROUPS {
+                        acc = group_at(acc, group);
+                    }
+                }
+                let (lo, hi) = acc.bounds();
+                *entity = [Vec3A::from(lo), Vec3A::from(hi)];
+                src = src.add(4 * groups * STRIDE);
+                t_out = t_out.add(12 * groups);
+                r_out = r_out.add(16 * groups);
+            }
+        }
+        *checks = acc;
+    }
+
+    /// The checks of a batch before its first bone: nothing accumulated.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2 and the caller is compiled with it.
+    #[inline(always)]
+    pub(in crate::history) unsafe fn batch_checks() -> Avx2Acc {
+        // SAFETY: the caller's contract.
+        unsafe { Avx2Acc::empty() }
+    }
+
+    /// Whether every bone of every segment passed the fast checks and has unit scale (the
+    /// `clean` of [`avx2_inline`] over the whole batch).
+    ///
+    /// # Safety
+    /// The CPU supports AVX2 and the caller is compiled with it.
+    #[inline(always)]
+    pub(in crate::history) unsafe fn batch_checks_pass(checks: &Avx2Acc) -> bool {
+        // SAFETY: the caller's contract.
+        unsafe { checks.checks_pass() }
+    }
+
     /// The bit patterns of the smallest and largest `f32` `n` for which `|n - 1| <=`
     /// [`ROTATION_NORM_TOLERANCE`] in `f32` arithmetic: the unit-norm check of the AVX2
     /// kernel as two integer bounds (no subtraction per group).
