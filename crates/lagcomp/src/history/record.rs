@@ -485,40 +485,58 @@ fn record_entity<const FORM: u8>(
     // SAFETY: `id` is the handle of `slot`, an active slot, and `at` the frame being
     // recorded (`FrameSlot::of`, after `History::fit_lanes`).
     unsafe {
+        let frames = frame_block(lanes, at);
         stamp::<FORM>(
             slot,
-            lanes,
+            frames,
             leaves,
             at,
             (id.index() as usize, state),
             [lo, hi],
-        )
-    };
+        );
+    }
     Ok(())
+}
+
+/// The frame lane's block of the frame being recorded (`at`): one record per entity slot.
+///
+/// # Safety
+/// `at` is the frame being recorded in the history that owns `lanes` (`FrameSlot::of`,
+/// after `History::fit_lanes`).
+#[inline(always)]
+unsafe fn frame_block(lanes: &mut Lanes, at: FrameSlot) -> &mut [EntityFrame] {
+    debug_assert!(at.frames + lanes.frame_stride <= lanes.frames.len());
+    // SAFETY: `frames` is `ring * frame_stride` with `ring < capacity`, and the lane holds
+    // `capacity` blocks of `frame_stride` records.
+    // PERF: the checked slice cost three instructions an entity.
+    unsafe {
+        lanes
+            .frames
+            .get_unchecked_mut(at.frames..at.frames + lanes.frame_stride)
+    }
 }
 
 /// The end of a record once the bones are stored and found valid: the entity's frame
 /// record (its padded bounds and state), its newest frame, and its broadphase leaf.
 ///
 /// # Safety
-/// `slot` is active slot `index` and `at` the frame being recorded in the history that
-/// owns `lanes` (`FrameSlot::of`, after `History::fit_lanes`).
+/// `slot` is active slot `index`, `at` the frame being recorded, and `frames` its block
+/// ([`frame_block`]).
 #[inline(always)]
 unsafe fn stamp<const FORM: u8>(
     slot: &mut EntitySlot,
-    lanes: &mut Lanes,
+    frames: &mut [EntityFrame],
     leaves: &mut FrameLeaves<'_>,
     at: FrameSlot,
     (index, state): (usize, EntityState),
     [lo, hi]: [Vec3A; 2],
 ) {
     let (min, max) = padded_corners(lo, hi);
-    debug_assert!(at.frames + index == lanes.frame(index, at.ring) && index < lanes.frame_stride);
-    // SAFETY: `frames` is `ring * frame_stride` with `ring < capacity`, `index` (this
-    // slot's) is below the number of slots `<= frame_stride` (`History::fit_lanes`, as
-    // above; slots are only added by spawning), and the lane holds `capacity` blocks.
+    debug_assert!(index < frames.len());
+    // SAFETY: `index` (this slot's) is below the number of slots `<= frame_stride`
+    // (`History::fit_lanes`; slots are only added by spawning), the block's length.
     // PERF: the checked index cost three instructions an entity.
-    let frame = unsafe { lanes.frames.get_unchecked_mut(at.frames + index) };
+    let frame = unsafe { frames.get_unchecked_mut(index) };
     *frame = EntityFrame {
         seq: at.seq as u32,
         layers: state.layers,
@@ -615,13 +633,15 @@ unsafe fn stamp_batch<const FORM: u8>(
     entities: &[(EntityId, EntityState)],
     bounds: &[[Vec3A; 2]],
 ) {
+    // SAFETY: the caller's contract: `at` is the frame being recorded.
+    let frames = unsafe { frame_block(lanes, at) };
     for (&(id, state), &bounds) in entities.iter().zip(bounds) {
         let index = id.index() as usize;
         debug_assert!(index < slots.len() && slots[index].life == Life::Active);
         // SAFETY: the caller's contract: `index` is an active slot.
         unsafe {
             let slot = slots.get_unchecked_mut(index);
-            stamp::<FORM>(slot, lanes, leaves, at, (index, state), bounds);
+            stamp::<FORM>(slot, frames, leaves, at, (index, state), bounds);
         }
         if !state.lag_compensated {
             mark_uncompensated(uncompensated, index, at.seq);
