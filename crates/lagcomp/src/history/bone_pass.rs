@@ -259,7 +259,7 @@ fn portable(
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
+pub(super) mod x86 {
     //! The x86_64 kernels. Both read a `BoneTransform` (rotation at byte 0, translation at
     //! 16, scale at 28, 48 bytes with padding from 40) as three unaligned 16-byte loads that
     //! touch only its 40 initialised bytes: `q` = rotation, `a` = translation and scale.x
@@ -433,6 +433,7 @@ mod x86 {
     /// sign out), and the scale check keeps the OR and the AND of the scale bits, which
     /// are both one's bits exactly when every scale is. Callgrind: 55 -> 53 instructions per
     /// group.
+    #[derive(Clone, Copy)]
     struct Avx2Acc {
         lo: __m256,
         hi: __m256,
@@ -495,6 +496,65 @@ mod x86 {
             }
         }
 
+        /// Whether every bone accumulated passed the fast checks (range, unit scale, unit
+        /// norm; the `n % 4` tail's norms are checked apart): one eight-lane mask.
+        ///
+        /// # Safety
+        /// The CPU supports AVX2 and the caller is compiled with it.
+        #[inline(always)]
+        unsafe fn checks_pass(&self) -> bool {
+            // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+            unsafe {
+                let (low_bits, high_bits) = UNIT_NORM_BITS;
+                // Lane 3 of each half of `largest` is scale.x: a unit scale is in range,
+                // anything else fails the scale check anyway.
+                let in_range = _mm256_cmpeq_epi32(
+                    _mm256_min_epu32(self.largest, _mm256_set1_epi32(MAX_COORDINATE_DOUBLED_BITS)),
+                    self.largest,
+                );
+                let norms_unit = _mm256_and_si256(
+                    _mm256_cmpeq_epi32(
+                        _mm256_max_epu32(self.norm_min, _mm256_set1_epi32(low_bits as i32)),
+                        self.norm_min,
+                    ),
+                    _mm256_cmpeq_epi32(
+                        _mm256_min_epu32(self.norm_max, _mm256_set1_epi32(high_bits as i32)),
+                        self.norm_max,
+                    ),
+                );
+                let one = _mm256_set1_epi32(ONE_BITS);
+                let scale_unit = _mm256_and_si256(
+                    _mm256_cmpeq_epi32(self.scale_or, one),
+                    _mm256_cmpeq_epi32(self.scale_and, one),
+                );
+                // Lanes that hold no norm (2, 3 of each half) or no scale (0) pass those
+                // checks: blended with all-ones by an immediate mask (no constant to load),
+                // and the eight lanes decided with one `vptest`.
+                let ones = _mm256_cmpeq_epi32(self.largest, self.largest);
+                let norms_unit = _mm256_blend_epi32::<0b1100_1100>(norms_unit, ones);
+                let scale_unit = _mm256_blend_epi32::<0b0001_0001>(scale_unit, ones);
+                let passed = _mm256_and_si256(in_range, _mm256_and_si256(norms_unit, scale_unit));
+                _mm256_testc_si256(passed, ones) == 1
+            }
+        }
+
+        /// The bounds: the two halves' minimum and maximum corners combined.
+        ///
+        /// # Safety
+        /// The CPU supports AVX2 and the caller is compiled with it.
+        #[inline(always)]
+        unsafe fn bounds(&self) -> (__m128, __m128) {
+            // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+            unsafe {
+                let low = |v: __m256| _mm256_castps256_ps128(v);
+                let high = |v: __m256| _mm256_extractf128_ps::<1>(v);
+                (
+                    _mm_min_ps(low(self.lo), high(self.lo)),
+                    _mm_max_ps(low(self.hi), high(self.hi)),
+                )
+            }
+        }
+
         /// Copy, range and scale checks and bounds of the bones in the halves of `a` and
         /// `b` (translation and scale, as loaded), with their reaches `r`.
         ///
@@ -515,8 +575,168 @@ mod x86 {
         }
     }
 
-    /// Bones `i..i + 4`, accumulated into `acc`, or (`FIRST`) accumulated from nothing
-    /// (`acc` is then ignored). With `STREAM` the rows are written with non-temporal stores:
+    /// How a group's bones are taken into accumulators: one entity's ([`Avx2Acc`]) or a
+    /// batch's ([`BatchAcc`]).
+    trait GroupAcc: Copy {
+        /// Takes the bones in the halves of `a` and `b` (translation and scale, as loaded)
+        /// with their reaches `r`; with `FIRST`, the entity's first: its bounds (and, per
+        /// entity, everything) start from these.
+        ///
+        /// # Safety
+        /// The CPU supports AVX2 and the caller is compiled with it.
+        unsafe fn take<const FIRST: bool>(&mut self, a: __m256, b: __m256, r: __m256);
+
+        /// Takes four squared norms (lanes 0 and 1 of each half); `FIRST` as above.
+        ///
+        /// # Safety
+        /// As [`GroupAcc::take`].
+        unsafe fn take_norms<const FIRST: bool>(&mut self, norms: __m256i);
+    }
+
+    impl GroupAcc for Avx2Acc {
+        #[inline(always)]
+        unsafe fn take<const FIRST: bool>(&mut self, a: __m256, b: __m256, r: __m256) {
+            // SAFETY: the caller's contract.
+            unsafe {
+                if FIRST {
+                    *self = Avx2Acc::first(a, b, r);
+                } else {
+                    self.add(a, b, r);
+                }
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn take_norms<const FIRST: bool>(&mut self, norms: __m256i) {
+            // Sums of squares are `+0.0` or more, or NaN: as integers they sort like floats,
+            // NaN (either sign) above infinity, so the largest catches it.
+            if FIRST {
+                self.norm_min = norms;
+                self.norm_max = norms;
+            } else {
+                // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+                unsafe {
+                    self.norm_min = _mm256_min_epu32(self.norm_min, norms);
+                    self.norm_max = _mm256_max_epu32(self.norm_max, norms);
+                }
+            }
+        }
+    }
+
+    /// What the bone pass of a batch accumulates (see [`avx2_segment`]): each entity's
+    /// bounds, and the checks of every bone so far in five registers rather than seven.
+    ///
+    /// PERF: with seven accumulators and the unrolled groups, LLVM spilled two of them to
+    /// the stack (about 14 instructions an entity). The checks are the same predicates
+    /// folded differently: every scale is one exactly when the OR of every `scale ^ one` is
+    /// zero, and every norm `n` is within the unit-norm bounds `[low, high]` exactly when
+    /// the largest `n - low` (wrapping, unsigned) is at most `high - low`.
+    #[derive(Clone, Copy)]
+    pub(in crate::history) struct BatchAcc {
+        lo: __m256,
+        hi: __m256,
+        /// As [`Avx2Acc::largest`].
+        largest: __m256i,
+        /// OR of every `b ^ 1.0` (lanes 1..4 of each half: the scale).
+        scale_off: __m256i,
+        /// Largest `norm - low` bit pattern, wrapping (lanes 0 and 1 of each half).
+        norm_off: __m256i,
+    }
+
+    impl GroupAcc for BatchAcc {
+        #[inline(always)]
+        unsafe fn take<const FIRST: bool>(&mut self, a: __m256, b: __m256, r: __m256) {
+            // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+            unsafe {
+                let a_bits = _mm256_castps_si256(a);
+                self.largest = _mm256_max_epu32(self.largest, _mm256_add_epi32(a_bits, a_bits));
+                let off = _mm256_xor_si256(_mm256_castps_si256(b), _mm256_set1_epi32(ONE_BITS));
+                self.scale_off = _mm256_or_si256(self.scale_off, off);
+                if FIRST {
+                    self.lo = _mm256_sub_ps(a, r);
+                    self.hi = _mm256_add_ps(a, r);
+                } else {
+                    self.lo = _mm256_min_ps(self.lo, _mm256_sub_ps(a, r));
+                    self.hi = _mm256_max_ps(self.hi, _mm256_add_ps(a, r));
+                }
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn take_norms<const FIRST: bool>(&mut self, norms: __m256i) {
+            // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+            unsafe {
+                let off = _mm256_sub_epi32(norms, _mm256_set1_epi32(UNIT_NORM_BITS.0 as i32));
+                self.norm_off = _mm256_max_epu32(self.norm_off, off);
+            }
+        }
+    }
+
+    impl BatchAcc {
+        /// Nothing taken yet (the bounds are set by each entity's first bones).
+        ///
+        /// # Safety
+        /// The CPU supports AVX2 and the caller is compiled with it.
+        #[inline(always)]
+        unsafe fn empty() -> Self {
+            // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+            unsafe {
+                Self {
+                    lo: _mm256_setzero_ps(),
+                    hi: _mm256_setzero_ps(),
+                    largest: _mm256_setzero_si256(),
+                    scale_off: _mm256_setzero_si256(),
+                    norm_off: _mm256_setzero_si256(),
+                }
+            }
+        }
+
+        /// Whether every bone taken passed the fast checks (what [`Avx2Acc::checks_pass`]
+        /// decides for one entity, for all of them).
+        ///
+        /// # Safety
+        /// As [`BatchAcc::empty`].
+        #[inline(always)]
+        unsafe fn checks_pass(&self) -> bool {
+            // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+            unsafe {
+                let (low_bits, high_bits) = UNIT_NORM_BITS;
+                let in_range = _mm256_cmpeq_epi32(
+                    _mm256_min_epu32(self.largest, _mm256_set1_epi32(MAX_COORDINATE_DOUBLED_BITS)),
+                    self.largest,
+                );
+                let span = _mm256_set1_epi32(high_bits.wrapping_sub(low_bits) as i32);
+                let norms_unit =
+                    _mm256_cmpeq_epi32(_mm256_min_epu32(self.norm_off, span), self.norm_off);
+                let scale_unit = _mm256_cmpeq_epi32(self.scale_off, _mm256_setzero_si256());
+                let ones = _mm256_cmpeq_epi32(self.largest, self.largest);
+                let norms_unit = _mm256_blend_epi32::<0b1100_1100>(norms_unit, ones);
+                let scale_unit = _mm256_blend_epi32::<0b0001_0001>(scale_unit, ones);
+                let passed = _mm256_and_si256(in_range, _mm256_and_si256(norms_unit, scale_unit));
+                _mm256_testc_si256(passed, ones) == 1
+            }
+        }
+
+        /// The bounds of the entity taken last: as [`Avx2Acc::bounds`].
+        ///
+        /// # Safety
+        /// As [`BatchAcc::empty`].
+        #[inline(always)]
+        unsafe fn bounds(&self) -> (__m128, __m128) {
+            // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+            unsafe {
+                let low = |v: __m256| _mm256_castps256_ps128(v);
+                let high = |v: __m256| _mm256_extractf128_ps::<1>(v);
+                (
+                    _mm_min_ps(low(self.lo), high(self.lo)),
+                    _mm_max_ps(low(self.hi), high(self.hi)),
+                )
+            }
+        }
+    }
+
+    /// Bones `i..i + 4`, taken into `acc` (`FIRST`: the entity's first group, see
+    /// [`GroupAcc::take`]). With `STREAM` the rows are written with non-temporal stores:
     /// the two pairs of rotations as two 32-byte stores, the four translations packed into
     /// three 16-byte stores (no spill onto the next bone).
     ///
@@ -531,14 +751,14 @@ mod x86 {
     /// writable translations and `r_out` `n` writable rotations. With `STREAM`, `t_out +
     /// 3i` is 16-byte aligned and `r_out + 4i` 32-byte aligned.
     #[inline(always)]
-    unsafe fn avx2_group<const FIRST: bool, const STREAM: bool>(
+    unsafe fn avx2_group<const FIRST: bool, const STREAM: bool, A: GroupAcc>(
         src: *const f32,
         reach: *const f32,
         t_out: *mut f32,
         r_out: *mut f32,
         i: usize,
-        mut acc: Avx2Acc,
-    ) -> Avx2Acc {
+        mut acc: A,
+    ) -> A {
         // Each half's rotations, and its `a` and `b` (for the packed translation stores).
         // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
         let (mut rotations, mut loaded) = unsafe {
@@ -569,9 +789,9 @@ mod x86 {
                 // Bone `j`'s reach in the low four lanes, bone `j + 1`'s in the high four.
                 let r = _mm256_loadu_ps(reach.add(4 * j));
                 if FIRST && half == 0 {
-                    acc = Avx2Acc::first(a, b, r);
+                    acc.take::<true>(a, b, r);
                 } else {
-                    acc.add(a, b, r);
+                    acc.take::<false>(a, b, r);
                 }
                 *q_out = q;
             }
@@ -614,15 +834,7 @@ mod x86 {
                 _mm256_add_ps(_mm256_add_ps(xy, swap(xy)), zw),
                 swap(zw),
             ));
-            // Sums of squares are `+0.0` or more, or NaN: as integers they sort like floats,
-            // NaN (either sign) above infinity, so the largest catches it.
-            if FIRST {
-                acc.norm_min = norms;
-                acc.norm_max = norms;
-            } else {
-                acc.norm_min = _mm256_min_epu32(acc.norm_min, norms);
-                acc.norm_max = _mm256_max_epu32(acc.norm_max, norms);
-            }
+            acc.take_norms::<FIRST>(norms);
         }
         acc
     }
@@ -704,7 +916,9 @@ mod x86 {
         // The accumulators start empty when there is no group (register-only intrinsics).
         let mut acc = if n >= 4 {
             // SAFETY: as above.
-            unsafe { avx2_group::<true, STREAM>(src, reach_ptr, t_out, r_out, 0, Avx2Acc::empty()) }
+            unsafe {
+                avx2_group::<true, STREAM, _>(src, reach_ptr, t_out, r_out, 0, Avx2Acc::empty())
+            }
         } else {
             // SAFETY: as above.
             unsafe { Avx2Acc::empty() }
@@ -712,7 +926,7 @@ mod x86 {
         for group in 1..n / 4 {
             // SAFETY: as above.
             acc = unsafe {
-                avx2_group::<false, STREAM>(src, reach_ptr, t_out, r_out, 4 * group, acc)
+                avx2_group::<false, STREAM, _>(src, reach_ptr, t_out, r_out, 4 * group, acc)
             };
         }
         // SAFETY: the reads and writes of bones `i..n` are in bounds as in `sse2`; every
@@ -738,45 +952,153 @@ mod x86 {
             if spills {
                 t_out.add(3 * n).write(spilled);
             }
-            let (low_bits, high_bits) = UNIT_NORM_BITS;
-            // Lane 3 of each half of `largest` is scale.x: a unit scale is in range,
-            // anything else fails the scale check anyway.
-            let in_range = _mm256_cmpeq_epi32(
-                _mm256_min_epu32(acc.largest, _mm256_set1_epi32(MAX_COORDINATE_DOUBLED_BITS)),
-                acc.largest,
-            );
-            let norms_unit = _mm256_and_si256(
-                _mm256_cmpeq_epi32(
-                    _mm256_max_epu32(acc.norm_min, _mm256_set1_epi32(low_bits as i32)),
-                    acc.norm_min,
-                ),
-                _mm256_cmpeq_epi32(
-                    _mm256_min_epu32(acc.norm_max, _mm256_set1_epi32(high_bits as i32)),
-                    acc.norm_max,
-                ),
-            );
-            let one = _mm256_set1_epi32(ONE_BITS);
-            let scale_unit = _mm256_and_si256(
-                _mm256_cmpeq_epi32(acc.scale_or, one),
-                _mm256_cmpeq_epi32(acc.scale_and, one),
-            );
-            // Lanes that hold no norm (2, 3 of each half) or no scale (0) pass those checks:
-            // blended with all-ones by an immediate mask (no constant to load), and the
-            // eight lanes decided with one `vptest`.
-            let ones = _mm256_cmpeq_epi32(acc.largest, acc.largest);
-            let norms_unit = _mm256_blend_epi32::<0b1100_1100>(norms_unit, ones);
-            let scale_unit = _mm256_blend_epi32::<0b0001_0001>(scale_unit, ones);
-            let passed = _mm256_and_si256(in_range, _mm256_and_si256(norms_unit, scale_unit));
-            let clean = _mm256_testc_si256(passed, ones) == 1 && tail_ok;
-            let low = |v: __m256| _mm256_castps256_ps128(v);
-            let high = |v: __m256| _mm256_extractf128_ps::<1>(v);
+            let clean = acc.checks_pass() && tail_ok;
+            let (lo, hi) = acc.bounds();
             BonePass {
-                lo: Vec3A::from(_mm_min_ps(low(acc.lo), high(acc.lo))),
-                hi: Vec3A::from(_mm_max_ps(low(acc.hi), high(acc.hi))),
+                lo: Vec3A::from(lo),
+                hi: Vec3A::from(hi),
                 clean,
             }
         }
     }
+
+    /// The bone pass of `bounds.len()` entities of one rig, `4 * groups` bones each, whose
+    /// rows follow one another in the lanes (a batch plan's segment, see
+    /// `history/record.rs`): rows copied as [`avx2_inline`] copies them, each entity's
+    /// (unpadded) bounds into `bounds`, and the fast checks of every bone into `checks`,
+    /// which carry on across segments: the batch is decided once, by
+    /// [`batch_checks_pass`].
+    ///
+    /// Without `STREAM`, the last translation store spills onto the element after the
+    /// segment's rows (as [`avx2_inline`] does), which the caller puts back if it belongs to
+    /// no entity recorded after this segment.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2 and the caller is compiled with it; `LAYOUT_MATCHES`; at least
+    /// one group; `src` holds `bounds.len() * 4 * groups` bones, `reach` `4 * groups`
+    /// splatted reaches, `r_out` as many writable rotations and `t_out` as many writable
+    /// translations and one more. With `STREAM`, `t_out` is 16-byte aligned and
+    /// `r_out` 32-byte aligned.
+    ///
+    /// `GROUPS`, when not zero, is `groups` known where it is called: the entity's groups
+    /// are then written out one after another, with no loop.
+    ///
+    /// PERF: the common rigs (16 and 20 bones) take 4 and 5; with a loop, setting it up
+    /// and counting cost about 20 instructions an entity.
+    #[inline(always)]
+    pub(in crate::history) unsafe fn avx2_segment<const STREAM: bool, const GROUPS: usize>(
+        mut src: *const f32,
+        reach: *const f32,
+        mut t_out: *mut f32,
+        mut r_out: *mut f32,
+        groups: usize,
+        bounds: &mut [[Vec3A; 2]],
+        checks: &mut BatchAcc,
+    ) {
+        debug_assert!(GROUPS == 0 || GROUPS == groups);
+        let groups = if GROUPS == 0 { groups } else { GROUPS };
+        let mut acc = *checks;
+        for entity in bounds {
+            // SAFETY: the caller's contract: each entity's bones, reaches and rows are in
+            // bounds (`4 * groups` of them), AVX2, and with `STREAM` the alignments (every
+            // row is a whole number of groups of four, so each starts aligned too).
+            unsafe {
+                let group_at = |acc: BatchAcc, group: usize| {
+                    avx2_group::<false, STREAM, _>(src, reach, t_out, r_out, 4 * group, acc)
+                };
+                acc = avx2_group::<true, STREAM, _>(src, reach, t_out, r_out, 0, acc);
+                if GROUPS == 0 {
+                    for group in 1..groups {
+                        acc = group_at(acc, group);
+                    }
+                } else {
+                    // Up to five groups written out (`GROUPS` is a constant: the tests on it
+                    // fold away). PERF: as a loop of constant length LLVM kept the loop.
+                    if GROUPS > 1 {
+                        acc = group_at(acc, 1);
+                    }
+                    if GROUPS > 2 {
+                        acc = group_at(acc, 2);
+                    }
+                    if GROUPS > 3 {
+                        acc = group_at(acc, 3);
+                    }
+                    if GROUPS > 4 {
+                        acc = group_at(acc, 4);
+                    }
+                    for group in 5..GROUPS {
+                        acc = group_at(acc, group);
+                    }
+                }
+                let (lo, hi) = acc.bounds();
+                *entity = [Vec3A::from(lo), Vec3A::from(hi)];
+                src = src.add(4 * groups * STRIDE);
+                t_out = t_out.add(12 * groups);
+                r_out = r_out.add(16 * groups);
+            }
+        }
+        *checks = acc;
+    }
+
+    /// [`avx2_segment`] over `bounds.len()` entities of `4 * groups` bones (the loop form,
+    /// or `GROUPS` written out), its checks decided alone (for tests).
+    ///
+    /// # Safety
+    /// As [`avx2_segment`] (`bones` and `reach` hold what `src` and `reach` must); with
+    /// `STREAM` the caller fences.
+    #[cfg(test)]
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn avx2_segment_alone<const STREAM: bool, const GROUPS: usize>(
+        bones: &[BoneTransform],
+        reach: &[[f32; 4]],
+        translations: &mut [StoredTranslation],
+        rotations: &mut [StoredRotation],
+        groups: usize,
+        bounds: &mut [[Vec3A; 2]],
+    ) -> bool {
+        assert!(
+            bones.len() == bounds.len() * 4 * groups
+                && reach.len() == 4 * groups
+                && rotations.len() == bones.len()
+                && translations.len() == bones.len() + 1
+        );
+        // SAFETY: the caller's contract, the lengths checked above, and AVX2 here.
+        unsafe {
+            let mut checks = BatchAcc::empty();
+            avx2_segment::<STREAM, GROUPS>(
+                bones.as_ptr().cast(),
+                reach.as_ptr().cast(),
+                translations.as_mut_ptr().cast(),
+                rotations.as_mut_ptr().cast(),
+                groups,
+                bounds,
+                &mut checks,
+            );
+            checks.checks_pass()
+        }
+    }
+
+    /// The checks of a batch before its first bone: nothing accumulated.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2 and the caller is compiled with it.
+    #[inline(always)]
+    pub(in crate::history) unsafe fn batch_checks() -> BatchAcc {
+        // SAFETY: the caller's contract.
+        unsafe { BatchAcc::empty() }
+    }
+
+    /// Whether every bone of every segment passed the fast checks and has unit scale (the
+    /// `clean` of [`avx2_inline`] over the whole batch).
+    ///
+    /// # Safety
+    /// The CPU supports AVX2 and the caller is compiled with it.
+    #[inline(always)]
+    pub(in crate::history) unsafe fn batch_checks_pass(checks: &BatchAcc) -> bool {
+        // SAFETY: the caller's contract.
+        unsafe { checks.checks_pass() }
+    }
+
     /// The bit patterns of the smallest and largest `f32` `n` for which `|n - 1| <=`
     /// [`ROTATION_NORM_TOLERANCE`] in `f32` arithmetic: the unit-norm check of the AVX2
     /// kernel as two integer bounds (no subtraction per group).
@@ -1056,6 +1378,110 @@ pub(super) mod tests {
                 assert_eq!(stored_bounds(&p), stored_bounds(&p0), "case {case}: bounds");
             }
         }
+    }
+
+    /// The batch kernel (`avx2_segment`: several entities' rows back to back, the checks
+    /// decided once) writes each entity's rows and bounds as the per-entity kernel does,
+    /// and passes a batch exactly when every entity passes: loop and written-out forms,
+    /// plain and streaming stores, clean, borderline and broken bones.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_batch_kernel_records_and_decides_like_one_entity_at_a_time() {
+        use super::super::lane::Lane;
+        use glam::Vec3A;
+        if !Kernel::available().contains(&Kernel::Avx2) {
+            return;
+        }
+        let mut rng = Pcg64Mcg::seed_from_u64(0x5e9_3e47);
+        let (mut passed, mut failed) = (0, 0);
+        for case in 0..3_000 {
+            let groups = [1, 4, 5, 6][case % 4];
+            let n = 4 * groups;
+            let entities = rng.random_range(1..=5);
+            // Mostly clean batches, a few with one entity's bones adversarial.
+            let bad_one = (case % 3 == 0).then(|| rng.random_range(0..entities));
+            let bones: Vec<BoneTransform> = (0..entities * n)
+                .map(|i| random_bone(&mut rng, bad_one == Some(i / n)))
+                .collect();
+            let reach: Vec<[f32; 4]> = (0..n).map(|_| [rng.random_range(0.0..1.5); 4]).collect();
+            // Entity by entity.
+            let mut want_t = Vec::new();
+            let mut want_r = Vec::new();
+            let mut want_bounds = Vec::new();
+            let mut all_clean = true;
+            for own in bones.chunks_exact(n) {
+                let (t, r, pass) = run(Kernel::Avx2, own, &reach);
+                want_t.extend_from_slice(&t[GUARD..GUARD + n]);
+                want_r.extend_from_slice(&r[GUARD..GUARD + n]);
+                want_bounds.push(stored_bounds(&pass));
+                all_clean &= pass.clean;
+            }
+            for stream in [false, true] {
+                // Rows start aligned (the lanes start on a cache line), as in a history.
+                let mut t = Lane::filled(entities * n + 1, SENTINEL_T);
+                let mut r = Lane::filled(entities * n, SENTINEL_R);
+                let mut bounds = vec![[Vec3A::ZERO; 2]; entities];
+                let spilled = t[entities * n];
+                // SAFETY: AVX2 is available (checked above); the lengths are the kernel's,
+                // the rows aligned, and the streaming stores fenced below.
+                let clean = unsafe {
+                    let (t, r, b) = (&mut t[..], &mut r[..], &mut bounds[..]);
+                    match (stream, groups) {
+                        (false, 4) => {
+                            x86::avx2_segment_alone::<false, 4>(&bones, &reach, t, r, 4, b)
+                        }
+                        (false, 5) => {
+                            x86::avx2_segment_alone::<false, 5>(&bones, &reach, t, r, 5, b)
+                        }
+                        (false, _) => {
+                            x86::avx2_segment_alone::<false, 0>(&bones, &reach, t, r, groups, b)
+                        }
+                        (true, 4) => x86::avx2_segment_alone::<true, 4>(&bones, &reach, t, r, 4, b),
+                        (true, _) => {
+                            x86::avx2_segment_alone::<true, 0>(&bones, &reach, t, r, groups, b)
+                        }
+                    }
+                };
+                std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+                assert_eq!(clean, all_clean, "case {case}, stream {stream}: decision");
+                assert_eq!(
+                    bits(&t[..entities * n]),
+                    bits(&want_t),
+                    "case {case}: translations"
+                );
+                assert_eq!(bits(&r[..]), bits(&want_r), "case {case}: rotations");
+                if stream {
+                    assert_eq!(
+                        t[entities * n],
+                        spilled,
+                        "case {case}: a streamed row spilled"
+                    );
+                }
+                if clean {
+                    for (k, [lo, hi]) in bounds.iter().enumerate() {
+                        let got = BonePass {
+                            lo: *lo,
+                            hi: *hi,
+                            clean,
+                        };
+                        assert_eq!(
+                            stored_bounds(&got),
+                            want_bounds[k],
+                            "case {case}: bounds {k}"
+                        );
+                    }
+                }
+            }
+            if all_clean {
+                passed += 1;
+            } else {
+                failed += 1;
+            }
+        }
+        assert!(
+            passed > 1_500 && failed > 300,
+            "{passed} clean batches, {failed} not"
+        );
     }
 
     #[cfg(target_arch = "x86_64")]

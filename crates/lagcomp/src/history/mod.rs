@@ -543,6 +543,13 @@ pub struct History {
     static_bvh: Bvh,
     /// How this CPU runs the per-bone pass of recording (detected once).
     bone_pass: bone_pass::Kernel,
+    /// Changes whenever which entities are active, where their rows lie, or whether one
+    /// has a scale lane changes (spawn, despawn, a freed slot, the lanes laid out, a first
+    /// scale): a `record::BatchPlan` made under another value no longer holds.
+    layout_epoch: u64,
+    /// The last batch recorded whole, for the next tick's same batch
+    /// (`FrameRecorder::record_all`).
+    plan: record::BatchPlan,
 }
 
 impl History {
@@ -586,6 +593,8 @@ impl History {
             static_bounds: Vec::new(),
             static_bvh: Bvh::default(),
             bone_pass: bone_pass::Kernel::detect(),
+            layout_epoch: 0,
+            plan: record::BatchPlan::default(),
         })
     }
 
@@ -636,6 +645,7 @@ impl History {
         slot.first_seq = 0;
         self.lanes.pending.push(index as u32);
         self.spawned.push(index as u32);
+        self.layout_epoch += 1;
         slot.id(index)
     }
 
@@ -654,6 +664,7 @@ impl History {
         if self.lanes.pending.is_empty() {
             return;
         }
+        self.layout_epoch += 1;
         let capacity = self.capacity;
         let lanes = &mut self.lanes;
         let places = lanes.ranges.end();
@@ -694,6 +705,7 @@ impl History {
         let places = self.lanes.ranges.end().saturating_add(bones);
         self.slots.reserve(entities);
         self.spawned.reserve(entities);
+        self.layout_epoch += 1;
         self.lanes
             .fit(self.capacity, places, slots, |_, needed| needed);
     }
@@ -706,6 +718,7 @@ impl History {
     /// [`EntityError`] if the handle is unknown, stale or already despawned.
     pub fn despawn(&mut self, id: EntityId) -> Result<(), EntityError> {
         let index = self.active_index(id)?;
+        self.layout_epoch += 1;
         let slot = &mut self.slots[index];
         if slot.last_seq == 0 {
             self.free_slot(index);
@@ -717,6 +730,7 @@ impl History {
     }
 
     fn free_slot(&mut self, index: usize) {
+        self.layout_epoch += 1;
         let slot = &mut self.slots[index];
         slot.life = Life::Free;
         slot.generation = slot.generation.wrapping_add(1);

@@ -1,5 +1,7 @@
 //! Writing one tick into the history.
 
+use std::sync::Arc;
+
 use glam::{Vec3, Vec3A};
 
 use super::bone_pass::{BonePassFn, Kernel};
@@ -54,7 +56,11 @@ impl History {
         self.tree.clear_frame(ring);
         self.retire_aged_out();
         self.fit_lanes();
-        Ok(FrameRecorder { history: self, seq })
+        Ok(FrameRecorder {
+            history: self,
+            seq,
+            fresh: true,
+        })
     }
 
     /// Frees despawned slots whose newest frame is no longer in the ring, and forgets
@@ -206,6 +212,145 @@ impl History {
     }
 }
 
+/// The last batch [`FrameRecorder::record_all`] recorded whole, kept so that the same batch
+/// at the next tick skips the per-entity handle checks and runs the bone pass over the
+/// batch's rows: a game server records every entity every tick, in the same order.
+///
+/// A plan is made only from a batch in which every entity was recorded, whose rigs all
+/// have a multiple of four bones, and none of whose entities has a scale lane; it holds
+/// while `History::layout_epoch` does not change (nothing spawned, despawned, freed, laid
+/// out again, or given a scale lane) and is used only in a frame nothing was recorded
+/// into yet. Its handles are then active and distinct, and their rows where the plan
+/// says.
+#[derive(Debug, Clone, Default)]
+pub(super) struct BatchPlan {
+    /// `History::layout_epoch` when it was made, or last found impossible.
+    epoch: u64,
+    /// Whether the fields below are a plan (`false`: none, or the last batch made under
+    /// `epoch` could not have one; then none is tried again until the epoch changes).
+    ready: bool,
+    /// The batch's handles, in order.
+    ids: Vec<EntityId>,
+    /// The batch's transforms, all entities together.
+    bones: usize,
+    /// Consecutive entities of one rig whose rows follow one another, in batch order.
+    segments: Vec<Segment>,
+    /// Each entity's unpadded bounds, from the bone pass to the frame records.
+    bounds: Vec<[Vec3A; 2]>,
+    /// Tests: batches recorded by the plan, and batches it gave back to the general way.
+    #[cfg(test)]
+    used: (usize, usize),
+}
+
+/// A run of a batch plan's entities: consecutive in the batch, one rig, rows back to back.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    /// How many entities.
+    count: u32,
+    /// Groups of four bones per entity (the rig's bone count over four).
+    groups: u32,
+    /// Bone place of the first entity's row (`EntitySlot::bones_at`).
+    place: u32,
+    /// The first entity's slot (for the rig).
+    slot: u32,
+    /// Whether the translation after the segment's rows must be put back after the pass
+    /// (which spills onto it): it does not start the next segment.
+    restore: bool,
+}
+
+impl History {
+    /// Whether the batch plan holds and is for this batch: the same handles in the same
+    /// order, and the same bone total.
+    ///
+    /// PERF: one comparison per handle, where `check_batch` looks each slot up (about 15
+    /// instructions an entity).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    #[inline]
+    fn plan_fits(&self, entities: &[(EntityId, EntityState)], bones: usize) -> bool {
+        let plan = &self.plan;
+        plan.ready
+            && plan.epoch == self.layout_epoch
+            && plan.bones == bones
+            && plan.ids.len() == entities.len()
+            && entities
+                .iter()
+                .zip(&plan.ids)
+                .fold(0, |differ, ((id, _), planned)| {
+                    differ | (id.to_bits() ^ planned.to_bits())
+                })
+                == 0
+    }
+
+    /// Makes the batch plan from a batch just recorded whole (every entity of it recorded
+    /// in the newest frame), if the batch can have one (see [`BatchPlan`]); otherwise
+    /// notes that none is to be tried until the epoch changes.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    #[cold]
+    #[inline(never)]
+    fn make_plan(&mut self, entities: &[(EntityId, EntityState)], bones: usize) {
+        if !self.plan.ready && self.plan.epoch == self.layout_epoch {
+            return;
+        }
+        // Taken out and put back (its vectors keep their room).
+        let mut plan = std::mem::take(&mut self.plan);
+        plan.epoch = self.layout_epoch;
+        plan.ready = self.plan_batch(&mut plan, entities, bones);
+        self.plan = plan;
+    }
+
+    /// The plan of [`History::make_plan`] into `plan`: `false` if the batch cannot have one.
+    fn plan_batch(
+        &self,
+        plan: &mut BatchPlan,
+        entities: &[(EntityId, EntityState)],
+        bones: usize,
+    ) -> bool {
+        plan.ids.clear();
+        plan.segments.clear();
+        if entities.is_empty() {
+            return false;
+        }
+        for (k, &(id, _)) in entities.iter().enumerate() {
+            let Ok(index) = self.active_index(id) else {
+                return false;
+            };
+            let slot = &self.slots[index];
+            let n = slot.bone_count;
+            let Some(rig) = slot.rig.as_ref() else {
+                return false;
+            };
+            if !n.is_multiple_of(4) || !slot.scales.is_empty() || slot.last_seq != self.newest_seq {
+                return false;
+            }
+            let extends = plan.segments.last().is_some_and(|segment| {
+                let first = &self.slots[segment.slot as usize];
+                first.rig.as_ref().is_some_and(|r| Arc::ptr_eq(r, rig))
+                    && segment.place as usize + segment.count as usize * n == slot.bones_at
+            });
+            match plan.segments.last_mut() {
+                Some(segment) if extends => segment.count += 1,
+                _ => plan.segments.push(Segment {
+                    count: 1,
+                    groups: (n / 4) as u32,
+                    place: slot.bones_at as u32,
+                    slot: index as u32,
+                    restore: true,
+                }),
+            }
+            debug_assert_eq!(plan.ids.len(), k);
+            plan.ids.push(id);
+        }
+        for k in 1..plan.segments.len() {
+            let (before, next) = (plan.segments[k - 1], plan.segments[k]);
+            let end = before.place + before.count * before.groups * 4;
+            plan.segments[k - 1].restore = next.place != end;
+        }
+        plan.bones = bones;
+        plan.bounds.resize(entities.len(), [Vec3A::ZERO; 2]);
+        true
+    }
+}
+
 /// Where a frame is being recorded: its sequence number, its ring slot, the ring's length
 /// and where the slot's blocks start in the lanes, read once per frame.
 #[derive(Debug, Clone, Copy)]
@@ -247,6 +392,10 @@ const TREE_FORM: u8 = 2;
 /// the stack across the batch loop (its box shuffled into place byte by byte), about ten
 /// instructions per entity.
 #[inline(always)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the borrowed parts of the history, the record, and its bone pass"
+)]
 fn record_entity<const FORM: u8>(
     slot: &mut EntitySlot,
     lanes: &mut Lanes,
@@ -255,13 +404,14 @@ fn record_entity<const FORM: u8>(
     (id, state): (EntityId, EntityState),
     bones: &[BoneTransform],
     bone_pass: impl BonePassFn,
+    layout_epoch: &mut u64,
 ) -> Result<(), RecordError> {
     let FrameSlot {
         seq,
         ring,
         capacity,
         rows,
-        frames,
+        frames: _,
     } = at;
     if slot.last_seq == seq {
         return Err(RecordError::AlreadyRecorded(id));
@@ -321,28 +471,81 @@ fn record_entity<const FORM: u8>(
     let (lo, hi) = if pass.clean && slot.scales.is_empty() {
         (pass.lo, pass.hi)
     } else {
-        settle_unclean(slot, ring * n, capacity, id, bones, pass.clean)?
+        let had_scales = !slot.scales.is_empty();
+        let bounds = settle_unclean(slot, ring * n, capacity, id, bones, pass.clean)?;
+        if !had_scales && !slot.scales.is_empty() {
+            // A first scale lane: batch plans made before no longer hold.
+            *layout_epoch += 1;
+        }
+        bounds
     };
+    if slot.first_seq == 0 {
+        slot.first_seq = seq;
+    }
+    // SAFETY: `id` is the handle of `slot`, an active slot, and `at` the frame being
+    // recorded (`FrameSlot::of`, after `History::fit_lanes`).
+    unsafe {
+        let frames = frame_block(lanes, at);
+        stamp::<FORM>(
+            slot,
+            frames,
+            leaves,
+            at,
+            (id.index() as usize, state),
+            [lo, hi],
+        );
+    }
+    Ok(())
+}
+
+/// The frame lane's block of the frame being recorded (`at`): one record per entity slot.
+///
+/// # Safety
+/// `at` is the frame being recorded in the history that owns `lanes` (`FrameSlot::of`,
+/// after `History::fit_lanes`).
+#[inline(always)]
+unsafe fn frame_block(lanes: &mut Lanes, at: FrameSlot) -> &mut [EntityFrame] {
+    debug_assert!(at.frames + lanes.frame_stride <= lanes.frames.len());
+    // SAFETY: `frames` is `ring * frame_stride` with `ring < capacity`, and the lane holds
+    // `capacity` blocks of `frame_stride` records.
+    // PERF: the checked slice cost three instructions an entity.
+    unsafe {
+        lanes
+            .frames
+            .get_unchecked_mut(at.frames..at.frames + lanes.frame_stride)
+    }
+}
+
+/// The end of a record once the bones are stored and found valid: the entity's frame
+/// record (its padded bounds and state), its newest frame, and its broadphase leaf.
+///
+/// # Safety
+/// `slot` is active slot `index`, `at` the frame being recorded, and `frames` its block
+/// ([`frame_block`]).
+#[inline(always)]
+unsafe fn stamp<const FORM: u8>(
+    slot: &mut EntitySlot,
+    frames: &mut [EntityFrame],
+    leaves: &mut FrameLeaves<'_>,
+    at: FrameSlot,
+    (index, state): (usize, EntityState),
+    [lo, hi]: [Vec3A; 2],
+) {
     let (min, max) = padded_corners(lo, hi);
-    let index = id.index() as usize;
-    debug_assert!(frames + index == lanes.frame(index, ring) && index < lanes.frame_stride);
-    // SAFETY: `frames` is `ring * frame_stride` with `ring < capacity`, `index` (this
-    // slot's) is below the number of slots `<= frame_stride` (`History::fit_lanes`, as
-    // above; slots are only added by spawning), and the lane holds `capacity` blocks.
+    debug_assert!(index < frames.len());
+    // SAFETY: `index` (this slot's) is below the number of slots `<= frame_stride`
+    // (`History::fit_lanes`; slots are only added by spawning), the block's length.
     // PERF: the checked index cost three instructions an entity.
-    let frame = unsafe { lanes.frames.get_unchecked_mut(frames + index) };
+    let frame = unsafe { frames.get_unchecked_mut(index) };
     *frame = EntityFrame {
-        seq: seq as u32,
+        seq: at.seq as u32,
         layers: state.layers,
         user: state.user,
         flags: state.to_flags(),
         bounds_min: Vec3::from(min).to_array(),
         bounds_max: Vec3::from(max).to_array(),
     };
-    slot.last_seq = seq;
-    if slot.first_seq == 0 {
-        slot.first_seq = seq;
-    }
+    slot.last_seq = at.seq;
     // The frame was cleared and the entity not recorded in it yet: its leaf is empty,
     // and growing it is setting it.
     let leaf = NodeBox::from_corners(min, max);
@@ -351,7 +554,6 @@ fn record_entity<const FORM: u8>(
         TREE_FORM => leaves.set_in::<false>(index, leaf),
         _ => leaves.set(index, leaf),
     }
-    Ok(())
 }
 
 /// The rare end of a record, out of the recorder's loop: the fast checks failed (`!clean`:
@@ -415,6 +617,38 @@ fn settle_unclean(
     Ok((lo, hi))
 }
 
+/// The second pass of a planned batch: every entity's frame record, newest frame, leaf
+/// and lag-compensation mark, from the bounds its bone pass found.
+///
+/// # Safety
+/// Every handle of `entities` names an active slot, and `at` is the frame being recorded
+/// (as for [`stamp`]).
+#[inline(always)]
+unsafe fn stamp_batch<const FORM: u8>(
+    slots: &mut [EntitySlot],
+    lanes: &mut Lanes,
+    leaves: &mut FrameLeaves<'_>,
+    uncompensated: &mut Vec<(u32, u64)>,
+    at: FrameSlot,
+    entities: &[(EntityId, EntityState)],
+    bounds: &[[Vec3A; 2]],
+) {
+    // SAFETY: the caller's contract: `at` is the frame being recorded.
+    let frames = unsafe { frame_block(lanes, at) };
+    for (&(id, state), &bounds) in entities.iter().zip(bounds) {
+        let index = id.index() as usize;
+        debug_assert!(index < slots.len() && slots[index].life == Life::Active);
+        // SAFETY: the caller's contract: `index` is an active slot.
+        unsafe {
+            let slot = slots.get_unchecked_mut(index);
+            stamp::<FORM>(slot, frames, leaves, at, (index, state), bounds);
+        }
+        if !state.lag_compensated {
+            mark_uncompensated(uncompensated, index, at.seq);
+        }
+    }
+}
+
 /// Keeps the first error of a batch.
 #[cold]
 #[inline(never)]
@@ -438,6 +672,9 @@ fn mark_uncompensated(list: &mut Vec<(u32, u64)>, index: usize, seq: u64) {
 pub struct FrameRecorder<'h> {
     history: &'h mut History,
     seq: u64,
+    /// Nothing has been recorded into this frame yet (no entity can be recorded twice by
+    /// the next batch): what lets a batch plan skip the per-entity checks.
+    fresh: bool,
 }
 
 impl FrameRecorder<'_> {
@@ -463,6 +700,7 @@ impl FrameRecorder<'_> {
         bones: &[BoneTransform],
         state: EntityState,
     ) -> Result<(), RecordError> {
+        self.fresh = false;
         // Small enough to inline into the caller's loop, which then calls the right body.
         #[cfg(target_arch = "x86_64")]
         if self.history.bone_pass == Kernel::Avx2 {
@@ -526,6 +764,7 @@ impl FrameRecorder<'_> {
             (id, state),
             bones,
             bone_pass,
+            &mut history.layout_epoch,
         )?;
         if !state.lag_compensated {
             mark_uncompensated(&mut history.uncompensated, index, at.seq);
@@ -547,18 +786,36 @@ impl FrameRecorder<'_> {
     /// - An entity already recorded in this frame, or one with an invalid transform: that
     ///   entity is left as it was (not recorded in this frame), every other entity is
     ///   recorded, and the first such error is returned.
+    ///
+    /// PERF: a batch recorded whole is remembered (a `BatchPlan`): the same handles in the
+    /// same order at the next tick, with no entity spawned or despawned since, are recorded
+    /// without looking their slots up, the bone pass runs over the batch's rows segment by
+    /// segment, and the checks are decided once for the batch (BENCHMARKS.md, Record,
+    /// eighth round). Same stored bits, same errors.
     pub fn record_all(
         &mut self,
         entities: &[(EntityId, EntityState)],
         bones: &[BoneTransform],
     ) -> Result<(), RecordError> {
-        self.history.check_batch(entities, bones.len())?;
+        let fresh = std::mem::replace(&mut self.fresh, false);
         #[cfg(target_arch = "x86_64")]
         if self.history.bone_pass == Kernel::Avx2 {
+            let planned = self.history.plan_fits(entities, bones.len());
+            // SAFETY: `Kernel::Avx2` is only chosen on a CPU with AVX2, and the plan fits
+            // this batch; a fresh frame holds no record of its entities.
+            if planned && fresh && unsafe { self.record_planned_avx2(entities, bones) } {
+                return Ok(());
+            }
+            self.history.check_batch(entities, bones.len())?;
             // SAFETY: `Kernel::Avx2` is only chosen on a CPU with AVX2, and the batch was
             // checked above.
-            return unsafe { self.record_all_avx2(entities, bones) };
+            let result = unsafe { self.record_all_avx2(entities, bones) };
+            if result.is_ok() && !planned {
+                self.history.make_plan(entities, bones.len());
+            }
+            return result;
         }
+        self.history.check_batch(entities, bones.len())?;
         let kernel = self.history.bone_pass;
         let pass = move |bones: &_, reach: &_, translations: &mut _, rotations: &mut _| {
             kernel.run(bones, reach, translations, rotations)
@@ -624,6 +881,159 @@ impl FrameRecorder<'_> {
         result
     }
 
+    /// [`FrameRecorder::record_all`] of the batch the history's plan was made from, in a
+    /// fresh frame: the handles are the plan's, so each is active, none is repeated, and
+    /// the bones go to the plan's segments of rows. First every bone (rows written, each
+    /// entity's bounds kept, the checks accumulated over the batch); then, if every bone
+    /// passed, every entity's frame record and leaf. Returns `false` when some bone failed
+    /// a fast check: nothing is then stamped, and the caller records the batch the
+    /// general way, which writes the same rows again and finds the culprits.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2, `History::plan_fits` accepted the batch, and nothing has been
+    /// recorded into this frame yet.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn record_planned_avx2(
+        &mut self,
+        entities: &[(EntityId, EntityState)],
+        bones: &[BoneTransform],
+    ) -> bool {
+        use super::bone_pass::x86;
+        let history = &mut *self.history;
+        let at = FrameSlot::of(history, self.seq);
+        let History {
+            slots,
+            lanes,
+            tree,
+            uncompensated,
+            plan,
+            ..
+        } = history;
+        let stream = lanes.stream;
+        debug_assert!(
+            plan.bounds.len() == entities.len()
+                && at.rows + lanes.row_stride <= lanes.rotations.len()
+                && bones.len() == plan.bones
+        );
+        // SAFETY: `rows` is `ring * row_stride` with `ring < capacity`: the start of a block.
+        let (t_base, r_base) = unsafe {
+            (
+                lanes.translations.as_mut_ptr().add(at.rows).cast::<f32>(),
+                lanes.rotations.as_mut_ptr().add(at.rows).cast::<f32>(),
+            )
+        };
+        // SAFETY: this function is compiled with AVX2.
+        let mut checks = unsafe { x86::batch_checks() };
+        let mut src = bones.as_ptr().cast::<f32>();
+        let mut first = 0;
+        for segment in &plan.segments {
+            let (count, groups) = (segment.count as usize, segment.groups as usize);
+            let place = segment.place as usize;
+            debug_assert!(slots[segment.slot as usize].life == Life::Active);
+            // SAFETY: the plan holds (`plan_fits`: nothing spawned, despawned or laid out
+            // since it was made), so its segments' slots are active, with rigs of `4 *
+            // groups` bones (one splatted reach each); its segments' places are the
+            // entities' rows (inside the block, one translation to spare after it, see
+            // `record_entity`), its entities' bones add up to `bones.len()` in order, and
+            // its bounds hold one entry per entity. Rows of four bones or more start
+            // aligned for the streaming stores (`BoneRanges`, `Lanes::fit`).
+            unsafe {
+                let reach = slots
+                    .get_unchecked(segment.slot as usize)
+                    .rig
+                    .as_deref()
+                    .unwrap_unchecked()
+                    .bone_reach_splat()
+                    .as_ptr()
+                    .cast::<f32>();
+                let t_out = t_base.add(3 * place);
+                let r_out = r_base.add(4 * place);
+                let bounds = plan.bounds.get_unchecked_mut(first..first + count);
+                let end = t_out.add(12 * groups * count);
+                // Streamed rows do not spill (see `avx2_segment`).
+                let restore = segment.restore && !stream;
+                let spilled = if restore { end.read() } else { 0.0 };
+                // PERF: the common rigs' group counts (16 and 20 bones) as constants: no
+                // loop set up per entity (about 20 instructions an entity). Which form
+                // (written out, or a loop of constant length that LLVM writes out itself)
+                // is what callgrind found fewest: they spill differently. Five groups with
+                // plain stores written out by hand: 65,266 -> 67,864 a tick at 200x20;
+                // four as a constant loop: 18,501 -> 18,559 at 64x16; five streamed as a
+                // constant loop: 2.387 M -> 2.407 M at 5000x20.
+                let checks = &mut checks;
+                match (stream, groups) {
+                    (false, 4) => {
+                        x86::avx2_segment::<false, 4>(src, reach, t_out, r_out, 4, bounds, checks)
+                    }
+                    (false, 5) => {
+                        x86::avx2_segment::<false, 0>(src, reach, t_out, r_out, 5, bounds, checks)
+                    }
+                    (false, _) => x86::avx2_segment::<false, 0>(
+                        src, reach, t_out, r_out, groups, bounds, checks,
+                    ),
+                    (true, 4) => {
+                        x86::avx2_segment::<true, 4>(src, reach, t_out, r_out, 4, bounds, checks)
+                    }
+                    (true, 5) => {
+                        x86::avx2_segment::<true, 5>(src, reach, t_out, r_out, 5, bounds, checks)
+                    }
+                    (true, _) => x86::avx2_segment::<true, 0>(
+                        src, reach, t_out, r_out, groups, bounds, checks,
+                    ),
+                }
+                if restore {
+                    end.write(spilled);
+                }
+                src = src.add(count * groups * 4 * (size_of::<BoneTransform>() / 4));
+            }
+            first += count;
+        }
+        if stream {
+            // As in `record_all_avx2`: fence the streaming stores before anything else.
+            std::arch::x86_64::_mm_sfence();
+        }
+        // SAFETY: this function is compiled with AVX2.
+        if !unsafe { x86::batch_checks_pass(&checks) } {
+            #[cfg(test)]
+            {
+                plan.used.1 += 1;
+            }
+            return false;
+        }
+        #[cfg(test)]
+        {
+            plan.used.0 += 1;
+        }
+        let mut leaves = tree.frame_leaves(at.ring);
+        let bounds = &plan.bounds[..entities.len()];
+        // SAFETY: as above, the plan holds: every handle names an active slot.
+        unsafe {
+            if leaves.is_flat() {
+                stamp_batch::<FLAT_FORM>(
+                    slots,
+                    lanes,
+                    &mut leaves,
+                    uncompensated,
+                    at,
+                    entities,
+                    bounds,
+                );
+            } else {
+                stamp_batch::<TREE_FORM>(
+                    slots,
+                    lanes,
+                    &mut leaves,
+                    uncompensated,
+                    at,
+                    entities,
+                    bounds,
+                );
+            }
+        }
+        true
+    }
+
     /// The body of [`FrameRecorder::record_all`] once the batch is checked, for a frame whose
     /// broadphase leaves are in the form `FORM`.
     ///
@@ -648,6 +1058,7 @@ impl FrameRecorder<'_> {
             lanes,
             tree,
             uncompensated,
+            layout_epoch,
             ..
         } = history;
         let mut leaves = tree.frame_leaves(at.ring);
@@ -664,7 +1075,17 @@ impl FrameRecorder<'_> {
             // transforms given: this entity's are among those left.
             let (own, next) = unsafe { rest.split_at_unchecked(slot.bone_count) };
             rest = next;
-            match record_entity::<FORM>(slot, lanes, &mut leaves, at, (id, state), own, bone_pass) {
+            let entity = (id, state);
+            match record_entity::<FORM>(
+                slot,
+                lanes,
+                &mut leaves,
+                at,
+                entity,
+                own,
+                bone_pass,
+                layout_epoch,
+            ) {
                 Ok(()) => {
                     if !state.lag_compensated {
                         mark_uncompensated(uncompensated, index, at.seq);
@@ -710,6 +1131,7 @@ mod tests {
     use super::super::bone_pass::Kernel;
     use super::super::bone_pass::tests::random_bone;
     use super::super::{EntityState, History, HistoryConfig, RecordError};
+    use crate::math::BoneTransform;
     use crate::rig::{Hitbox, Rig, Shape, Zone};
     use crate::time::Tick;
 
@@ -1295,6 +1717,227 @@ mod tests {
             assert!(
                 stored_bits(&history) == stored_bits(&reference),
                 "{kernel:?}: stored history differs"
+            );
+        }
+    }
+
+    /// Records the same calls into two histories: `planned` with `record_all` (batch plans
+    /// on), `reference` one `record` per entity in batch order (what `record_all` is
+    /// documented to do once its batch is accepted). Both must hold the same bits after
+    /// every tick.
+    struct TwinHistories {
+        planned: History,
+        reference: History,
+    }
+
+    impl TwinHistories {
+        fn new(stream: bool, flat: bool) -> Self {
+            let mut planned = History::new(HistoryConfig {
+                tick_rate: 60.0,
+                max_rewind: 0.15,
+            })
+            .expect("config");
+            planned.lanes.force_stream = Some(stream);
+            planned.tree = crate::bvh::TemporalBvh::shaped(flat);
+            planned.old_tree = crate::bvh::TemporalBvh::shaped(flat);
+            let reference = planned.clone();
+            Self { planned, reference }
+        }
+
+        fn spawn(&mut self, rig: &Arc<Rig>) -> crate::history::EntityId {
+            let id = self.planned.spawn(Arc::clone(rig));
+            assert_eq!(self.reference.spawn(Arc::clone(rig)), id);
+            id
+        }
+
+        fn despawn(&mut self, id: crate::history::EntityId) {
+            self.planned.despawn(id).expect("active");
+            self.reference.despawn(id).expect("active");
+        }
+
+        /// One tick: `refused` offered first (a batch with a despawned entity, which
+        /// `record_all` must refuse whole), `before` recorded alone (with `record`), then
+        /// the batch.
+        fn tick(
+            &mut self,
+            tick: u32,
+            refused: Option<(
+                &[(crate::history::EntityId, EntityState)],
+                crate::history::EntityId,
+            )>,
+            before: Option<(crate::history::EntityId, &[BoneTransform])>,
+            batch: &[(crate::history::EntityId, EntityState)],
+            bones: &[BoneTransform],
+        ) -> Result<(), RecordError> {
+            let time = f64::from(tick) / 60.0;
+            let mut frame = self.planned.begin_frame(Tick(tick), time).expect("frame");
+            let mut reference = self.reference.begin_frame(Tick(tick), time).expect("frame");
+            if let Some((refused, gone)) = refused {
+                let total = refused
+                    .iter()
+                    .map(|&(id, _)| usize::from(frame.history.rig(id).expect("known").bone_count()))
+                    .sum();
+                assert_eq!(
+                    frame.record_all(refused, &vec![BoneTransform::IDENTITY; total]),
+                    Err(RecordError::Entity(crate::history::EntityError::Despawned(
+                        gone
+                    )))
+                );
+            }
+            if let Some((id, own)) = before {
+                let state = EntityState::default();
+                assert_eq!(
+                    frame.record(id, own, state),
+                    reference.record(id, own, state)
+                );
+            }
+            let result = frame.record_all(batch, bones);
+            let mut expected = Ok(());
+            let mut rest = bones;
+            for &(id, state) in batch {
+                let n = usize::from(frame.history.rig(id).expect("known").bone_count());
+                let (own, next) = rest.split_at(n);
+                rest = next;
+                if let Err(error) = reference.record(id, own, state) {
+                    expected = expected.and(Err(error));
+                }
+            }
+            assert_eq!(result, expected, "tick {tick}");
+            drop((frame, reference));
+            assert!(
+                stored_bits(&self.planned) == stored_bits(&self.reference),
+                "tick {tick}: stored history differs"
+            );
+            assert_eq!(self.planned.uncompensated, self.reference.uncompensated);
+            result
+        }
+    }
+
+    /// A batch plan holds for the batch it was made from and nothing else: spawns,
+    /// despawns, reordered and partial batches, an entity recorded before the batch or
+    /// twice in it, a bad transform in the middle, a first scale: after every tick, the
+    /// history is bit for bit the one recorded entity by entity.
+    #[test]
+    fn a_batch_plan_records_what_record_does_and_notices_every_change() {
+        use crate::math::BoneTransform as Bone;
+        let rigs = [16, 20, 4, 8].map(rig);
+        for (stream, flat) in [(false, true), (false, false), (true, true), (true, false)] {
+            let mut twins = TwinHistories::new(stream, flat);
+            let mut live: Vec<(crate::history::EntityId, usize)> = Vec::new();
+            for k in 0..24 {
+                // Rigs in runs (16, 16, 16, 20, 20, 4, 8, ...): segments of several entities.
+                let r = [0, 0, 0, 1, 1, 2, 3][k % 7];
+                live.push((twins.spawn(&rigs[r]), r));
+            }
+            let mut rng = Pcg64Mcg::seed_from_u64(0xba7c);
+            let mut errors = 0;
+            let mut previous = Vec::new();
+            for tick in 1..=220_u32 {
+                let phase = (tick / 10) % 10;
+                // Which entities, in which order.
+                let mut batch: Vec<(crate::history::EntityId, usize)> = live.clone();
+                let mut refused = None;
+                match phase {
+                    2 => batch.swap(2, 17),
+                    3 => batch.truncate(live.len() / 2),
+                    4 => batch.reverse(),
+                    _ => {}
+                }
+                if tick % 10 == 5 {
+                    match phase {
+                        5 => live.push((twins.spawn(&rigs[1]), 1)),
+                        6 if live.len() > 12 => {
+                            let (id, _) = live.remove(rng.random_range(0..live.len()));
+                            twins.despawn(id);
+                            batch = live.clone();
+                            // The batch the plan was made from, despawned entity included.
+                            refused = Some((id, previous.clone()));
+                        }
+                        _ => {}
+                    }
+                }
+                let states: Vec<_> = batch
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &(id, _))| {
+                        let state = EntityState {
+                            lag_compensated: !(k + tick as usize).is_multiple_of(13),
+                            user: k as u16,
+                            ..EntityState::default()
+                        };
+                        (id, state)
+                    })
+                    .collect();
+                let mut bones: Vec<Bone> = Vec::new();
+                for &(_, r) in &batch {
+                    for _ in 0..rigs[r].bone_count() {
+                        bones.push(random_bone(&mut rng, false));
+                    }
+                }
+                let mut batch_states = states;
+                let mut before = None;
+                match tick % 10 {
+                    // A bad transform in the middle of the batch.
+                    3 => {
+                        let at = bones.len() / 2 + 1;
+                        bones[at].translation.y = f32::NAN;
+                    }
+                    // A rotation the fast check doubts and the precise one accepts.
+                    // (Unit scale: a scale lane would end the plans.)
+                    4 => bones[7] = random_bone(&mut rng, true).with_scale(glam::Vec3::ONE),
+                    // An entity recorded alone first.
+                    6 => before = Some(batch_states[3].0),
+                    // An entity twice in the batch (its bones twice too).
+                    8 if batch_states.len() > 4 => {
+                        let (id, state) = batch_states[4];
+                        let n = usize::from(rigs[batch[4].1].bone_count());
+                        let first: usize = batch[..4]
+                            .iter()
+                            .map(|&(_, r)| usize::from(rigs[r].bone_count()))
+                            .sum();
+                        let again: Vec<Bone> = bones[first..first + n].to_vec();
+                        batch_states.push((id, state));
+                        bones.extend(again);
+                    }
+                    _ => {}
+                }
+                // A first scale, late (no plan until the next spawn or despawn; the scale
+                // lane's slot is written again a window later).
+                if tick == 187 {
+                    bones[20].scale = glam::Vec3::splat(1.5);
+                }
+                let alone: Vec<Bone>;
+                let before = match before {
+                    Some(id) => {
+                        let r = live.iter().find(|(l, _)| *l == id).expect("live").1;
+                        alone = (0..rigs[r].bone_count())
+                            .map(|_| random_bone(&mut rng, false))
+                            .collect();
+                        Some((id, alone.as_slice()))
+                    }
+                    None => None,
+                };
+                let refused = refused
+                    .as_ref()
+                    .map(|(gone, batch)| (batch.as_slice(), *gone));
+                errors += usize::from(
+                    twins
+                        .tick(tick, refused, before, &batch_states, &bones)
+                        .is_err(),
+                );
+                previous = batch_states;
+            }
+            let (used, fell_back) = twins.planned.plan.used;
+            if Kernel::detect() == Kernel::Avx2 {
+                assert!(
+                    used > 80 && fell_back > 10,
+                    "{used} planned, {fell_back} given back"
+                );
+            }
+            assert!(errors > 40, "{errors} batches with an error");
+            assert!(
+                twins.planned.slots.iter().any(|s| !s.scales.is_empty()),
+                "a scale lane was made"
             );
         }
     }
