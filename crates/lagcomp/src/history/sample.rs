@@ -156,12 +156,21 @@ impl History {
         policy: WindowPolicy,
     ) -> Result<Bracket, RewindError> {
         match target {
-            RewindTarget::Time(t) => {
-                let window = self.window().ok_or(RewindError::Empty)?;
-                self.bracket_time(t, window, policy)
-            }
+            RewindTarget::Time(t) => self.bracket_at_time(t, policy),
             _ => self.bracket_other(target, policy),
         }
+    }
+
+    /// [`History::bracket`] for [`RewindTarget::Time`]`(time)`, always inline: a trace
+    /// takes the other targets on a separate path, so this bracket stays in registers.
+    #[inline(always)]
+    pub(crate) fn bracket_at_time(
+        &self,
+        time: f64,
+        policy: WindowPolicy,
+    ) -> Result<Bracket, RewindError> {
+        let window = self.window().ok_or(RewindError::Empty)?;
+        self.bracket_time(time, window, policy)
     }
 
     /// [`History::bracket`] for latency and tick-pair targets.

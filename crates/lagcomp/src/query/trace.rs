@@ -10,6 +10,7 @@ use crate::history::{Bracket, EntityId, EntityView, History, LineLanes, Sample, 
 use crate::math::{BoneTransform, ray_recip};
 use crate::narrow::{Crossing, PlacedShape};
 use crate::rig::{HitboxId, Rig, Zone};
+use crate::time::RewindTarget;
 
 /// A hitbox the trace touched, before it is turned into a [`Hit`]. Closest-hit traces keep
 /// only the best one and build its [`Hit`] once at the end.
@@ -152,11 +153,44 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         self.every_entity().trace(ray, radius, found)
     }
 
-    fn trace(&mut self, ray: &Ray, radius: f32, mut found: Found<'_>) -> Result<Trace, QueryError> {
+    fn trace(&mut self, ray: &Ray, radius: f32, found: Found<'_>) -> Result<Trace, QueryError> {
+        // PERF: a time target (every shot) is bracketed inline and the other targets on a
+        // cold path of their own. Joined after one `bracket` call, the two paths met in
+        // memory: the inline bracket was stored field by field where the out-of-line one
+        // is returned, then read back 16 bytes at a time (a load the store buffer cannot
+        // forward) and copied, on every shot.
+        let bracket = match self.target {
+            RewindTarget::Time(time) => self.history.bracket_at_time(time, self.policy)?,
+            _ => return self.trace_other_target(ray, radius, found),
+        };
+        self.trace_at(bracket, ray, radius, found)
+    }
+
+    /// [`Query::trace`] for latency and tick-pair targets.
+    #[cold]
+    #[inline(never)]
+    fn trace_other_target(
+        &mut self,
+        ray: &Ray,
+        radius: f32,
+        found: Found<'_>,
+    ) -> Result<Trace, QueryError> {
+        let bracket = self.bracket()?;
+        self.trace_at(bracket, ray, radius, found)
+    }
+
+    /// [`Query::trace`] once the target is bracketed.
+    #[inline(always)]
+    fn trace_at(
+        &mut self,
+        bracket: Bracket,
+        ray: &Ray,
+        radius: f32,
+        mut found: Found<'_>,
+    ) -> Result<Trace, QueryError> {
         if let Found::All(out) = &mut found {
             out.clear();
         }
-        let bracket = self.bracket()?;
         let history = self.history;
         let tree = match history.entity_tree(&bracket) {
             Some(tree) => tree,
