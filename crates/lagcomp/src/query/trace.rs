@@ -523,6 +523,28 @@ impl TraceContext<'_> {
         &self,
         view: &EntityView<'_>,
         rig: &Rig,
+        t_max: f32,
+        observer: &mut O,
+        report: &impl Fn(&mut O, usize, &PlacedShape),
+        keep: &mut impl FnMut(&mut O, usize, Crossing, PlacedShape, Vec3, f32) -> f32,
+    ) -> f32 {
+        // PERF: a rig whose bones carry one hitbox each (every humanoid rig here) takes a
+        // loop without the inner loop over a bone's hitboxes: with it, the compiler hoisted
+        // each bone's rotation terms out of that inner loop and spilled them to the stack
+        // (ten stores, and loads on the ball test's dependency chain, per passing bone).
+        if !O::ENABLED && rig.one_per_bone() {
+            self.unscaled_bones::<SINGLE, true, O>(view, rig, t_max, observer, report, keep)
+        } else {
+            self.unscaled_bones::<SINGLE, false, O>(view, rig, t_max, observer, report, keep)
+        }
+    }
+
+    /// [`TraceContext::unscaled_hitboxes`]; `ONE`: no bone carries more than one hitbox.
+    #[inline(always)]
+    fn unscaled_bones<const SINGLE: bool, const ONE: bool, O: QueryObserver>(
+        &self,
+        view: &EntityView<'_>,
+        rig: &Rig,
         mut t_max: f32,
         observer: &mut O,
         report: &impl Fn(&mut O, usize, &PlacedShape),
@@ -536,25 +558,36 @@ impl TraceContext<'_> {
                 let bone_index = first + mask.trailing_zeros() as usize;
                 mask &= mask - 1;
                 let bone = view.bone_unscaled_as::<SINGLE>(bone_index);
-                for i in rig.hitboxes_of(bone_index) {
+                let on_bone = rig.hitboxes_of(bone_index);
+                // One hitbox, or each of the bone's hitboxes (a bone in the mask carries at
+                // least one: `carrying`); returns the new reach.
+                let mut hitbox_at = |i: usize, t_max: f32| {
                     if O::ENABLED {
                         let (bone_origin, _) = view.bone_origin(bone_index);
                         if !self.passes_near(bone_origin, rig.hitbox_reach(i), t_max) {
-                            continue;
+                            return t_max;
                         }
                     }
                     let hitbox = &hitboxes[i];
                     if !O::ENABLED
                         && !self.passes_near(hitbox.placed_center(&bone), rig.hitbox_ball(i), t_max)
                     {
-                        continue;
+                        return t_max;
                     }
                     let placed = hitbox.placed(&bone);
                     if O::ENABLED {
                         report(observer, i, &placed);
                     }
-                    if let Some(crossing) = self.crossing(&placed, t_max) {
-                        t_max = keep(observer, i, crossing, placed, bone.scale, t_max);
+                    match self.crossing(&placed, t_max) {
+                        Some(crossing) => keep(observer, i, crossing, placed, bone.scale, t_max),
+                        None => t_max,
+                    }
+                };
+                if ONE {
+                    t_max = hitbox_at(on_bone.start, t_max);
+                } else {
+                    for i in on_bone {
+                        t_max = hitbox_at(i, t_max);
                     }
                 }
             }
