@@ -605,13 +605,17 @@ impl TraceContext<'_> {
 
     /// Whether the trace passes within `reach` of `center` (grown by the trace's radius)
     /// somewhere in `[0, t_max]` along it: the per-hitbox cull before an exact test.
+    ///
+    /// PERF: the three comparisons are combined without short-circuiting, one branch
+    /// rather than three: the first two rarely fail (so the distance off the line is
+    /// almost always needed anyway), and each branch on them could be mispredicted.
     #[inline]
     fn passes_near(&self, center: Vec3, reach: f32, t_max: f32) -> bool {
         let reach = reach + self.radius;
         let to_center = center - self.origin;
         let along = to_center.dot(self.dir);
-        !(along < -reach
-            || along - reach > t_max
-            || (to_center - self.dir * along).length_squared() > reach * reach)
+        !((along < -reach)
+            | (along - reach > t_max)
+            | ((to_center - self.dir * along).length_squared() > reach * reach))
     }
 }
