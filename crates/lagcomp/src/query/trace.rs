@@ -421,7 +421,12 @@ impl TraceContext<'_> {
             let Some(rewound) = history.rewound_for_tree(index, self.bracket, self.layers) else {
                 return t_max;
             };
-            if !touches(&history.rewound_bounds(index, &rewound), rewound.blended()) {
+            // PERF: the leaf's test decided first: as `touches`' argument the bounds (both
+            // frames' records, their union) were computed for every blended entity too.
+            let blended = rewound.blended();
+            if !(leaf_tested && blended)
+                && !touches(&history.rewound_bounds(index, &rewound), blended)
+            {
                 return t_max;
             }
             (rig, id, history.rewound_view(index, &rewound))
