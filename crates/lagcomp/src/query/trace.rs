@@ -424,9 +424,8 @@ impl TraceContext<'_> {
             // PERF: the leaf's test decided first: as `touches`' argument the bounds (both
             // frames' records, their union) were computed for every blended entity too.
             let blended = rewound.blended();
-            if !(leaf_tested && blended)
-                && !touches(&history.rewound_bounds(index, &rewound), blended)
-            {
+            let leaf_decides = leaf_tested && blended;
+            if !(leaf_decides || touches(&history.rewound_bounds(index, &rewound), blended)) {
                 return t_max;
             }
             (rig, id, history.rewound_view(index, &rewound))
@@ -441,16 +440,10 @@ impl TraceContext<'_> {
                 present.map(|p| hitbox.placed(&history.bone(index, &p, usize::from(hitbox.bone))));
             observer.hitbox(id, hitbox, placed, now.as_ref());
         };
-        // Keeps a hitbox's crossing (within the current reach); returns the new reach.
-        // PERF: only crossings reach this closure, the exact test itself runs inline.
-        let mut keep = |observer: &mut O,
-                        i: usize,
-                        crossing: Crossing,
-                        placed: PlacedShape,
-                        bone_scale: Vec3,
-                        t_max: f32| {
+        // The touch of hitbox `i` for a crossing (see `TraceContext::keep`).
+        let touch = |i: usize, crossing: Crossing, placed: PlacedShape, bone_scale: Vec3| {
             let hitbox = &hitboxes[i];
-            let touch = Touch {
+            Touch {
                 entity: id,
                 index,
                 hitbox: hitbox.id,
@@ -459,24 +452,7 @@ impl TraceContext<'_> {
                 crossing,
                 placed,
                 bone_scale,
-            };
-            match found {
-                Found::Closest(best) => {
-                    if best.as_ref().is_none_or(|b| touch.before(b)) {
-                        *best = Some(touch);
-                        return touch.distance();
-                    }
-                }
-                Found::All(out) => {
-                    if let Some(hit) = touch.into_hit(self) {
-                        if O::ENABLED {
-                            observer.hit(&hit);
-                        }
-                        out.push(hit);
-                    }
-                }
             }
-            t_max
         };
         if view.has_scale() {
             // Rare: some bone of this entity is scaled in one of the frames. One hitbox at
@@ -499,7 +475,8 @@ impl TraceContext<'_> {
                     report(observer, i, &placed);
                 }
                 if let Some(crossing) = self.crossing(&placed, t_max) {
-                    t_max = keep(observer, i, crossing, placed, bone.scale, t_max);
+                    let touch = touch(i, crossing, placed, bone.scale);
+                    t_max = self.keep(found, observer, touch, t_max);
                 }
             }
             return t_max;
@@ -515,45 +492,55 @@ impl TraceContext<'_> {
         // PERF: whether the entity blends two frames is decided once, not per bone (a branch
         // per bone that callgrind's model mispredicted about one time in three).
         if view.single() {
-            self.unscaled_hitboxes::<true, O>(&view, rig, t_max, observer, &report, &mut keep)
+            self.unscaled_hitboxes::<true, O>(&view, rig, t_max, found, observer, &report, &touch)
         } else {
-            self.unscaled_hitboxes::<false, O>(&view, rig, t_max, observer, &report, &mut keep)
+            self.unscaled_hitboxes::<false, O>(&view, rig, t_max, found, observer, &report, &touch)
         }
     }
 
     /// The hitboxes of an unscaled entity (`SINGLE`: its view uses one frame); returns the
     /// new reach.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the entity's view, its reach, where touches go and the observer's hooks"
+    )]
     #[inline(always)]
     fn unscaled_hitboxes<const SINGLE: bool, O: QueryObserver>(
         &self,
         view: &EntityView<'_>,
         rig: &Rig,
         t_max: f32,
+        found: &mut Found<'_>,
         observer: &mut O,
         report: &impl Fn(&mut O, usize, &PlacedShape),
-        keep: &mut impl FnMut(&mut O, usize, Crossing, PlacedShape, Vec3, f32) -> f32,
+        touch: &impl Fn(usize, Crossing, PlacedShape, Vec3) -> Touch,
     ) -> f32 {
         // PERF: a rig whose bones carry one hitbox each (every humanoid rig here) takes a
         // loop without the inner loop over a bone's hitboxes: with it, the compiler hoisted
         // each bone's rotation terms out of that inner loop and spilled them to the stack
         // (ten stores, and loads on the ball test's dependency chain, per passing bone).
         if !O::ENABLED && rig.one_per_bone() {
-            self.unscaled_bones::<SINGLE, true, O>(view, rig, t_max, observer, report, keep)
+            self.unscaled_bones::<SINGLE, true, O>(view, rig, t_max, found, observer, report, touch)
         } else {
-            self.unscaled_bones::<SINGLE, false, O>(view, rig, t_max, observer, report, keep)
+            self.unscaled_bones::<SINGLE, false, O>(view, rig, t_max, found, observer, report, touch)
         }
     }
 
     /// [`TraceContext::unscaled_hitboxes`]; `ONE`: no bone carries more than one hitbox.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the entity's view, its reach, where touches go and the observer's hooks"
+    )]
     #[inline(always)]
     fn unscaled_bones<const SINGLE: bool, const ONE: bool, O: QueryObserver>(
         &self,
         view: &EntityView<'_>,
         rig: &Rig,
         mut t_max: f32,
+        found: &mut Found<'_>,
         observer: &mut O,
         report: &impl Fn(&mut O, usize, &PlacedShape),
-        keep: &mut impl FnMut(&mut O, usize, Crossing, PlacedShape, Vec3, f32) -> f32,
+        touch: &impl Fn(usize, Crossing, PlacedShape, Vec3) -> Touch,
     ) -> f32 {
         let hitboxes = rig.hitboxes();
         let bone_reach = rig.bone_reach();
@@ -584,7 +571,10 @@ impl TraceContext<'_> {
                         report(observer, i, &placed);
                     }
                     match self.crossing(&placed, t_max) {
-                        Some(crossing) => keep(observer, i, crossing, placed, bone.scale, t_max),
+                        Some(crossing) => {
+                            let touch = touch(i, crossing, placed, bone.scale);
+                            self.keep(found, &mut *observer, touch, t_max)
+                        }
                         None => t_max,
                     }
                 };
@@ -594,6 +584,39 @@ impl TraceContext<'_> {
                     for i in on_bone {
                         t_max = hitbox_at(i, t_max);
                     }
+                }
+            }
+        }
+        t_max
+    }
+
+    /// Keeps a hitbox's touch (a crossing within the current reach); returns the new reach.
+    ///
+    /// PERF: always inline: as a closure called from every hitbox loop it was compiled out
+    /// of line, and the crossing and placed shape went to it through the stack, stored in
+    /// 4-byte pieces and read back 16 bytes at a time (loads the store buffer cannot
+    /// forward).
+    #[inline(always)]
+    fn keep<O: QueryObserver>(
+        &self,
+        found: &mut Found<'_>,
+        observer: &mut O,
+        touch: Touch,
+        t_max: f32,
+    ) -> f32 {
+        match found {
+            Found::Closest(best) => {
+                if best.as_ref().is_none_or(|b| touch.before(b)) {
+                    *best = Some(touch);
+                    return touch.distance();
+                }
+            }
+            Found::All(out) => {
+                if let Some(hit) = touch.into_hit(self) {
+                    if O::ENABLED {
+                        observer.hit(&hit);
+                    }
+                    out.push(hit);
                 }
             }
         }
