@@ -34,11 +34,12 @@ impl Touch {
         self.crossing.enter.max(0.0)
     }
 
-    /// Whether this touch comes before `other`: nearer, or as near with the lower (entity,
-    /// hitbox), as `ray_all` orders them, so the answer never depends on traversal order.
+    /// Whether a touch at `(distance, entity, hitbox)` comes before `other`: nearer, or as
+    /// near with the lower (entity, hitbox), as `ray_all` orders them, so the answer never
+    /// depends on traversal order. (A key, not a touch: see [`TraceContext::keep`].)
     #[inline]
-    fn before(&self, other: &Self) -> bool {
-        (self.distance(), self.entity, self.hitbox) < (other.distance(), other.entity, other.hitbox)
+    fn before_key(key: (f32, EntityId, HitboxId), other: &Self) -> bool {
+        key < (other.distance(), other.entity, other.hitbox)
     }
 
     /// The hit, with the entity's sample at the trace's moment rebuilt: the one the trace
@@ -475,8 +476,9 @@ impl TraceContext<'_> {
                     report(observer, i, &placed);
                 }
                 if let Some(crossing) = self.crossing(&placed, t_max) {
-                    let touch = touch(i, crossing, placed, bone.scale);
-                    t_max = self.keep(found, observer, touch, t_max);
+                    let key = (crossing.enter.max(0.0), id, hitbox.id);
+                    let touch = || touch(i, crossing, placed, bone.scale);
+                    t_max = self.keep(found, observer, touch, key, t_max);
                 }
             }
             return t_max;
@@ -492,9 +494,9 @@ impl TraceContext<'_> {
         // PERF: whether the entity blends two frames is decided once, not per bone (a branch
         // per bone that callgrind's model mispredicted about one time in three).
         if view.single() {
-            self.unscaled_hitboxes::<true, O>(&view, rig, t_max, found, observer, &report, &touch)
+            self.unscaled_hitboxes::<true, O>(&view, rig, t_max, found, id, observer, &report, &touch)
         } else {
-            self.unscaled_hitboxes::<false, O>(&view, rig, t_max, found, observer, &report, &touch)
+            self.unscaled_hitboxes::<false, O>(&view, rig, t_max, found, id, observer, &report, &touch)
         }
     }
 
@@ -511,6 +513,7 @@ impl TraceContext<'_> {
         rig: &Rig,
         t_max: f32,
         found: &mut Found<'_>,
+        id: EntityId,
         observer: &mut O,
         report: &impl Fn(&mut O, usize, &PlacedShape),
         touch: &impl Fn(usize, Crossing, PlacedShape, Vec3) -> Touch,
@@ -520,9 +523,9 @@ impl TraceContext<'_> {
         // each bone's rotation terms out of that inner loop and spilled them to the stack
         // (ten stores, and loads on the ball test's dependency chain, per passing bone).
         if !O::ENABLED && rig.one_per_bone() {
-            self.unscaled_bones::<SINGLE, true, O>(view, rig, t_max, found, observer, report, touch)
+            self.unscaled_bones::<SINGLE, true, O>(view, rig, t_max, found, id, observer, report, touch)
         } else {
-            self.unscaled_bones::<SINGLE, false, O>(view, rig, t_max, found, observer, report, touch)
+            self.unscaled_bones::<SINGLE, false, O>(view, rig, t_max, found, id, observer, report, touch)
         }
     }
 
@@ -538,6 +541,7 @@ impl TraceContext<'_> {
         rig: &Rig,
         mut t_max: f32,
         found: &mut Found<'_>,
+        id: EntityId,
         observer: &mut O,
         report: &impl Fn(&mut O, usize, &PlacedShape),
         touch: &impl Fn(usize, Crossing, PlacedShape, Vec3) -> Touch,
@@ -572,8 +576,9 @@ impl TraceContext<'_> {
                     }
                     match self.crossing(&placed, t_max) {
                         Some(crossing) => {
-                            let touch = touch(i, crossing, placed, bone.scale);
-                            self.keep(found, &mut *observer, touch, t_max)
+                            let key = (crossing.enter.max(0.0), id, hitbox.id);
+                            let touch = || touch(i, crossing, placed, bone.scale);
+                            self.keep(found, &mut *observer, touch, key, t_max)
                         }
                         None => t_max,
                     }
@@ -596,23 +601,27 @@ impl TraceContext<'_> {
     /// of line, and the crossing and placed shape went to it through the stack, stored in
     /// 4-byte pieces and read back 16 bytes at a time (loads the store buffer cannot
     /// forward).
+    ///
+    /// The touch is built (`touch`) only where it is kept: built first, it was stored on
+    /// the stack field by field and copied into the best one 16 bytes at a time.
     #[inline(always)]
     fn keep<O: QueryObserver>(
         &self,
         found: &mut Found<'_>,
         observer: &mut O,
-        touch: Touch,
+        touch: impl FnOnce() -> Touch,
+        key: (f32, EntityId, HitboxId),
         t_max: f32,
     ) -> f32 {
         match found {
             Found::Closest(best) => {
-                if best.as_ref().is_none_or(|b| touch.before(b)) {
-                    *best = Some(touch);
-                    return touch.distance();
+                if best.as_ref().is_none_or(|b| Touch::before_key(key, b)) {
+                    *best = Some(touch());
+                    return key.0;
                 }
             }
             Found::All(out) => {
-                if let Some(hit) = touch.into_hit(self) {
+                if let Some(hit) = touch().into_hit(self) {
                     if O::ENABLED {
                         observer.hit(&hit);
                     }
