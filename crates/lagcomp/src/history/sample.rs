@@ -134,14 +134,6 @@ pub(crate) struct Rewound {
     alpha: f32,
 }
 
-impl Rewound {
-    /// Whether two frames are blended ([`SampleKind::Interpolated`]).
-    #[inline]
-    pub(crate) fn blended(&self) -> bool {
-        self.a != self.b
-    }
-}
-
 impl History {
     /// Resolves `target` to the frames around it.
     ///
@@ -596,18 +588,6 @@ impl History {
         prefetch_line(rb.wrapping_add(last_rotation));
         prefetch_line(ta.wrapping_add(last_translation));
         prefetch_line(tb.wrapping_add(last_translation));
-    }
-
-    /// The bounds [`History::sample`] gives an entity picked by
-    /// [`History::rewound_for_tree`]: over both frames when blended.
-    #[inline]
-    pub(crate) fn rewound_bounds(&self, index: usize, rewound: &Rewound) -> Aabb {
-        let bounds = self.entity_frame(index, rewound.a).bounds();
-        if rewound.blended() {
-            bounds.union(&self.entity_frame(index, rewound.b).bounds())
-        } else {
-            bounds
-        }
     }
 
     /// The sampled entity's bones, ready for the per-hitbox loop of a query.

@@ -376,17 +376,13 @@ impl TraceContext<'_> {
         observer: &mut O,
     ) -> f32 {
         let history = self.history;
-        // A tree walk between two adjacent frames reaches an entity through its leaf, whose
-        // box is exactly the union of its bounds in both frames, already tested against this
-        // trace: an entity blended over that pair needs no second test. (Exact and
-        // single-frame samples use one frame's bounds, tighter than the leaf's.)
-        let leaf_tested = walk == Walk::Tree && self.bracket.newer == self.bracket.older + 1;
-        let touches = |bounds: &crate::math::Aabb, blended: bool| {
-            (leaf_tested && blended)
-                || bounds
-                    .inflated(self.radius)
-                    .ray_interval(self.origin, self.inv_dir, t_max)
-                    .is_some()
+        // The walks that reach an entity without its leaf (debug, uncompensated) test its
+        // bounds at the target time.
+        let touches = |bounds: &crate::math::Aabb, _blended: bool| {
+            bounds
+                .inflated(self.radius)
+                .ray_interval(self.origin, self.inv_dir, t_max)
+                .is_some()
         };
         let (rig, id, view) = if O::ENABLED || walk != Walk::Tree {
             let Some((rig, id, sample)) = admit(
@@ -422,13 +418,11 @@ impl TraceContext<'_> {
             let Some(rewound) = history.rewound_for_tree(index, self.bracket, self.layers) else {
                 return t_max;
             };
-            // PERF: the leaf's test decided first: as `touches`' argument the bounds (both
-            // frames' records, their union) were computed for every blended entity too.
-            let blended = rewound.blended();
-            let leaf_decides = leaf_tested && blended;
-            if !(leaf_decides || touches(&history.rewound_bounds(index, &rewound), blended)) {
-                return t_max;
-            }
+            // No test of the entity's bounds at the target time: the walk reached it through
+            // its leaf, whose boxes span the bracket's frames (each frame's box reaches the
+            // next), so they hold the bounds of every frame the entity is rewound from, and
+            // the leaf passed. PERF: an exact frame's own bounds, tighter, turned away 0.007
+            // entities a shot at 64x16 for about 55 instructions each of the 0.67 tested.
             (rig, id, history.rewound_view(index, &rewound))
         };
         let present = O::ENABLED.then(|| history.sample_present(index)).flatten();
