@@ -559,12 +559,15 @@ impl TraceContext<'_> {
                         }
                     }
                     let hitbox = &hitboxes[i];
-                    if !O::ENABLED
-                        && !self.passes_near_a(placed_center_a(hitbox, &bone), rig.hitbox_ball(i), t_max)
-                    {
-                        return t_max;
-                    }
-                    let placed = hitbox.placed(&bone);
+                    let placed = if O::ENABLED {
+                        hitbox.placed(&bone)
+                    } else {
+                        let center = placed_center_a(hitbox, &bone);
+                        if !self.passes_near_a(center, rig.hitbox_ball(i), t_max) {
+                            return t_max;
+                        }
+                        placed_unscaled(hitbox, &bone, center)
+                    };
                     if O::ENABLED {
                         report(observer, i, &placed);
                     }
@@ -682,4 +685,17 @@ fn placed_center_a(hitbox: &Hitbox, bone: &BoneTransform) -> Vec3A {
         hitbox.placed_center(bone).to_array().map(f32::to_bits)
     );
     center
+}
+
+/// `hitbox.placed(bone)` for an unscaled bone whose hitbox centre is `center`
+/// ([`placed_center_a`]), bit for bit, without rotating the offset again.
+#[inline(always)]
+fn placed_unscaled(hitbox: &Hitbox, bone: &BoneTransform, center: Vec3A) -> PlacedShape {
+    debug_assert!(bone.scale == Vec3::ONE);
+    let placed = PlacedShape::new(
+        crate::math::Pose::new(center.into(), bone.rotation * hitbox.offset.rotation),
+        hitbox.shape,
+    );
+    debug_assert_eq!(placed, hitbox.placed(bone));
+    placed
 }
