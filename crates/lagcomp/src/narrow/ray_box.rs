@@ -89,7 +89,14 @@ fn slabs(origin: Vec3, dir: Vec3, half: Vec3) -> Option<(f32, Vec3A, f32, Vec3A)
         let picked = Vec3A::new(0.0, 1.0, 2.0).cmpeq(Vec3A::splat(axis as f32));
         Vec3A::select(picked, faces * sign, Vec3A::ZERO)
     };
-    (enter <= exit).then(|| (enter, normal(enter_axis, 1.0), exit, normal(exit_axis, -1.0)))
+    (enter <= exit).then(|| {
+        (
+            enter,
+            normal(enter_axis, 1.0),
+            exit,
+            normal(exit_axis, -1.0),
+        )
+    })
 }
 
 /// The loop `best = start; for each value: if better(value, best) { best = value }` over

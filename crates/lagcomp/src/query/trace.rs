@@ -488,9 +488,13 @@ impl TraceContext<'_> {
         // PERF: whether the entity blends two frames is decided once, not per bone (a branch
         // per bone that callgrind's model mispredicted about one time in three).
         if view.single() {
-            self.unscaled_hitboxes::<true, O>(&view, rig, t_max, found, id, observer, &report, &touch)
+            self.unscaled_hitboxes::<true, O>(
+                &view, rig, t_max, found, id, observer, &report, &touch,
+            )
         } else {
-            self.unscaled_hitboxes::<false, O>(&view, rig, t_max, found, id, observer, &report, &touch)
+            self.unscaled_hitboxes::<false, O>(
+                &view, rig, t_max, found, id, observer, &report, &touch,
+            )
         }
     }
 
@@ -517,9 +521,13 @@ impl TraceContext<'_> {
         // each bone's rotation terms out of that inner loop and spilled them to the stack
         // (ten stores, and loads on the ball test's dependency chain, per passing bone).
         if !O::ENABLED && rig.one_per_bone() {
-            self.unscaled_bones::<SINGLE, true, O>(view, rig, t_max, found, id, observer, report, touch)
+            self.unscaled_bones::<SINGLE, true, O>(
+                view, rig, t_max, found, id, observer, report, touch,
+            )
         } else {
-            self.unscaled_bones::<SINGLE, false, O>(view, rig, t_max, found, id, observer, report, touch)
+            self.unscaled_bones::<SINGLE, false, O>(
+                view, rig, t_max, found, id, observer, report, touch,
+            )
         }
     }
 
