@@ -7,7 +7,7 @@ use super::{Crossing, PARALLEL_EPSILON};
 /// Where the line crosses the box `[-half, half]` (slab method), if it does.
 ///
 /// Works in the box's own space: callers rotate the line in and the normals back out
-/// ([`line_box_rotated`] does the latter).
+/// (a placed box's exact test rotates them back without leaving vector lanes).
 /// A line parallel to a pair of faces and outside them misses; on them, it counts as inside.
 ///
 /// PERF: the three slabs are computed side by side and the entry (the latest slab entry,
