@@ -361,6 +361,9 @@ pub struct Rig {
     /// Per group of four bones (`4 * g..4 * g + 4`): bit `k` set when bone `4 * g + k`
     /// carries a hitbox.
     carrying: Vec<u8>,
+    /// Whether every bone carries at most one hitbox (a query's per-bone loop then needs
+    /// no inner loop over the bone's hitboxes).
+    one_per_bone: bool,
 }
 
 impl Rig {
@@ -441,7 +444,9 @@ impl Rig {
             let bone = usize::from(hb.bone);
             carrying[bone / 4] |= 1 << (bone % 4);
         }
+        let one_per_bone = bone_hitboxes.windows(2).all(|w| w[1] - w[0] <= 1);
         Ok(Self {
+            one_per_bone,
             bone_count,
             hitboxes,
             hitbox_reach,
@@ -513,6 +518,13 @@ impl Rig {
         &self.carrying
     }
 
+    /// Whether no bone carries more than one hitbox: then bone `b`'s hitbox, if any, is
+    /// [`Rig::hitboxes_of`]`(b).start`.
+    #[inline]
+    pub(crate) fn one_per_bone(&self) -> bool {
+        self.one_per_bone
+    }
+
     /// The indices (into [`Rig::hitboxes`]) of the hitboxes riding on `bone`.
     #[inline]
     pub(crate) fn hitboxes_of(&self, bone: usize) -> std::ops::Range<usize> {
@@ -581,5 +593,22 @@ mod tests {
         assert_eq!(rig.hitboxes()[0].id, HitboxId(3));
         let pad = REACH_PAD;
         assert_eq!(rig.bone_reach(), &[0.8 * pad, 1.2 * pad]);
+        assert!(rig.one_per_bone());
+    }
+
+    #[test]
+    fn one_per_bone_says_whether_a_bone_carries_several() {
+        let hb = |id, bone| Hitbox::new(id, "x", Zone::Torso, bone, Shape::sphere(0.5));
+        // Bare bones are fine; two hitboxes on bone 2 are not.
+        let sparse = Rig::new(4, vec![hb(0, 3), hb(1, 1)]).expect("valid rig");
+        assert!(sparse.one_per_bone());
+        let shared = Rig::new(4, vec![hb(0, 2), hb(1, 0), hb(2, 2)]).expect("valid rig");
+        assert!(!shared.one_per_bone());
+        assert_eq!(shared.hitboxes_of(2), 1..3);
+        assert!(
+            !Rig::rigid(vec![hb(0, 0), hb(1, 0)])
+                .expect("valid rig")
+                .one_per_bone()
+        );
     }
 }

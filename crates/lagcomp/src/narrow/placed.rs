@@ -2,8 +2,9 @@
 
 use glam::Vec3;
 
+use super::ray_box::line_box_rotated;
 use super::{
-    Crossing, Obb, line_box, line_capsule, line_rounded_box, line_sphere, obb_overlaps_obb,
+    Crossing, Obb, line_capsule, line_rounded_box, line_sphere, obb_overlaps_obb,
     segment_overlaps_box,
 };
 use crate::math::{Aabb, Pose};
@@ -80,12 +81,12 @@ impl PlacedShape {
             Shape::Box { half_extents } => {
                 let local_origin = self.pose.inverse_transform_point(origin);
                 let local_dir = self.pose.inverse_transform_vector(dir);
-                let local = if radius > 0.0 {
+                if radius > 0.0 {
                     line_rounded_box(local_origin, local_dir, half_extents, radius)
+                        .map(|c| c.rotate_normals(self.pose.rotation))
                 } else {
-                    line_box(local_origin, local_dir, half_extents)
-                };
-                local.map(|c| c.rotate_normals(self.pose.rotation))
+                    line_box_rotated(local_origin, local_dir, half_extents, self.pose.rotation)
+                }
             }
         }
     }

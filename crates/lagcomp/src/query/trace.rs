@@ -1,6 +1,6 @@
 //! Ray and sphere-sweep traces at a rewound time.
 
-use glam::Vec3;
+use glam::{Vec3, Vec3A};
 
 use super::observer::QueryObserver;
 use super::{
@@ -9,7 +9,8 @@ use super::{
 use crate::history::{Bracket, EntityId, EntityView, History, LineLanes, Sample, StaticId};
 use crate::math::{BoneTransform, ray_recip};
 use crate::narrow::{Crossing, PlacedShape};
-use crate::rig::{HitboxId, Rig, Zone};
+use crate::rig::{Hitbox, HitboxId, Rig, Zone};
+use crate::time::RewindTarget;
 
 /// A hitbox the trace touched, before it is turned into a [`Hit`]. Closest-hit traces keep
 /// only the best one and build its [`Hit`] once at the end.
@@ -33,11 +34,12 @@ impl Touch {
         self.crossing.enter.max(0.0)
     }
 
-    /// Whether this touch comes before `other`: nearer, or as near with the lower (entity,
-    /// hitbox), as `ray_all` orders them, so the answer never depends on traversal order.
+    /// Whether a touch at `(distance, entity, hitbox)` comes before `other`: nearer, or as
+    /// near with the lower (entity, hitbox), as `ray_all` orders them, so the answer never
+    /// depends on traversal order. (A key, not a touch: see [`TraceContext::keep`].)
     #[inline]
-    fn before(&self, other: &Self) -> bool {
-        (self.distance(), self.entity, self.hitbox) < (other.distance(), other.entity, other.hitbox)
+    fn before_key(key: (f32, EntityId, HitboxId), other: &Self) -> bool {
+        key < (other.distance(), other.entity, other.hitbox)
     }
 
     /// The hit, with the entity's sample at the trace's moment rebuilt: the one the trace
@@ -152,11 +154,44 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         self.every_entity().trace(ray, radius, found)
     }
 
-    fn trace(&mut self, ray: &Ray, radius: f32, mut found: Found<'_>) -> Result<Trace, QueryError> {
+    fn trace(&mut self, ray: &Ray, radius: f32, found: Found<'_>) -> Result<Trace, QueryError> {
+        // PERF: a time target (every shot) is bracketed inline and the other targets on a
+        // cold path of their own. Joined after one `bracket` call, the two paths met in
+        // memory: the inline bracket was stored field by field where the out-of-line one
+        // is returned, then read back 16 bytes at a time (a load the store buffer cannot
+        // forward) and copied, on every shot.
+        let bracket = match self.target {
+            RewindTarget::Time(time) => self.history.bracket_at_time(time, self.policy)?,
+            _ => return self.trace_other_target(ray, radius, found),
+        };
+        self.trace_at(bracket, ray, radius, found)
+    }
+
+    /// [`Query::trace`] for latency and tick-pair targets.
+    #[cold]
+    #[inline(never)]
+    fn trace_other_target(
+        &mut self,
+        ray: &Ray,
+        radius: f32,
+        found: Found<'_>,
+    ) -> Result<Trace, QueryError> {
+        let bracket = self.bracket()?;
+        self.trace_at(bracket, ray, radius, found)
+    }
+
+    /// [`Query::trace`] once the target is bracketed.
+    #[inline(always)]
+    fn trace_at(
+        &mut self,
+        bracket: Bracket,
+        ray: &Ray,
+        radius: f32,
+        mut found: Found<'_>,
+    ) -> Result<Trace, QueryError> {
         if let Found::All(out) = &mut found {
             out.clear();
         }
-        let bracket = self.bracket()?;
         let history = self.history;
         let tree = match history.entity_tree(&bracket) {
             Some(tree) => tree,
@@ -341,17 +376,13 @@ impl TraceContext<'_> {
         observer: &mut O,
     ) -> f32 {
         let history = self.history;
-        // A tree walk between two adjacent frames reaches an entity through its leaf, whose
-        // box is exactly the union of its bounds in both frames, already tested against this
-        // trace: an entity blended over that pair needs no second test. (Exact and
-        // single-frame samples use one frame's bounds, tighter than the leaf's.)
-        let leaf_tested = walk == Walk::Tree && self.bracket.newer == self.bracket.older + 1;
-        let touches = |bounds: &crate::math::Aabb, blended: bool| {
-            (leaf_tested && blended)
-                || bounds
-                    .inflated(self.radius)
-                    .ray_interval(self.origin, self.inv_dir, t_max)
-                    .is_some()
+        // The walks that reach an entity without its leaf (debug, uncompensated) test its
+        // bounds at the target time.
+        let touches = |bounds: &crate::math::Aabb, _blended: bool| {
+            bounds
+                .inflated(self.radius)
+                .ray_interval(self.origin, self.inv_dir, t_max)
+                .is_some()
         };
         let (rig, id, view) = if O::ENABLED || walk != Walk::Tree {
             let Some((rig, id, sample)) = admit(
@@ -387,9 +418,11 @@ impl TraceContext<'_> {
             let Some(rewound) = history.rewound_for_tree(index, self.bracket, self.layers) else {
                 return t_max;
             };
-            if !touches(&history.rewound_bounds(index, &rewound), rewound.blended()) {
-                return t_max;
-            }
+            // No test of the entity's bounds at the target time: the walk reached it through
+            // its leaf, whose boxes span the bracket's frames (each frame's box reaches the
+            // next), so they hold the bounds of every frame the entity is rewound from, and
+            // the leaf passed. PERF: an exact frame's own bounds, tighter, turned away 0.007
+            // entities a shot at 64x16 for about 55 instructions each of the 0.67 tested.
             (rig, id, history.rewound_view(index, &rewound))
         };
         let present = O::ENABLED.then(|| history.sample_present(index)).flatten();
@@ -402,16 +435,10 @@ impl TraceContext<'_> {
                 present.map(|p| hitbox.placed(&history.bone(index, &p, usize::from(hitbox.bone))));
             observer.hitbox(id, hitbox, placed, now.as_ref());
         };
-        // Keeps a hitbox's crossing (within the current reach); returns the new reach.
-        // PERF: only crossings reach this closure, the exact test itself runs inline.
-        let mut keep = |observer: &mut O,
-                        i: usize,
-                        crossing: Crossing,
-                        placed: PlacedShape,
-                        bone_scale: Vec3,
-                        t_max: f32| {
+        // The touch of hitbox `i` for a crossing (see `TraceContext::keep`).
+        let touch = |i: usize, crossing: Crossing, placed: PlacedShape, bone_scale: Vec3| {
             let hitbox = &hitboxes[i];
-            let touch = Touch {
+            Touch {
                 entity: id,
                 index,
                 hitbox: hitbox.id,
@@ -420,24 +447,7 @@ impl TraceContext<'_> {
                 crossing,
                 placed,
                 bone_scale,
-            };
-            match found {
-                Found::Closest(best) => {
-                    if best.as_ref().is_none_or(|b| touch.before(b)) {
-                        *best = Some(touch);
-                        return touch.distance();
-                    }
-                }
-                Found::All(out) => {
-                    if let Some(hit) = touch.into_hit(self) {
-                        if O::ENABLED {
-                            observer.hit(&hit);
-                        }
-                        out.push(hit);
-                    }
-                }
             }
-            t_max
         };
         if view.has_scale() {
             // Rare: some bone of this entity is scaled in one of the frames. One hitbox at
@@ -460,7 +470,9 @@ impl TraceContext<'_> {
                     report(observer, i, &placed);
                 }
                 if let Some(crossing) = self.crossing(&placed, t_max) {
-                    t_max = keep(observer, i, crossing, placed, bone.scale, t_max);
+                    let key = (crossing.enter.max(0.0), id, hitbox.id);
+                    let touch = || touch(i, crossing, placed, bone.scale);
+                    t_max = self.keep(found, observer, touch, key, t_max);
                 }
             }
             return t_max;
@@ -476,23 +488,65 @@ impl TraceContext<'_> {
         // PERF: whether the entity blends two frames is decided once, not per bone (a branch
         // per bone that callgrind's model mispredicted about one time in three).
         if view.single() {
-            self.unscaled_hitboxes::<true, O>(&view, rig, t_max, observer, &report, &mut keep)
+            self.unscaled_hitboxes::<true, O>(
+                &view, rig, t_max, found, id, observer, &report, &touch,
+            )
         } else {
-            self.unscaled_hitboxes::<false, O>(&view, rig, t_max, observer, &report, &mut keep)
+            self.unscaled_hitboxes::<false, O>(
+                &view, rig, t_max, found, id, observer, &report, &touch,
+            )
         }
     }
 
     /// The hitboxes of an unscaled entity (`SINGLE`: its view uses one frame); returns the
     /// new reach.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the entity's view, its reach, where touches go and the observer's hooks"
+    )]
     #[inline(always)]
     fn unscaled_hitboxes<const SINGLE: bool, O: QueryObserver>(
         &self,
         view: &EntityView<'_>,
         rig: &Rig,
-        mut t_max: f32,
+        t_max: f32,
+        found: &mut Found<'_>,
+        id: EntityId,
         observer: &mut O,
         report: &impl Fn(&mut O, usize, &PlacedShape),
-        keep: &mut impl FnMut(&mut O, usize, Crossing, PlacedShape, Vec3, f32) -> f32,
+        touch: &impl Fn(usize, Crossing, PlacedShape, Vec3) -> Touch,
+    ) -> f32 {
+        // PERF: a rig whose bones carry one hitbox each (every humanoid rig here) takes a
+        // loop without the inner loop over a bone's hitboxes: with it, the compiler hoisted
+        // each bone's rotation terms out of that inner loop and spilled them to the stack
+        // (ten stores, and loads on the ball test's dependency chain, per passing bone).
+        if !O::ENABLED && rig.one_per_bone() {
+            self.unscaled_bones::<SINGLE, true, O>(
+                view, rig, t_max, found, id, observer, report, touch,
+            )
+        } else {
+            self.unscaled_bones::<SINGLE, false, O>(
+                view, rig, t_max, found, id, observer, report, touch,
+            )
+        }
+    }
+
+    /// [`TraceContext::unscaled_hitboxes`]; `ONE`: no bone carries more than one hitbox.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the entity's view, its reach, where touches go and the observer's hooks"
+    )]
+    #[inline(always)]
+    fn unscaled_bones<const SINGLE: bool, const ONE: bool, O: QueryObserver>(
+        &self,
+        view: &EntityView<'_>,
+        rig: &Rig,
+        mut t_max: f32,
+        found: &mut Found<'_>,
+        id: EntityId,
+        observer: &mut O,
+        report: &impl Fn(&mut O, usize, &PlacedShape),
+        touch: &impl Fn(usize, Crossing, PlacedShape, Vec3) -> Touch,
     ) -> f32 {
         let hitboxes = rig.hitboxes();
         let bone_reach = rig.bone_reach();
@@ -502,26 +556,81 @@ impl TraceContext<'_> {
                 let bone_index = first + mask.trailing_zeros() as usize;
                 mask &= mask - 1;
                 let bone = view.bone_unscaled_as::<SINGLE>(bone_index);
-                for i in rig.hitboxes_of(bone_index) {
+                let on_bone = rig.hitboxes_of(bone_index);
+                // One hitbox, or each of the bone's hitboxes (a bone in the mask carries at
+                // least one: `carrying`); returns the new reach.
+                let mut hitbox_at = |i: usize, t_max: f32| {
                     if O::ENABLED {
                         let (bone_origin, _) = view.bone_origin(bone_index);
                         if !self.passes_near(bone_origin, rig.hitbox_reach(i), t_max) {
-                            continue;
+                            return t_max;
                         }
                     }
                     let hitbox = &hitboxes[i];
-                    if !O::ENABLED
-                        && !self.passes_near(hitbox.placed_center(&bone), rig.hitbox_ball(i), t_max)
-                    {
-                        continue;
-                    }
-                    let placed = hitbox.placed(&bone);
+                    let placed = if O::ENABLED {
+                        hitbox.placed(&bone)
+                    } else {
+                        let center = placed_center_a(hitbox, &bone);
+                        if !self.passes_near_a(center, rig.hitbox_ball(i), t_max) {
+                            return t_max;
+                        }
+                        placed_unscaled(hitbox, &bone, center)
+                    };
                     if O::ENABLED {
                         report(observer, i, &placed);
                     }
-                    if let Some(crossing) = self.crossing(&placed, t_max) {
-                        t_max = keep(observer, i, crossing, placed, bone.scale, t_max);
+                    match self.crossing(&placed, t_max) {
+                        Some(crossing) => {
+                            let key = (crossing.enter.max(0.0), id, hitbox.id);
+                            let touch = || touch(i, crossing, placed, bone.scale);
+                            self.keep(found, &mut *observer, touch, key, t_max)
+                        }
+                        None => t_max,
                     }
+                };
+                if ONE {
+                    t_max = hitbox_at(on_bone.start, t_max);
+                } else {
+                    for i in on_bone {
+                        t_max = hitbox_at(i, t_max);
+                    }
+                }
+            }
+        }
+        t_max
+    }
+
+    /// Keeps a hitbox's touch (a crossing within the current reach); returns the new reach.
+    ///
+    /// PERF: always inline: as a closure called from every hitbox loop it was compiled out
+    /// of line, and the crossing and placed shape went to it through the stack, stored in
+    /// 4-byte pieces and read back 16 bytes at a time (loads the store buffer cannot
+    /// forward).
+    ///
+    /// The touch is built (`touch`) only where it is kept: built first, it was stored on
+    /// the stack field by field and copied into the best one 16 bytes at a time.
+    #[inline(always)]
+    fn keep<O: QueryObserver>(
+        &self,
+        found: &mut Found<'_>,
+        observer: &mut O,
+        touch: impl FnOnce() -> Touch,
+        key: (f32, EntityId, HitboxId),
+        t_max: f32,
+    ) -> f32 {
+        match found {
+            Found::Closest(best) => {
+                if best.as_ref().is_none_or(|b| Touch::before_key(key, b)) {
+                    *best = Some(touch());
+                    return key.0;
+                }
+            }
+            Found::All(out) => {
+                if let Some(hit) = touch().into_hit(self) {
+                    if O::ENABLED {
+                        observer.hit(&hit);
+                    }
+                    out.push(hit);
                 }
             }
         }
@@ -536,15 +645,65 @@ impl TraceContext<'_> {
             .and_then(|c| c.clip(t_max))
     }
 
+    /// [`TraceContext::passes_near`] on SIMD lanes, the same numbers: glam's `Vec3A` dot
+    /// product sums `(x + y) + z` as `Vec3`'s does, and the other operations are lane-wise.
+    ///
+    /// PERF: the placed centre comes out of glam's rotation as a `Vec3A`; as a `Vec3` it
+    /// was taken apart into scalars and put back together for each vector operation (a
+    /// dozen shuffles per passing bone).
+    #[inline]
+    fn passes_near_a(&self, center: Vec3A, reach: f32, t_max: f32) -> bool {
+        let (origin, dir) = (Vec3A::from(self.origin), Vec3A::from(self.dir));
+        let reach = reach + self.radius;
+        let to_center = center - origin;
+        let along = to_center.dot(dir);
+        !((along < -reach)
+            | (along - reach > t_max)
+            | ((to_center - dir * along).length_squared() > reach * reach))
+    }
+
     /// Whether the trace passes within `reach` of `center` (grown by the trace's radius)
     /// somewhere in `[0, t_max]` along it: the per-hitbox cull before an exact test.
+    ///
+    /// PERF: the three comparisons are combined without short-circuiting, one branch
+    /// rather than three: the first two rarely fail (so the distance off the line is
+    /// almost always needed anyway), and each branch on them could be mispredicted.
     #[inline]
     fn passes_near(&self, center: Vec3, reach: f32, t_max: f32) -> bool {
         let reach = reach + self.radius;
         let to_center = center - self.origin;
         let along = to_center.dot(self.dir);
-        !(along < -reach
-            || along - reach > t_max
-            || (to_center - self.dir * along).length_squared() > reach * reach)
+        !((along < -reach)
+            | (along - reach > t_max)
+            | ((to_center - self.dir * along).length_squared() > reach * reach))
     }
+}
+
+/// `hitbox.placed_center(bone)` on SIMD lanes, bit for bit: glam rotates a `Vec3` as a
+/// `Vec3A` (`Quat::mul_vec3` is `mul_vec3a` of the converted vector), and adding the
+/// translation is lane-wise either way.
+#[inline(always)]
+fn placed_center_a(hitbox: &Hitbox, bone: &BoneTransform) -> Vec3A {
+    let center = Vec3A::from(bone.translation)
+        + bone
+            .rotation
+            .mul_vec3a(Vec3A::from(bone.scale * hitbox.offset.translation));
+    debug_assert_eq!(
+        Vec3::from(center).to_array().map(f32::to_bits),
+        hitbox.placed_center(bone).to_array().map(f32::to_bits)
+    );
+    center
+}
+
+/// `hitbox.placed(bone)` for an unscaled bone whose hitbox centre is `center`
+/// ([`placed_center_a`]), bit for bit, without rotating the offset again.
+#[inline(always)]
+fn placed_unscaled(hitbox: &Hitbox, bone: &BoneTransform, center: Vec3A) -> PlacedShape {
+    debug_assert!(bone.scale == Vec3::ONE);
+    let placed = PlacedShape::new(
+        crate::math::Pose::new(center.into(), bone.rotation * hitbox.offset.rotation),
+        hitbox.shape,
+    );
+    debug_assert_eq!(placed, hitbox.placed(bone));
+    placed
 }
