@@ -424,6 +424,40 @@ pub(super) mod x86 {
         }
     }
 
+    /// The eight lanes' checks decided: lanes that hold no norm (2, 3 of each half) or no
+    /// scale (0) pass those checks, blended with all-ones by an immediate mask (no constant
+    /// to load), and the eight lanes decided with one `vptest`. Shared by [`Avx2Acc`] (one
+    /// entity) and [`BatchAcc`] (a batch).
+    ///
+    /// # Safety
+    /// The CPU supports AVX2 and the caller is compiled with it.
+    #[inline(always)]
+    unsafe fn lanes_pass(in_range: __m256i, norms_unit: __m256i, scale_unit: __m256i) -> bool {
+        // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+        unsafe {
+            let ones = _mm256_cmpeq_epi32(in_range, in_range);
+            let norms_unit = _mm256_blend_epi32::<0b1100_1100>(norms_unit, ones);
+            let scale_unit = _mm256_blend_epi32::<0b0001_0001>(scale_unit, ones);
+            let passed = _mm256_and_si256(in_range, _mm256_and_si256(norms_unit, scale_unit));
+            _mm256_testc_si256(passed, ones) == 1
+        }
+    }
+
+    /// Bounds kept on two halves (four lanes each) folded into one minimum and one maximum
+    /// corner.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2 and the caller is compiled with it.
+    #[inline(always)]
+    unsafe fn fold_halves(lo: __m256, hi: __m256) -> (__m128, __m128) {
+        // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
+        unsafe {
+            let low = |v: __m256| _mm256_castps256_ps128(v);
+            let high = |v: __m256| _mm256_extractf128_ps::<1>(v);
+            (_mm_min_ps(low(lo), high(lo)), _mm_max_ps(low(hi), high(hi)))
+        }
+    }
+
     /// What the AVX2 kernel accumulates, two bones per register (each 128-bit half as one
     /// bone's lanes).
     ///
@@ -527,14 +561,7 @@ pub(super) mod x86 {
                     _mm256_cmpeq_epi32(self.scale_or, one),
                     _mm256_cmpeq_epi32(self.scale_and, one),
                 );
-                // Lanes that hold no norm (2, 3 of each half) or no scale (0) pass those
-                // checks: blended with all-ones by an immediate mask (no constant to load),
-                // and the eight lanes decided with one `vptest`.
-                let ones = _mm256_cmpeq_epi32(self.largest, self.largest);
-                let norms_unit = _mm256_blend_epi32::<0b1100_1100>(norms_unit, ones);
-                let scale_unit = _mm256_blend_epi32::<0b0001_0001>(scale_unit, ones);
-                let passed = _mm256_and_si256(in_range, _mm256_and_si256(norms_unit, scale_unit));
-                _mm256_testc_si256(passed, ones) == 1
+                lanes_pass(in_range, norms_unit, scale_unit)
             }
         }
 
@@ -544,15 +571,8 @@ pub(super) mod x86 {
         /// The CPU supports AVX2 and the caller is compiled with it.
         #[inline(always)]
         unsafe fn bounds(&self) -> (__m128, __m128) {
-            // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
-            unsafe {
-                let low = |v: __m256| _mm256_castps256_ps128(v);
-                let high = |v: __m256| _mm256_extractf128_ps::<1>(v);
-                (
-                    _mm_min_ps(low(self.lo), high(self.lo)),
-                    _mm_max_ps(low(self.hi), high(self.hi)),
-                )
-            }
+            // SAFETY: the caller's contract gives AVX2.
+            unsafe { fold_halves(self.lo, self.hi) }
         }
 
         /// Copy, range and scale checks and bounds of the bones in the halves of `a` and
@@ -709,11 +729,7 @@ pub(super) mod x86 {
                 let norms_unit =
                     _mm256_cmpeq_epi32(_mm256_min_epu32(self.norm_off, span), self.norm_off);
                 let scale_unit = _mm256_cmpeq_epi32(self.scale_off, _mm256_setzero_si256());
-                let ones = _mm256_cmpeq_epi32(self.largest, self.largest);
-                let norms_unit = _mm256_blend_epi32::<0b1100_1100>(norms_unit, ones);
-                let scale_unit = _mm256_blend_epi32::<0b0001_0001>(scale_unit, ones);
-                let passed = _mm256_and_si256(in_range, _mm256_and_si256(norms_unit, scale_unit));
-                _mm256_testc_si256(passed, ones) == 1
+                lanes_pass(in_range, norms_unit, scale_unit)
             }
         }
 
@@ -723,15 +739,8 @@ pub(super) mod x86 {
         /// As [`BatchAcc::empty`].
         #[inline(always)]
         unsafe fn bounds(&self) -> (__m128, __m128) {
-            // SAFETY: register-only intrinsics; the caller's contract gives AVX2.
-            unsafe {
-                let low = |v: __m256| _mm256_castps256_ps128(v);
-                let high = |v: __m256| _mm256_extractf128_ps::<1>(v);
-                (
-                    _mm_min_ps(low(self.lo), high(self.lo)),
-                    _mm_max_ps(low(self.hi), high(self.hi)),
-                )
-            }
+            // SAFETY: the caller's contract gives AVX2.
+            unsafe { fold_halves(self.lo, self.hi) }
         }
     }
 
