@@ -1080,4 +1080,3 @@ fn detect_avx2() -> bool {
         false
     }
 }
-
