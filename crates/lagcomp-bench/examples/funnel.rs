@@ -19,6 +19,8 @@
 //! hash of every answer (rays, jittered rays, sweeps, `ray_all`) over the shots, to check
 //! that a change to the query leaves every answer the same bit for bit. `FUNNEL_SPREAD=1`
 //! also prints the spread of the timed passes (minimum, deciles, median, maximum).
+//! `FUNNEL_KIND=exact` (or `blend`) keeps only the shots at a recorded frame's time (or
+//! between two frames).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -156,6 +158,14 @@ fn main() {
     }
     for spec in scenes().filter(|s| std::env::var("FUNNEL_SCENE").map_or(true, |n| n == s.name)) {
         let mut scene = Scene::build(spec);
+        // `FUNNEL_KIND=exact` or `blend`: only the shots at a recorded frame's time, or only
+        // those between two frames (same order), to see what each kind costs and whether
+        // mixing them at random costs more than their average.
+        match std::env::var("FUNNEL_KIND").as_deref() {
+            Ok("exact") => scene.shots.retain(|s| s.exact),
+            Ok("blend") => scene.shots.retain(|s| !s.exact),
+            _ => {}
+        }
         if std::env::var_os("FUNNEL_SORTED").is_some() {
             // The same shots in time order: consecutive shots read the same frames, so
             // the history's rows are mostly in cache (the same instructions otherwise).
