@@ -555,8 +555,8 @@ impl TraceContext<'_> {
         // division, then the rotation of the hitbox offset); bone after bone, with a branch
         // on each ball test between them, those chains ran one after the other. In a pass
         // of their own, with no branch but the loop's, they overlap.
-        let first_pass = !O::ENABLED;
-        let mut blended = [std::mem::MaybeUninit::<(Vec3, glam::Quat, Vec3A)>::uninit(); 64];
+        let first_pass = !SINGLE && !O::ENABLED;
+        let mut blended = [std::mem::MaybeUninit::<(Vec3, glam::Quat)>::uninit(); 64];
         for first in (0..usize::from(rig.bone_count())).step_by(64) {
             let mut mask = view.cull_bones(first, rig.carrying(), bone_reach, &self.lanes, t_max);
             if first_pass {
@@ -565,12 +565,7 @@ impl TraceContext<'_> {
                     let bone_index = first + rest.trailing_zeros() as usize;
                     rest &= rest - 1;
                     let bone = view.bone_unscaled_as::<SINGLE>(bone_index);
-                    let center = if ONE {
-                        placed_center_a(&hitboxes[rig.hitboxes_of(bone_index).start], &bone)
-                    } else {
-                        Vec3A::ZERO
-                    };
-                    blended[k].write((bone.translation, bone.rotation, center));
+                    blended[k].write((bone.translation, bone.rotation));
                     k += 1;
                 }
             }
@@ -578,14 +573,14 @@ impl TraceContext<'_> {
             while mask != 0 {
                 let bone_index = first + mask.trailing_zeros() as usize;
                 mask &= mask - 1;
-                let (bone, pre_center) = if first_pass {
+                let bone = if first_pass {
                     // SAFETY: the first pass wrote one entry per bit of the same mask, in
                     // the same order, and this is the `k`-th bit.
-                    let (translation, rotation, center) = unsafe { blended[k].assume_init() };
+                    let (translation, rotation) = unsafe { blended[k].assume_init() };
                     k += 1;
-                    (BoneTransform::new(translation, rotation), center)
+                    BoneTransform::new(translation, rotation)
                 } else {
-                    (view.bone_unscaled_as::<SINGLE>(bone_index), Vec3A::ZERO)
+                    view.bone_unscaled_as::<SINGLE>(bone_index)
                 };
                 let on_bone = rig.hitboxes_of(bone_index);
                 // One hitbox, or each of the bone's hitboxes (a bone in the mask carries at
@@ -601,11 +596,7 @@ impl TraceContext<'_> {
                     let placed = if O::ENABLED {
                         hitbox.placed(&bone)
                     } else {
-                        let center = if ONE && first_pass {
-                            pre_center
-                        } else {
-                            placed_center_a(hitbox, &bone)
-                        };
+                        let center = placed_center_a(hitbox, &bone);
                         if !self.passes_near_a(center, rig.hitbox_ball(i), t_max) {
                             return t_max;
                         }
