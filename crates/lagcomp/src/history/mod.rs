@@ -543,8 +543,8 @@ pub struct History {
     static_bvh: Bvh,
     /// How this CPU runs the per-bone pass of recording (detected once).
     bone_pass: bone_pass::Kernel,
-    /// Whether queries may run their eight-lane (AVX2) kernels: decided once here, not
-    /// by a feature check on every trace (two a trace, about 17 instructions).
+    /// Whether a trace's bone cull may run its eight-lane (AVX2) kernel: decided once
+    /// here, not by a feature check on every trace (about five instructions a shot).
     query_avx2: bool,
     /// Changes whenever which entities are active, where their rows lie, or whether one
     /// has a scale lane changes (spawn, despawn, a freed slot, the lanes laid out, a first
@@ -993,8 +993,8 @@ impl History {
         (&self.static_bvh, &self.statics)
     }
 
-    /// Whether the CPU has AVX2, as detected when the history was built: the queries'
-    /// eight-lane kernels (bone cull, flat scan) may run.
+    /// Whether the CPU has AVX2, as detected when the history was built: a trace's bone
+    /// cull may run eight lanes at a time. (The flat scan still checks for itself.)
     #[inline]
     pub(crate) fn query_avx2(&self) -> bool {
         self.query_avx2
