@@ -17,7 +17,10 @@
 //! scenes `n` entities (same seed, bones and tick rate), to find where a size-dependent
 //! choice (the entity broadphase's flat mode) pays. `FUNNEL_HASH=1` prints, per scene, a
 //! hash of every answer (rays, jittered rays, sweeps, `ray_all`) over the shots, to check
-//! that a change to the query leaves every answer the same bit for bit.
+//! that a change to the query leaves every answer the same bit for bit. `FUNNEL_SPREAD=1`
+//! also prints the spread of the timed passes (minimum, deciles, median, maximum).
+//! `FUNNEL_KIND=exact` (or `blend`) keeps only the shots at a recorded frame's time (or
+//! between two frames).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -38,7 +41,7 @@ fn per_shot(scene: &Scene, mut f: impl FnMut(&lagcomp_bench::Shot)) -> f64 {
     } else {
         (5, 200)
     };
-    let mut best = f64::INFINITY;
+    let mut passes = Vec::with_capacity(reps);
     for _ in 0..reps {
         let start = Instant::now();
         for _ in 0..rounds {
@@ -46,10 +49,23 @@ fn per_shot(scene: &Scene, mut f: impl FnMut(&lagcomp_bench::Shot)) -> f64 {
                 f(shot);
             }
         }
-        let ns = start.elapsed().as_nanos() as f64 / (rounds * scene.shots.len()) as f64;
-        best = best.min(ns);
+        passes.push(start.elapsed().as_nanos() as f64 / (rounds * scene.shots.len()) as f64);
     }
-    best
+    passes.sort_by(f64::total_cmp);
+    if std::env::var_os("FUNNEL_SPREAD").is_some() {
+        // The passes' spread, to compare with criterion's median of longer samples: on a
+        // shared host the minimum keeps only the quietest passes.
+        let at = |q: f64| passes[((passes.len() - 1) as f64 * q) as usize];
+        eprintln!(
+            "passes: min {:.0}, 10 % {:.0}, median {:.0}, 90 % {:.0}, max {:.0} ns a shot",
+            at(0.0),
+            at(0.1),
+            at(0.5),
+            at(0.9),
+            at(1.0)
+        );
+    }
+    passes[0]
 }
 
 /// The benchmark scenes, with `FUNNEL_ENTITIES` entities each when it is set.
@@ -142,6 +158,14 @@ fn main() {
     }
     for spec in scenes().filter(|s| std::env::var("FUNNEL_SCENE").map_or(true, |n| n == s.name)) {
         let mut scene = Scene::build(spec);
+        // `FUNNEL_KIND=exact` or `blend`: only the shots at a recorded frame's time, or only
+        // those between two frames (same order), to see what each kind costs and whether
+        // mixing them at random costs more than their average.
+        match std::env::var("FUNNEL_KIND").as_deref() {
+            Ok("exact") => scene.shots.retain(|s| s.exact),
+            Ok("blend") => scene.shots.retain(|s| !s.exact),
+            _ => {}
+        }
         if std::env::var_os("FUNNEL_SORTED").is_some() {
             // The same shots in time order: consecutive shots read the same frames, so
             // the history's rows are mostly in cache (the same instructions otherwise).

@@ -543,6 +543,9 @@ pub struct History {
     static_bvh: Bvh,
     /// How this CPU runs the per-bone pass of recording (detected once).
     bone_pass: bone_pass::Kernel,
+    /// Whether a trace's bone cull may run its eight-lane (AVX2) kernel: decided once
+    /// here, not by a feature check on every trace (about five instructions a shot).
+    query_avx2: bool,
     /// Changes whenever which entities are active, where their rows lie, or whether one
     /// has a scale lane changes (spawn, despawn, a freed slot, the lanes laid out, a first
     /// scale): a `record::BatchPlan` made under another value no longer holds.
@@ -593,6 +596,7 @@ impl History {
             static_bounds: Vec::new(),
             static_bvh: Bvh::default(),
             bone_pass: bone_pass::Kernel::detect(),
+            query_avx2: detect_avx2(),
             layout_epoch: 0,
             plan: record::BatchPlan::default(),
         })
@@ -989,6 +993,13 @@ impl History {
         (&self.static_bvh, &self.statics)
     }
 
+    /// Whether the CPU has AVX2, as detected when the history was built: a trace's bone
+    /// cull may run eight lanes at a time. (The flat scan still checks for itself.)
+    #[inline]
+    pub(crate) fn query_avx2(&self) -> bool {
+        self.query_avx2
+    }
+
     /// The entity tree that holds the boxes of every frame of `bracket` (`older..=newer`):
     /// the current tree for brackets from `tree_from` on, the tree before it for brackets
     /// that end at or before `tree_from`. `None` for the rare bracket that straddles the
@@ -1055,5 +1066,17 @@ impl BoneTransform {
             rotation: Quat::from_array(*rotation),
             scale,
         }
+    }
+}
+
+/// Whether the CPU running this has AVX2 (always false off x86_64).
+fn detect_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
     }
 }

@@ -942,12 +942,15 @@ pub(crate) struct LineLanes {
 }
 
 impl LineLanes {
-    /// The line from `origin` along unit `dir`, grown by `radius`.
+    /// The line from `origin` along unit `dir`, grown by `radius`; `avx2`: the CPU has
+    /// AVX2 ([`History::query_avx2`]).
     #[inline]
-    pub(crate) fn new(origin: Vec3, dir: Vec3, radius: f32) -> Self {
+    pub(crate) fn new(origin: Vec3, dir: Vec3, radius: f32, avx2: bool) -> Self {
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = avx2;
         Self {
             #[cfg(target_arch = "x86_64")]
-            avx2: std::arch::is_x86_feature_detected!("avx2"),
+            avx2,
             ox: Vec4::splat(origin.x),
             oy: Vec4::splat(origin.y),
             oz: Vec4::splat(origin.z),
@@ -1221,7 +1224,7 @@ mod tests {
                 };
                 let origin = Vec3::from_array(point(&mut rng)) * 4.0;
                 let dir = (Vec3::from_array(point(&mut rng)) - origin).normalize_or(Vec3::X);
-                let mut line = LineLanes::new(origin, dir, rng.random_range(0.0..0.3));
+                let mut line = LineLanes::new(origin, dir, rng.random_range(0.0..0.3), true);
                 assert!(line.avx2);
                 let t_max = rng.random_range(0.0..20.0);
                 for first in (0..bones).step_by(64) {
