@@ -154,7 +154,7 @@ impl History {
         };
         let mut tree = std::mem::take(&mut self.tree);
         let slots = &self.slots;
-        tree.build(
+        tree.reshape(
             self.capacity,
             (0..slots.len() as u32).filter(|&i| slots[i as usize].life != Life::Free),
             |i| {
@@ -179,6 +179,9 @@ impl History {
         debug_assert!(slots.len() <= stride);
         for seq in from..=newest {
             let ring = self.ring(seq);
+            // Every box of the frame from empty: the new shape's unused lanes, and the
+            // leaves of entities not recorded in it, stay so.
+            tree.clear_frame(ring);
             let mut leaves = tree.frame_leaves(ring);
             let block = &self.lanes.frames[ring * stride..][..slots.len()];
             for ((index, slot), frame) in slots.iter().enumerate().zip(block) {
