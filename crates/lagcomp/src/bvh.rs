@@ -1432,14 +1432,16 @@ impl TemporalBvh {
     ) {
         let (n, flat) = (self.per_frame, self.is_flat());
         let boxes = &mut self.spans[frame * n..(frame + 1) * n];
-        let items = if flat {
-            &self.lane_item
-        } else {
-            &self.topology.items
-        };
-        for &item in items {
-            let at = self.leaf_of[item as usize] as usize;
-            set_leaf(flat, child_floats_mut(boxes), at, &item_box(item));
+        // Every item kept (inserted ones too).
+        for (item, &at) in self.leaf_of.iter().enumerate() {
+            if at != u32::MAX {
+                set_leaf(
+                    flat,
+                    child_floats_mut(boxes),
+                    at as usize,
+                    &item_box(item as u32),
+                );
+            }
         }
         if !flat {
             refit_internal(&self.parent_lane, boxes);
