@@ -694,7 +694,8 @@ impl Bvh {
 /// Two ways to fill frames: tick by tick, [`TemporalBvh::clear_frame`], one
 /// [`FrameLeaves::set`] per item recorded (on [`TemporalBvh::frame_leaves`]), and
 /// [`TemporalBvh::finish_frame`], which never reads the items' records again; or, after a
-/// rebuild, [`FrameLeaves::refill`] of every item in each frame the tree is to hold (a
+/// new shape ([`TemporalBvh::reshape`]), [`TemporalBvh::clear_frame`] and
+/// [`FrameLeaves::refill`] of every item in each frame the tree is to hold (a
 /// history gives a new tree its newest two frames; the older ones stay with the tree they
 /// were recorded under) and then [`TemporalBvh::finish_frame`] for each of them, oldest
 /// first. (`refit_frame`, the straightforward way, is kept as the tests' reference.)
@@ -784,7 +785,7 @@ impl FrameLeaves<'_> {
     }
 
     /// Sets the leaf of `item` to `node_box` whatever it held: a rebuild's refill of every
-    /// frame (the frames are not cleared by [`TemporalBvh::build`]). Nothing if the item is
+    /// frame (it may hold a box of the previous shape). Nothing if the item is
     /// not in the tree.
     #[inline]
     pub(crate) fn refill(&mut self, item: usize, node_box: NodeBox) {
@@ -1086,8 +1087,32 @@ impl TemporalBvh {
 
     /// Rebuilds over `items` placed at `centroid(item)`, for a ring of `frames` frames: the
     /// flat form for few items (`centroid` is then not asked), a new topology otherwise.
-    /// Every frame must then be refitted, oldest first.
+    /// Every frame is then cleared and refitted, oldest first (tests; the history reshapes
+    /// and clears only the frames the new tree answers for).
+    #[cfg(test)]
     pub(crate) fn build(
+        &mut self,
+        frames: usize,
+        items: impl IntoIterator<Item = u32>,
+        centroid: impl Fn(u32) -> Vec3,
+    ) {
+        self.reshape(frames, items, centroid);
+        for frame in 0..frames {
+            self.clear_frame(frame);
+        }
+    }
+
+    /// A new shape over `items` placed at `centroid(item)`, for a ring of `frames` frames:
+    /// the flat form for few items (`centroid` is then not asked), a new topology
+    /// otherwise. Every frame's boxes are then stale (boxes of the previous shape, in lanes
+    /// the new one may use otherwise or not at all): [`TemporalBvh::clear_frame`] each frame
+    /// before it is filled and finished, oldest first, and read none that was not.
+    ///
+    /// PERF: emptying the unused lanes of every frame here (the frames before the ones the
+    /// new tree answers for, which the tree's next ticks clear when they begin anyway) was
+    /// 160-240 µs of a 5,000-entity rebuild's 0.9-1.2 ms, scattered over 3 MB of boxes
+    /// untouched for a window (BENCHMARKS.md, Record, ninth round).
+    pub(crate) fn reshape(
         &mut self,
         frames: usize,
         items: impl IntoIterator<Item = u32>,
@@ -1119,19 +1144,8 @@ impl TemporalBvh {
             .extend(std::iter::repeat_n([NO_CHILD; 4], spares));
         self.parent_lane.reserve(spares);
         self.per_frame = self.children.len();
-        let n = self.per_frame;
-        // Not cleared: the caller refits every frame in the ring (every item's lane and
-        // every node's), and a ring slot without a frame yet is cleared when its frame
-        // begins, before anything reads it. Only the unused lanes are emptied here: they
-        // may hold boxes of the previous shape.
-        self.spans.resize(frames * n, ChildBoxes::EMPTY);
-        for (node, links) in self.children.iter().enumerate() {
-            for (lane, _) in links.iter().enumerate().filter(|(_, l)| **l == NO_CHILD) {
-                for frame in 0..frames {
-                    self.spans[frame * n + node].set_lane(lane, &NodeBox::EMPTY);
-                }
-            }
-        }
+        self.spans
+            .resize(frames * self.per_frame, ChildBoxes::EMPTY);
     }
 
     /// The flat form over `lane_item`: item `k` in lane `k`.
@@ -1149,19 +1163,9 @@ impl TemporalBvh {
             }
             self.leaf_of[item] = flat::lane_float(lane) as u32;
         }
-        // As for the tree, not cleared: every item's lane is set in every frame next. The
-        // lanes past the items may hold boxes of the previous shape.
+        // As for the tree, not cleared (see `reshape`).
         self.spans
             .resize(self.frames * self.per_frame, ChildBoxes::EMPTY);
-        let (stride, used) = (self.stride, self.lane_item.len());
-        let floats = child_floats_mut(&mut self.spans);
-        for frame in floats.chunks_exact_mut(6 * stride) {
-            for lane in used..stride {
-                for plane in 0..6 {
-                    frame[flat::lane_float(lane) + plane * flat::FLAT_LANE_STEP] = f32::INFINITY;
-                }
-            }
-        }
     }
 
     /// The wide tree from the binary one: each wide node takes a binary node's children
@@ -1428,14 +1432,16 @@ impl TemporalBvh {
     ) {
         let (n, flat) = (self.per_frame, self.is_flat());
         let boxes = &mut self.spans[frame * n..(frame + 1) * n];
-        let items = if flat {
-            &self.lane_item
-        } else {
-            &self.topology.items
-        };
-        for &item in items {
-            let at = self.leaf_of[item as usize] as usize;
-            set_leaf(flat, child_floats_mut(boxes), at, &item_box(item));
+        // Every item kept (inserted ones too).
+        for (item, &at) in self.leaf_of.iter().enumerate() {
+            if at != u32::MAX {
+                set_leaf(
+                    flat,
+                    child_floats_mut(boxes),
+                    at as usize,
+                    &item_box(item as u32),
+                );
+            }
         }
         if !flat {
             refit_internal(&self.parent_lane, boxes);

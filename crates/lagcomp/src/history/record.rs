@@ -154,7 +154,7 @@ impl History {
         };
         let mut tree = std::mem::take(&mut self.tree);
         let slots = &self.slots;
-        tree.build(
+        tree.reshape(
             self.capacity,
             (0..slots.len() as u32).filter(|&i| slots[i as usize].life != Life::Free),
             |i| {
@@ -179,6 +179,9 @@ impl History {
         debug_assert!(slots.len() <= stride);
         for seq in from..=newest {
             let ring = self.ring(seq);
+            // Every box of the frame from empty: the new shape's unused lanes, and the
+            // leaves of entities not recorded in it, stay so.
+            tree.clear_frame(ring);
             let mut leaves = tree.frame_leaves(ring);
             let block = &self.lanes.frames[ring * stride..][..slots.len()];
             for ((index, slot), frame) in slots.iter().enumerate().zip(block) {
@@ -1950,6 +1953,101 @@ mod tests {
         let base = Vec3::new((s * 7.3) % 30.0, (s * 0.37) % 2.0, (s * 3.1) % 30.0);
         let velocity = Vec3::new((s * 1.7).sin(), 0.0, (s * 2.3).cos()) * 0.8;
         base + velocity * tick as f32
+    }
+
+    /// The boxes a tick leaves in every frame the current tree answers for are the ones a
+    /// refit from scratch gives (a cleared frame, each kept entity's recorded box or the
+    /// empty box, the internal nodes from the leaves up, each span widened by the next
+    /// frame), whatever the ring slot held before: with entities despawned (kept until the
+    /// next rebuild), left out of a tick, spawned (inserted and into reused slots), and
+    /// rebuilds (which give the new tree only its newest frames), in both forms.
+    #[test]
+    fn every_frame_a_tree_answers_for_is_its_refit_from_the_records() {
+        use crate::bvh::NodeBox;
+        for flat in [false, true] {
+            let mut history = History::new(HistoryConfig {
+                tick_rate: 60.0,
+                max_rewind: 0.1,
+            })
+            .expect("config");
+            history.tree = crate::bvh::TemporalBvh::shaped(flat);
+            history.old_tree = crate::bvh::TemporalBvh::shaped(flat);
+            let capacity = history.capacity() as u32;
+            let rig = rig(4);
+            let mut serial = 0_u32;
+            let mut live: Vec<(super::super::EntityId, u32)> = Vec::new();
+            for _ in 0..40 {
+                live.push((history.spawn(Arc::clone(&rig)), serial));
+                serial += 1;
+            }
+            let mut rng = Pcg64Mcg::seed_from_u64(0xf1a7);
+            for tick in 1..=12 * capacity {
+                let (spawns, despawns) = match (tick / capacity) % 3 {
+                    _ if tick == 1 => (0, 0),
+                    0 => (0, 0),
+                    1 => (2, 1),
+                    _ if rng.random_range(0..4) != 0 => (0, 0),
+                    _ if rng.random_bool(0.5) => (0, 1),
+                    _ => (1, 0),
+                };
+                for _ in 0..despawns {
+                    if live.len() > 24 {
+                        let k = rng.random_range(0..live.len());
+                        history.despawn(live.swap_remove(k).0).expect("live");
+                    }
+                }
+                for _ in 0..spawns {
+                    live.push((history.spawn(Arc::clone(&rig)), serial));
+                    serial += 1;
+                }
+                let mut frame = history
+                    .begin_frame(Tick(tick), f64::from(tick) / 60.0)
+                    .expect("frame");
+                for &(id, serial) in &live {
+                    // Now and then an entity is left out of a tick.
+                    if rng.random_range(0..30) == 0 {
+                        continue;
+                    }
+                    let at = wanderer(serial, tick);
+                    let bones: Vec<_> = (0..4)
+                        .map(|b| {
+                            let mut t = crate::math::BoneTransform::IDENTITY;
+                            t.translation = at + Vec3::Y * (0.3 * b as f32);
+                            t
+                        })
+                        .collect();
+                    frame
+                        .record(id, &bones, EntityState::default())
+                        .expect("valid");
+                }
+                drop(frame);
+                let newest = history.newest_seq;
+                let from = history.tree_from.max(history.oldest_seq());
+                let mut reference = history.tree.clone();
+                for seq in from..=newest {
+                    let ring = history.ring(seq);
+                    reference.clear_frame(ring);
+                    let previous = (seq > from).then(|| history.ring(seq - 1));
+                    reference.refit_frame(ring, previous, |i| {
+                        let i = i as usize;
+                        if history.recorded_at(i, seq, ring) {
+                            let f = history.entity_frame(i, ring);
+                            NodeBox::new(f.bounds_min, f.bounds_max)
+                        } else {
+                            NodeBox::EMPTY
+                        }
+                    });
+                }
+                for seq in from..=newest {
+                    let ring = history.ring(seq);
+                    assert_eq!(
+                        history.tree.frame_span_bits(ring),
+                        reference.frame_span_bits(ring),
+                        "flat {flat}, tick {tick}, frame {seq} of {from}..={newest}"
+                    );
+                }
+            }
+        }
     }
 
     /// Every kind of query, at every bracket the ring holds (each frame, between adjacent
