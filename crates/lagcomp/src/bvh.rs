@@ -1286,7 +1286,11 @@ impl TemporalBvh {
                 }
                 let b = boxes[node].lane(lane);
                 let twice = Vec3::from_array(b.min) - Vec3::from_array(b.neg_max);
+                // An empty leaf (its entity not recorded in `frame`) has no centre: `inf -
+                // inf` is NaN, and a NaN `best` would let no later leaf compare below it, so
+                // every spawn of the frame went beside that leaf. It counts as infinitely far.
                 let d = twice.distance_squared(target);
+                let d = if d.is_nan() { f32::INFINITY } else { d };
                 if d < best || nearest.is_none() {
                     best = d;
                     nearest = Some((node, lane));
@@ -2152,6 +2156,42 @@ mod tests {
             // Every item hangs under the root exactly once.
             assert!(seen.iter().all(|&s| s), "after frame {f}");
         }
+    }
+
+    #[test]
+    fn a_spawn_goes_beside_the_nearest_leaf_even_when_the_first_leaf_is_empty() {
+        // 40 items in a row, 10 apart; in the frame of the spawn the first leaf the
+        // insertion scans belongs to an item not recorded there (its box empty).
+        let items = 40u32;
+        let centre = |i: u32| Vec3::new(i as f32 * 10.0, 0.0, 0.0);
+        let mut tree = TemporalBvh::shaped(false);
+        tree.build(2, 0..items, centre);
+        let first_scanned = tree.children[..tree.linked()]
+            .iter()
+            .flatten()
+            .find(|&&link| link != NO_CHILD && link & ITEM != 0)
+            .map(|&link| link & !ITEM)
+            .expect("a tree of 40 items has leaves");
+        for i in (0..items).filter(|&i| i != first_scanned) {
+            let b = NodeBox::from_aabb(Aabb::around_sphere(centre(i), 0.5));
+            tree.grow_leaf(0, i as usize, b);
+        }
+        tree.finish_frame(0, None);
+        // The far end of the row from the empty leaf's item: a spawn just beside item `near`.
+        let near = if first_scanned < items / 2 {
+            items - 3
+        } else {
+            2
+        };
+        let at = centre(near) + Vec3::new(1.0, 0.0, 0.0);
+        let spawn = NodeBox::from_aabb(Aabb::around_sphere(at, 0.5));
+        assert!(tree.insert(items, at, 0, spawn));
+        let spare = tree.linked() - 1;
+        assert_eq!(
+            tree.children[spare][..2],
+            [ITEM | near, ITEM | items],
+            "the spawn's sibling is the item nearest to it (the empty leaf was item {first_scanned})"
+        );
     }
 
     #[test]
