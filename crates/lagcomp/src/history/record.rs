@@ -1955,6 +1955,39 @@ mod tests {
         base + velocity * tick as f32
     }
 
+    /// The four bones of entity `serial` at `tick`: stacked 0.3 m apart on its wanderer path.
+    fn wanderer_bones(serial: u32, tick: u32) -> Vec<crate::math::BoneTransform> {
+        let at = wanderer(serial, tick);
+        (0..4)
+            .map(|b| {
+                let mut t = crate::math::BoneTransform::IDENTITY;
+                t.translation = at + Vec3::Y * (0.3 * b as f32);
+                t
+            })
+            .collect()
+    }
+
+    /// A 60 Hz history with a 0.1 s window whose entity trees take the `flat` form or the
+    /// tree form whatever their size, and `count` entities of a four-bone rig spawned into
+    /// it, each with its wanderer serial (0 up).
+    fn wandering_history(
+        flat: bool,
+        count: u32,
+    ) -> (History, Arc<Rig>, Vec<(super::super::EntityId, u32)>) {
+        let mut history = History::new(HistoryConfig {
+            tick_rate: 60.0,
+            max_rewind: 0.1,
+        })
+        .expect("config");
+        history.tree = crate::bvh::TemporalBvh::shaped(flat);
+        history.old_tree = crate::bvh::TemporalBvh::shaped(flat);
+        let rig = rig(4);
+        let live = (0..count)
+            .map(|serial| (history.spawn(Arc::clone(&rig)), serial))
+            .collect();
+        (history, rig, live)
+    }
+
     /// The boxes a tick leaves in every frame the current tree answers for are the ones a
     /// refit from scratch gives (a cleared frame, each kept entity's recorded box or the
     /// empty box, the internal nodes from the leaves up, each span widened by the next
@@ -1965,21 +1998,9 @@ mod tests {
     fn every_frame_a_tree_answers_for_is_its_refit_from_the_records() {
         use crate::bvh::NodeBox;
         for flat in [false, true] {
-            let mut history = History::new(HistoryConfig {
-                tick_rate: 60.0,
-                max_rewind: 0.1,
-            })
-            .expect("config");
-            history.tree = crate::bvh::TemporalBvh::shaped(flat);
-            history.old_tree = crate::bvh::TemporalBvh::shaped(flat);
+            let (mut history, rig, mut live) = wandering_history(flat, 40);
             let capacity = history.capacity() as u32;
-            let rig = rig(4);
-            let mut serial = 0_u32;
-            let mut live: Vec<(super::super::EntityId, u32)> = Vec::new();
-            for _ in 0..40 {
-                live.push((history.spawn(Arc::clone(&rig)), serial));
-                serial += 1;
-            }
+            let mut serial = 40_u32;
             let mut rng = Pcg64Mcg::seed_from_u64(0xf1a7);
             for tick in 1..=12 * capacity {
                 let (spawns, despawns) = match (tick / capacity) % 3 {
@@ -2008,16 +2029,8 @@ mod tests {
                     if rng.random_range(0..30) == 0 {
                         continue;
                     }
-                    let at = wanderer(serial, tick);
-                    let bones: Vec<_> = (0..4)
-                        .map(|b| {
-                            let mut t = crate::math::BoneTransform::IDENTITY;
-                            t.translation = at + Vec3::Y * (0.3 * b as f32);
-                            t
-                        })
-                        .collect();
                     frame
-                        .record(id, &bones, EntityState::default())
+                        .record(id, &wanderer_bones(serial, tick), EntityState::default())
                         .expect("valid");
                 }
                 drop(frame);
@@ -2061,21 +2074,9 @@ mod tests {
         use crate::time::{RewindTarget, WindowPolicy};
         use crate::{QueryLog, Ray};
         for flat in [false, true] {
-            let mut history = History::new(HistoryConfig {
-                tick_rate: 60.0,
-                max_rewind: 0.1,
-            })
-            .expect("config");
-            history.tree = crate::bvh::TemporalBvh::shaped(flat);
-            history.old_tree = crate::bvh::TemporalBvh::shaped(flat);
+            let (mut history, rig, mut live) = wandering_history(flat, 24);
             let capacity = history.capacity() as u32;
-            let rig = rig(4);
-            let mut serial = 0_u32;
-            let mut live: Vec<(super::super::EntityId, u32)> = Vec::new();
-            for _ in 0..24 {
-                live.push((history.spawn(Arc::clone(&rig)), serial));
-                serial += 1;
-            }
+            let mut serial = 24_u32;
             let mut rng = Pcg64Mcg::seed_from_u64(0x7ee5);
             // Queries through the current tree, the older one, across a rebuild; rebuilds
             // with the older tree still answering; handles that reused a slot.
@@ -2113,16 +2114,8 @@ mod tests {
                     .begin_frame(Tick(tick), f64::from(tick) / 60.0)
                     .expect("frame");
                 for &(id, serial) in &live {
-                    let at = wanderer(serial, tick);
-                    let bones: Vec<_> = (0..4)
-                        .map(|b| {
-                            let mut t = crate::math::BoneTransform::IDENTITY;
-                            t.translation = at + Vec3::Y * (0.3 * b as f32);
-                            t
-                        })
-                        .collect();
                     frame
-                        .record(id, &bones, EntityState::default())
+                        .record(id, &wanderer_bones(serial, tick), EntityState::default())
                         .expect("valid");
                 }
                 drop(frame);
