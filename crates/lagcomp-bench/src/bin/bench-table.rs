@@ -42,7 +42,11 @@ fn main() {
     }
 }
 
-/// Cores available and the CPU model, as `nproc` and `/proc/cpuinfo` report them.
+/// Cores available, the CPU model, its widest vector extension and its cache sizes, as
+/// `nproc`, `/proc/cpuinfo`, the CPU's feature flags and `/sys` report them. Two hosts that
+/// both call themselves "AMD EPYC" gave record/memcpy 1.89 and 2.83 at 64x16 with the same
+/// code (BENCHMARKS.md, "Stop 18: another machine"): the model name alone does not say
+/// which one a table came from.
 fn machine() -> String {
     let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
     let model = std::fs::read_to_string("/proc/cpuinfo")
@@ -54,5 +58,34 @@ fn machine() -> String {
                 .map(|m| m.trim().to_owned())
         })
         .unwrap_or_else(|| "unknown CPU".to_owned());
-    format!("{cores} cores available, CPU model \"{model}\"")
+    let cache = |index: u8| {
+        std::fs::read_to_string(format!(
+            "/sys/devices/system/cpu/cpu0/cache/index{index}/size"
+        ))
+        .map_or_else(|_| "?".to_owned(), |size| size.trim().to_owned())
+    };
+    format!(
+        "{cores} cores available, CPU model \"{model}\", {}, L2 {} a core, L3 {}",
+        vector_extension(),
+        cache(2),
+        cache(3)
+    )
+}
+
+/// The widest x86 vector extension the CPU reports (what `lagcomp`'s kernels could use).
+fn vector_extension() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            "AVX-512F"
+        } else if std::arch::is_x86_feature_detected!("avx2") {
+            "AVX2"
+        } else {
+            "SSE2"
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        "no x86 vector extension"
+    }
 }
