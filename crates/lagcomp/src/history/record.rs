@@ -739,9 +739,12 @@ fn record_words(record: &EntityFrame) -> [u32; 9] {
 /// first 16-byte boundary and after its last with plain stores). The caller fences.
 ///
 /// PERF: a frame lane larger than the caches is rewritten once per window, so a plain
-/// store first reads its line back from memory; see BENCHMARKS.md, Record, tenth round.
-/// `movnti` per 32-bit word instead was 22 instructions an entity more (one `lea` per
-/// store: the streaming intrinsics are inline assembly).
+/// store first reads its line back. At 5000x20, `record_all` 115.6 -> 109.1 µs (medians
+/// of 12 pinned runs alternated with `main`'s, 3,000 ticks each) for 12 instructions an
+/// entity more (callgrind); without writing the records at all it was about 11 µs
+/// faster (BENCHMARKS.md, Record, tenth round). `movnti` per 32-bit word instead of the
+/// staging was 22 instructions an entity more (one `lea` per store: the streaming
+/// intrinsics are inline assembly) and about 4 µs faster.
 ///
 /// # Safety
 /// Every handle of `entities` names an active slot, the `k`-th slot `first + k`, and `at`
