@@ -739,10 +739,11 @@ fn record_words(record: &EntityFrame) -> [u32; 9] {
 /// first 16-byte boundary and after its last with plain stores). The caller fences.
 ///
 /// PERF: a frame lane larger than the caches is rewritten once per window, so a plain
-/// store first reads its line back. At 5000x20, `record_all` 115.6 -> 109.1 µs (medians
-/// of 12 pinned runs alternated with `main`'s, 3,000 ticks each) for 12 instructions an
-/// entity more (callgrind); without writing the records at all it was about 11 µs
-/// faster (BENCHMARKS.md, Record, tenth round). `movnti` per 32-bit word instead of the
+/// store first reads its line back. At 5000x20, `record_all` 3-8 µs faster a tick (four
+/// sets of 8-12 pinned runs alternated with `main`'s, 3,000 ticks each; 118.3 -> 114.1 µs
+/// in the last set's medians) for about 9 instructions an entity more (callgrind);
+/// without writing the records at all it was about 11 µs faster (BENCHMARKS.md, Record,
+/// tenth round). `movnti` per 32-bit word instead of the
 /// staging was 22 instructions an entity more (one `lea` per store: the streaming
 /// intrinsics are inline assembly) and about 4 µs faster.
 ///
@@ -817,7 +818,9 @@ unsafe fn stamp_dense_streaming_in<const FORM: u8>(
     entities: &[(EntityId, EntityState)],
     bounds: &[[Vec3A; 2]],
 ) {
-    use std::arch::x86_64::{_mm_loadu_ps, _mm_storeu_ps, _mm_stream_ps};
+    use std::arch::x86_64::{
+        _mm_loadu_ps, _mm_storeu_ps, _mm_stream_ps, _mm256_loadu_ps, _mm256_stream_ps,
+    };
     debug_assert!(first + entities.len() <= slots.len());
     // SAFETY: the caller's contract: `at` is the frame being recorded, and slots `first..
     // first + entities.len()` exist, so their records are in its block.
@@ -826,6 +829,10 @@ unsafe fn stamp_dense_streaming_in<const FORM: u8>(
     let head = out
         .align_offset(16)
         .min(STAGED_RECORDS * size_of::<EntityFrame>());
+    // Every chunk starts 32-byte aligned when the first does (576 is a multiple of 32).
+    // PERF: 32-byte pieces, half the loads, stores and address computations of 16-byte
+    // ones (about 3.5 instructions an entity).
+    let wide = out.align_offset(32) == 0;
     // Nine words a record and one spare at the end (see below); every word initialised.
     let mut staged = [0_u32; 9 * STAGED_RECORDS + 1];
     for (c, (entities, bounds)) in entities
@@ -865,11 +872,19 @@ unsafe fn stamp_dense_streaming_in<const FORM: u8>(
         let src = staged.as_ptr().cast::<u8>();
         // SAFETY: `out + base` holds this chunk's `bytes` (the records of its slots, in
         // the block); `src` as many; `head` and the whole 16-byte pieces after it stay
-        // inside both, and the stores at `dst + head + 16i` are 16-byte aligned.
+        // inside both, and the stores at `dst + head + 16i` are 16-byte aligned (with
+        // `wide`, `dst` is 32-byte aligned); this function is compiled with AVX2.
         unsafe {
             let dst = out.add(base * size_of::<EntityFrame>());
-            if head == 0 && entities.len() == STAGED_RECORDS {
-                // The common chunk: whole and aligned, 36 pieces (a constant count).
+            if wide && entities.len() == STAGED_RECORDS {
+                // The common chunk: whole and 32-byte aligned, 18 pieces of 32 bytes (a
+                // constant count).
+                for piece in 0..STAGED_RECORDS * size_of::<EntityFrame>() / 32 {
+                    let v = _mm256_loadu_ps(src.add(32 * piece).cast());
+                    _mm256_stream_ps(dst.add(32 * piece).cast(), v);
+                }
+            } else if head == 0 && entities.len() == STAGED_RECORDS {
+                // Whole and 16-byte aligned: 36 pieces.
                 for piece in 0..STAGED_RECORDS * size_of::<EntityFrame>() / 16 {
                     let v = _mm_loadu_ps(src.add(16 * piece).cast());
                     _mm_stream_ps(dst.add(16 * piece).cast(), v);
@@ -2083,7 +2098,9 @@ mod tests {
     #[test]
     fn dense_plans_stream_their_frame_records_at_any_alignment() {
         let four = rig(4);
-        for (skip, count) in [(0, 32), (1, 37), (2, 16), (3, 21), (5, 3)] {
+        // Slot 4's record starts 16 bytes past a 32-byte boundary (36 * 4 = 144) when the
+        // block is 32-byte aligned: the 16-byte pieces; slot 0's, the 32-byte ones.
+        for (skip, count) in [(0, 32), (1, 37), (2, 16), (3, 21), (4, 40), (5, 3)] {
             for flat in [true, false] {
                 let mut twins = TwinHistories::new(true, flat);
                 // Slots before the batch's, never recorded: the batch starts at slot `skip`.
