@@ -735,25 +735,24 @@ fn record_words(record: &EntityFrame) -> [u32; 9] {
 /// [`stamp_batch`] of a batch whose entities are the consecutive slots `first..first +
 /// entities.len()` in order (a dense plan), with the frame records streamed: each chunk of
 /// [`STAGED_RECORDS`] records is written to a buffer on the stack and copied into the
-/// frame lane with non-temporal stores, 16 bytes at a time (the bytes before the block's
-/// first 16-byte boundary and after its last with plain stores). The caller fences.
+/// frame lane with non-temporal stores, 32 bytes at a time when the records start 32-byte
+/// aligned, else 16 (the bytes before the block's first 16-byte boundary and after its
+/// last with plain stores). The caller fences.
 ///
 /// PERF: a frame lane larger than the caches is rewritten once per window, so a plain
 /// store first reads its line back. At 5000x20, `record_all` 3-8 µs faster a tick (four
 /// sets of 8-12 pinned runs alternated with `main`'s, 3,000 ticks each; 118.3 -> 114.1 µs
 /// in the last set's medians) for about 9 instructions an entity more (callgrind);
 /// without writing the records at all it was about 11 µs faster (BENCHMARKS.md, Record,
-/// tenth round). `movnti` per 32-bit word instead of the
-/// staging was 22 instructions an entity more (one `lea` per store: the streaming
-/// intrinsics are inline assembly) and about 4 µs faster.
+/// tenth round). `movnti` per 32-bit word instead of the staging was 22 instructions an
+/// entity more (one `lea` per store: the streaming intrinsics are inline assembly) and
+/// about 4 µs faster. Out of line (compiled for AVX2 on its own), so that the recorder's
+/// planned path for smaller histories, which never streams, is compiled as before:
+/// inlined beside it, this path cost 64x16 about 450 instructions a tick (callgrind).
 ///
 /// # Safety
 /// Every handle of `entities` names an active slot, the `k`-th slot `first + k`, and `at`
 /// is the frame being recorded; [`RECORD_WORDS_LAYOUT`] holds; the CPU supports AVX2.
-///
-/// PERF: out of line (compiled for AVX2 on its own), so that the recorder's planned path
-/// for smaller histories, which never streams, is compiled as before: inlined, the other
-/// arms cost 64x16 about 450 instructions a tick (callgrind).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[expect(
