@@ -240,6 +240,10 @@ pub(super) struct BatchPlan {
     segments: Vec<Segment>,
     /// Each entity's unpadded bounds, from the bone pass to the frame records.
     bounds: Vec<[Vec3A; 2]>,
+    /// `Some(first)` if the batch's entities are the slots `first, first + 1, ...` in
+    /// order: their frame records are then one run of the frame lane (see
+    /// `stamp_dense_streaming`).
+    dense: Option<usize>,
     /// Tests: batches recorded by the plan, and batches it gave back to the general way.
     #[cfg(test)]
     used: (usize, usize),
@@ -350,6 +354,12 @@ impl History {
         }
         plan.bones = bones;
         plan.bounds.resize(entities.len(), [Vec3A::ZERO; 2]);
+        let first = entities[0].0.index() as usize;
+        plan.dense = entities
+            .iter()
+            .enumerate()
+            .all(|(k, (id, _))| id.index() as usize == first + k)
+            .then_some(first);
         true
     }
 }
@@ -559,6 +569,37 @@ unsafe fn stamp<const FORM: u8>(
     }
 }
 
+/// [`stamp`] but for storing the frame record, which is returned (for
+/// [`stamp_dense_streaming`]): the entity's newest frame and leaf are set.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn stamp_leaf<const FORM: u8>(
+    slot: &mut EntitySlot,
+    leaves: &mut FrameLeaves<'_>,
+    at: FrameSlot,
+    (index, state): (usize, EntityState),
+    [lo, hi]: [Vec3A; 2],
+) -> EntityFrame {
+    let (min, max) = padded_corners(lo, hi);
+    slot.last_seq = at.seq;
+    // The frame was cleared and the entity not recorded in it yet: its leaf is empty,
+    // and growing it is setting it.
+    let leaf = NodeBox::from_corners(min, max);
+    match FORM {
+        FLAT_FORM => leaves.set_in::<true>(index, leaf),
+        TREE_FORM => leaves.set_in::<false>(index, leaf),
+        _ => leaves.set(index, leaf),
+    }
+    EntityFrame {
+        seq: at.seq as u32,
+        layers: state.layers,
+        user: state.user,
+        flags: state.to_flags(),
+        bounds_min: Vec3::from(min).to_array(),
+        bounds_max: Vec3::from(max).to_array(),
+    }
+}
+
 /// The rare end of a record, out of the recorder's loop: the fast checks failed (`!clean`:
 /// find which bone and why, with the precise checks) or the entity has a scale lane (store
 /// the scales). Returns the bounds: each bone by its reach times its largest scale.
@@ -648,6 +689,216 @@ unsafe fn stamp_batch<const FORM: u8>(
         }
         if !state.lag_compensated {
             mark_uncompensated(uncompensated, index, at.seq);
+        }
+    }
+}
+
+/// Frame records staged before [`stamp_dense_streaming`] streams them out: 576 bytes, a
+/// multiple of 16 (so that every chunk after the first starts as aligned as the first).
+#[cfg(target_arch = "x86_64")]
+const STAGED_RECORDS: usize = 16;
+
+/// `EntityFrame` is laid out as [`record_words`] spells it: nine 32-bit words, `user` and
+/// `flags` sharing the third (its fourth byte padding). Its fields are `repr(Rust)`, so
+/// this is checked, not promised: with another layout the records take plain stores.
+#[cfg(target_arch = "x86_64")]
+const RECORD_WORDS_LAYOUT: bool = {
+    use std::mem::offset_of;
+    offset_of!(EntityFrame, seq) == 0
+        && offset_of!(EntityFrame, layers) == 4
+        && offset_of!(EntityFrame, user) == 8
+        && offset_of!(EntityFrame, flags) == 10
+        && offset_of!(EntityFrame, bounds_min) == 12
+        && offset_of!(EntityFrame, bounds_max) == 24
+        && size_of::<EntityFrame>() == 36
+        && cfg!(target_endian = "little")
+};
+
+/// A frame record as the nine words of its bytes (see [`RECORD_WORDS_LAYOUT`]), the
+/// padding byte zero: staged so, every byte copied is initialised.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn record_words(record: &EntityFrame) -> [u32; 9] {
+    [
+        record.seq,
+        record.layers,
+        u32::from(record.user) | (u32::from(record.flags) << 16),
+        record.bounds_min[0].to_bits(),
+        record.bounds_min[1].to_bits(),
+        record.bounds_min[2].to_bits(),
+        record.bounds_max[0].to_bits(),
+        record.bounds_max[1].to_bits(),
+        record.bounds_max[2].to_bits(),
+    ]
+}
+
+/// [`stamp_batch`] of a batch whose entities are the consecutive slots `first..first +
+/// entities.len()` in order (a dense plan), with the frame records streamed: each chunk of
+/// [`STAGED_RECORDS`] records is written to a buffer on the stack and copied into the
+/// frame lane with non-temporal stores, 32 bytes at a time when the records start 32-byte
+/// aligned, else 16 (the bytes before the block's first 16-byte boundary and after its
+/// last with plain stores). The caller fences.
+///
+/// PERF: a frame lane larger than the caches is rewritten once per window, so a plain
+/// store first reads its line back. At 5000x20, `record_all` 3-8 µs faster a tick (four
+/// sets of 8-12 pinned runs alternated with `main`'s, 3,000 ticks each; 118.3 -> 114.1 µs
+/// in the last set's medians) for about 9 instructions an entity more (callgrind);
+/// without writing the records at all it was about 11 µs faster (BENCHMARKS.md, Record,
+/// tenth round). `movnti` per 32-bit word instead of the staging was 22 instructions an
+/// entity more (one `lea` per store: the streaming intrinsics are inline assembly) and
+/// about 4 µs faster. Out of line (compiled for AVX2 on its own), so that the recorder's
+/// planned path for smaller histories, which never streams, is compiled as before:
+/// inlined beside it, this path cost 64x16 about 450 instructions a tick (callgrind).
+///
+/// # Safety
+/// Every handle of `entities` names an active slot, the `k`-th slot `first + k`, and `at`
+/// is the frame being recorded; [`RECORD_WORDS_LAYOUT`] holds; the CPU supports AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the borrowed parts of the history and the batch, as for `stamp_batch`"
+)]
+unsafe fn stamp_dense_streaming(
+    slots: &mut [EntitySlot],
+    lanes: &mut Lanes,
+    leaves: &mut FrameLeaves<'_>,
+    uncompensated: &mut Vec<(u32, u64)>,
+    at: FrameSlot,
+    first: usize,
+    entities: &[(EntityId, EntityState)],
+    bounds: &[[Vec3A; 2]],
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if leaves.is_flat() {
+            stamp_dense_streaming_in::<FLAT_FORM>(
+                slots,
+                lanes,
+                leaves,
+                uncompensated,
+                at,
+                first,
+                entities,
+                bounds,
+            );
+        } else {
+            stamp_dense_streaming_in::<TREE_FORM>(
+                slots,
+                lanes,
+                leaves,
+                uncompensated,
+                at,
+                first,
+                entities,
+                bounds,
+            );
+        }
+    }
+}
+
+/// [`stamp_dense_streaming`] for leaves in the form `FORM`.
+///
+/// # Safety
+/// As [`stamp_dense_streaming`].
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the borrowed parts of the history and the batch, as for `stamp_batch`"
+)]
+unsafe fn stamp_dense_streaming_in<const FORM: u8>(
+    slots: &mut [EntitySlot],
+    lanes: &mut Lanes,
+    leaves: &mut FrameLeaves<'_>,
+    uncompensated: &mut Vec<(u32, u64)>,
+    at: FrameSlot,
+    first: usize,
+    entities: &[(EntityId, EntityState)],
+    bounds: &[[Vec3A; 2]],
+) {
+    use std::arch::x86_64::{
+        _mm_loadu_ps, _mm_storeu_ps, _mm_stream_ps, _mm256_loadu_ps, _mm256_stream_ps,
+    };
+    debug_assert!(first + entities.len() <= slots.len());
+    // SAFETY: the caller's contract: `at` is the frame being recorded, and slots `first..
+    // first + entities.len()` exist, so their records are in its block.
+    let out = unsafe { frame_block(lanes, at).as_mut_ptr().add(first) }.cast::<u8>();
+    // Bytes before the first 16-byte boundary of the records (the same in every chunk).
+    let head = out
+        .align_offset(16)
+        .min(STAGED_RECORDS * size_of::<EntityFrame>());
+    // Every chunk starts 32-byte aligned when the first does (576 is a multiple of 32).
+    // PERF: 32-byte pieces, half the loads, stores and address computations of 16-byte
+    // ones (about 3.5 instructions an entity).
+    let wide = out.align_offset(32) == 0;
+    // Nine words a record and one spare at the end (see below); every word initialised.
+    let mut staged = [0_u32; 9 * STAGED_RECORDS + 1];
+    for (c, (entities, bounds)) in entities
+        .chunks(STAGED_RECORDS)
+        .zip(bounds.chunks(STAGED_RECORDS))
+        .enumerate()
+    {
+        let base = c * STAGED_RECORDS;
+        for (j, (&(id, state), &bounds)) in entities.iter().zip(bounds).enumerate() {
+            let index = first + base + j;
+            debug_assert!(id.index() as usize == index && slots[index].life == Life::Active);
+            // SAFETY: the caller's contract: `index` is an active slot.
+            let slot = unsafe { slots.get_unchecked_mut(index) };
+            let record = stamp_leaf::<FORM>(slot, leaves, at, (index, state), bounds);
+            // SAFETY: words `9j..9j + 10` are inside `staged` (`j < STAGED_RECORDS`).
+            // The record's words in order, the corners as 16-byte stores: each corner's
+            // fourth lane lands on the word after it, which the next store writes (the
+            // spare word after the last record takes the last).
+            unsafe {
+                let words = staged.as_mut_ptr().add(9 * j);
+                let [seq, layers, user_flags, ..] = record_words(&record);
+                words.write(seq);
+                words.add(1).write(layers);
+                words.add(2).write(user_flags);
+                let (min, max) = (
+                    Vec3A::from(record.bounds_min),
+                    Vec3A::from(record.bounds_max),
+                );
+                _mm_storeu_ps(words.add(3).cast(), min.into());
+                _mm_storeu_ps(words.add(6).cast(), max.into());
+            }
+            if !state.lag_compensated {
+                mark_uncompensated(uncompensated, index, at.seq);
+            }
+        }
+        let bytes = entities.len() * size_of::<EntityFrame>();
+        let src = staged.as_ptr().cast::<u8>();
+        // SAFETY: `out + base` holds this chunk's `bytes` (the records of its slots, in
+        // the block); `src` as many; `head` and the whole 16-byte pieces after it stay
+        // inside both, and the stores at `dst + head + 16i` are 16-byte aligned (with
+        // `wide`, `dst` is 32-byte aligned); this function is compiled with AVX2.
+        unsafe {
+            let dst = out.add(base * size_of::<EntityFrame>());
+            if wide && entities.len() == STAGED_RECORDS {
+                // The common chunk: whole and 32-byte aligned, 18 pieces of 32 bytes (a
+                // constant count).
+                for piece in 0..STAGED_RECORDS * size_of::<EntityFrame>() / 32 {
+                    let v = _mm256_loadu_ps(src.add(32 * piece).cast());
+                    _mm256_stream_ps(dst.add(32 * piece).cast(), v);
+                }
+            } else if head == 0 && entities.len() == STAGED_RECORDS {
+                // Whole and 16-byte aligned: 36 pieces.
+                for piece in 0..STAGED_RECORDS * size_of::<EntityFrame>() / 16 {
+                    let v = _mm_loadu_ps(src.add(16 * piece).cast());
+                    _mm_stream_ps(dst.add(16 * piece).cast(), v);
+                }
+            } else {
+                let head = head.min(bytes);
+                std::ptr::copy_nonoverlapping(src, dst, head);
+                let mut at = head;
+                while at + 16 <= bytes {
+                    let v = _mm_loadu_ps(src.add(at).cast());
+                    _mm_stream_ps(dst.add(at).cast(), v);
+                    at += 16;
+                }
+                std::ptr::copy_nonoverlapping(src.add(at), dst.add(at), bytes - at);
+            }
         }
     }
 }
@@ -1010,6 +1261,29 @@ impl FrameRecorder<'_> {
         }
         let mut leaves = tree.frame_leaves(at.ring);
         let bounds = &plan.bounds[..entities.len()];
+        if let Some(first) = plan.dense
+            && stream
+            && RECORD_WORDS_LAYOUT
+        {
+            // SAFETY: as below, the plan holds: every handle names an active slot, the
+            // `k`-th slot `first + k` (a dense plan); the layout was just checked, and this
+            // function is compiled with AVX2.
+            unsafe {
+                stamp_dense_streaming(
+                    slots,
+                    lanes,
+                    &mut leaves,
+                    uncompensated,
+                    at,
+                    first,
+                    entities,
+                    bounds,
+                );
+            }
+            // The frame records were streamed: fenced as the rows were.
+            std::arch::x86_64::_mm_sfence();
+            return true;
+        }
         // SAFETY: as above, the plan holds: every handle names an active slot.
         unsafe {
             if leaves.is_flat() {
@@ -1813,6 +2087,40 @@ mod tests {
             );
             assert_eq!(self.planned.uncompensated, self.reference.uncompensated);
             result
+        }
+    }
+
+    /// A dense plan's frame records, streamed through a staging buffer
+    /// (`stamp_dense_streaming`), land where plain stores put them whatever the alignment
+    /// of the batch's first record, in whole and partial chunks, and leave the records of
+    /// slots outside the batch alone: bit for bit the history recorded entity by entity.
+    #[test]
+    fn dense_plans_stream_their_frame_records_at_any_alignment() {
+        let four = rig(4);
+        // Slot 4's record starts 16 bytes past a 32-byte boundary (36 * 4 = 144) when the
+        // block is 32-byte aligned: the 16-byte pieces; slot 0's, the 32-byte ones.
+        for (skip, count) in [(0, 32), (1, 37), (2, 16), (3, 21), (4, 40), (5, 3)] {
+            for flat in [true, false] {
+                let mut twins = TwinHistories::new(true, flat);
+                // Slots before the batch's, never recorded: the batch starts at slot `skip`.
+                for _ in 0..skip {
+                    twins.spawn(&four);
+                }
+                let batch: Vec<_> = (0..count)
+                    .map(|_| (twins.spawn(&four), EntityState::default()))
+                    .collect();
+                for tick in 1..40_u32 {
+                    let bones: Vec<_> = (0..count as u32)
+                        .flat_map(|serial| wanderer_bones(serial, tick))
+                        .collect();
+                    twins
+                        .tick(tick, None, None, &batch, &bones)
+                        .expect("valid batch");
+                }
+                // The plan was made at the first tick and used at every later one.
+                assert_eq!(twins.planned.plan.dense, Some(skip));
+                assert_eq!(twins.planned.plan.used, (38, 0), "skip {skip}, flat {flat}");
+            }
         }
     }
 
