@@ -386,111 +386,217 @@ fn split_at(len: usize) -> usize {
 pub(crate) struct Topology {
     nodes: Vec<Node>,
     items: Vec<u32>,
-    /// Build work list, kept to reuse its allocation.
-    pending: Vec<(u32, u32, u32)>,
-    /// Build scratch: every item beside its centroid, kept to reuse its allocation.
-    placed: Vec<Placed>,
+    /// Build work list (node, its items' range, where its lists are: see [`Presorted`]),
+    /// kept to reuse its allocation.
+    pending: Vec<(u32, u32, u32, u32)>,
+    /// Build scratch, kept to reuse its allocations.
+    presorted: Presorted,
 }
 
-/// An item and its centroid, side by side so that the median splits compare inline data.
-#[derive(Debug, Clone, Copy)]
-#[repr(C, align(16))]
-struct Placed {
-    centroid: [f32; 3],
-    item: u32,
+/// The median splits' scratch: the items sorted once by each coordinate, and each node's
+/// items kept in that order, contiguous, on all three axes as the splits go down.
+///
+/// An item is known here by its *place*, its position in the build's input. Each axis has
+/// two lists: a split leaves the list of its axis where it is (its first items are the
+/// left child's) and partitions the other two into their other list, over the same range.
+/// A node's ranges are its own from then on (its ancestors are done with them, its
+/// siblings have others), so the bit per axis of which list holds a node's items travels
+/// with it.
+#[derive(Debug, Clone, Default)]
+struct Presorted {
+    /// Per axis, each place's centroid coordinate.
+    coords: [Vec<f32>; 3],
+    /// `order[list][axis]`: places in the order of their coordinate on `axis` (ties by
+    /// place), over each node's range.
+    order: [[Vec<u32>; 3]; 2],
+    /// Per place, 1 if it goes to the left child of the node being split, else 0.
+    left: Vec<u8>,
+    /// The sort's keys (`ordered_bits(coordinate) << 32 | place`) and its second buffer.
+    keys: Vec<u64>,
+    sorted: Vec<u64>,
+    /// Per place, the item.
+    item: Vec<u32>,
 }
 
-impl Placed {
-    /// The centroid on the first three lanes (the fourth holds the item's bits).
+impl Presorted {
+    /// The list of `axis` that holds the items of a node whose lists are `lists`.
     #[inline(always)]
-    fn lanes(&self) -> Vec4 {
-        Vec4::new(
-            self.centroid[0],
-            self.centroid[1],
-            self.centroid[2],
-            f32::from_bits(self.item),
-        )
+    fn list(&self, lists: u32, axis: usize) -> &[u32] {
+        &self.order[(lists >> axis & 1) as usize][axis]
+    }
+
+    /// Heap bytes held.
+    fn heap_bytes(&self) -> usize {
+        let lists: usize = self.order.iter().flatten().map(Vec::capacity).sum();
+        let coords: usize = self.coords.iter().map(Vec::capacity).sum();
+        (lists + coords + self.item.capacity()) * 4
+            + self.left.capacity()
+            + (self.keys.capacity() + self.sorted.capacity()) * 8
+    }
+
+    /// Makes room for a build the size of `other`'s.
+    fn reserve_like(&mut self, other: &Self) {
+        for (mine, theirs) in self
+            .order
+            .iter_mut()
+            .flatten()
+            .zip(other.order.iter().flatten())
+        {
+            reserve_to(mine, theirs.capacity());
+        }
+        for (mine, theirs) in self.coords.iter_mut().zip(&other.coords) {
+            reserve_to(mine, theirs.capacity());
+        }
+        reserve_to(&mut self.left, other.left.capacity());
+        reserve_to(&mut self.keys, other.keys.capacity());
+        reserve_to(&mut self.sorted, other.sorted.capacity());
+        reserve_to(&mut self.item, other.item.capacity());
     }
 }
 
-/// Moves the `mid` items of `slice` with the smallest `centroid[AXIS]` before the others.
-///
-/// PERF: a plain `<` on a fixed axis. Centroids are finite (see [`Topology::build`]), and
-/// there `<` orders as `f32::total_cmp` did (which transformed both sides of every
-/// comparison) but for zeros of opposite signs, which it takes as equal: the median split
-/// is the same set unless such zeros straddle it. Callgrind, 5,000 items: see
-/// BENCHMARKS.md, Record, seventh round.
-#[inline]
-fn select_on<const AXIS: usize>(slice: &mut [Placed], mid: usize) {
-    slice.select_nth_unstable_by(mid, |a, b| {
-        let (a, b) = (a.centroid[AXIS], b.centroid[AXIS]);
-        if a < b {
-            std::cmp::Ordering::Less
-        } else if b < a {
-            std::cmp::Ordering::Greater
-        } else {
-            std::cmp::Ordering::Equal
+/// `x`'s bits as an unsigned number in `x`'s order (a negative float's bits flipped, a
+/// positive one's sign bit set), for the radix sort. `-0.0` comes just below `+0.0`.
+#[inline(always)]
+fn ordered_bits(x: f32) -> u32 {
+    let bits = x.to_bits();
+    bits ^ ((((bits as i32) >> 31) as u32) | 0x8000_0000)
+}
+
+/// Sorts `keys` by their high 32 bits, stably (least significant digit first: 11, 11
+/// and 10 bits), `spare` the second buffer. A digit that every key shares is skipped.
+fn radix_sort_high_half(keys: &mut Vec<u64>, spare: &mut Vec<u64>) {
+    const DIGITS: [(u32, u64); 3] = [(32, 0x7ff), (43, 0x7ff), (54, 0x3ff)];
+    let mut counts = [[0_u32; 2048]; 3];
+    for &key in keys.iter() {
+        for (count, &(shift, mask)) in counts.iter_mut().zip(&DIGITS) {
+            count[((key >> shift) & mask) as usize] += 1;
         }
-    });
+    }
+    spare.clear();
+    spare.resize(keys.len(), 0);
+    for (count, &(shift, mask)) in counts.iter_mut().zip(&DIGITS) {
+        let Some(&first) = keys.first() else { return };
+        if count[((first >> shift) & mask) as usize] as usize == keys.len() {
+            continue;
+        }
+        let mut sum = 0;
+        for slot in count.iter_mut() {
+            let n = *slot;
+            *slot = sum;
+            sum += n;
+        }
+        for &key in keys.iter() {
+            let digit = &mut count[((key >> shift) & mask) as usize];
+            spare[*digit as usize] = key;
+            *digit += 1;
+        }
+        std::mem::swap(keys, spare);
+    }
+}
+
+/// Writes the places of `from` marked in `left` (`mid` of them) to the front of `to` and
+/// the others after them, both sides in their order.
+///
+/// PERF: branch-free (one store per place, its index a select): which side a place goes
+/// to is as unpredictable as the centroids.
+#[inline]
+fn partition_marked(from: &[u32], to: &mut [u32], left: &[u8], mid: usize) {
+    let (mut l, mut r) = (0, mid);
+    for (&place, _) in from.iter().zip(0..to.len()) {
+        let goes_left = usize::from(left[place as usize]);
+        let at = if goes_left != 0 { l } else { r };
+        to[at] = place;
+        l += goes_left;
+        r += 1 - goes_left;
+    }
 }
 
 impl Topology {
     /// Rebuilds over `items` placed at `centroid(item)` (asked once per item). Reuses the
     /// previous tree's memory, so rebuilding at a steady size allocates nothing.
+    ///
+    /// Each node's items are split at [`split_at`] in the order of their centroids on the
+    /// axis where the centroids spread the most (ties: the earlier item in `items` first).
+    ///
+    /// PERF: the centroids are sorted once per axis (radix sort on their bits), and each
+    /// split keeps each child's items in that order on all three axes with two stable
+    /// branch-free partitions; the longest axis is read off the ends of the lists. A
+    /// selection per node (`select_nth_unstable`) was 4.1 M instructions and 43,500
+    /// mispredicted branches for 5,000 items: see BENCHMARKS.md, Record, tenth round.
     pub(crate) fn build(
         &mut self,
         items: impl IntoIterator<Item = u32>,
         centroid: impl Fn(u32) -> Vec3,
     ) {
-        // PERF: the centroids are computed once and moved with their items. Asking for them
-        // inside the comparisons (a few lookups through the history each) was most of the
-        // cost of a rebuild: 164,000 instructions for 64 entities.
-        self.placed.clear();
-        self.placed.extend(items.into_iter().map(|item| {
-            // The splits' `<` needs numbers: a centroid that is not (an item with no box)
-            // is placed at the origin.
+        let s = &mut self.presorted;
+        s.item.clear();
+        s.item.extend(items);
+        for coords in &mut s.coords {
+            coords.clear();
+        }
+        // PERF: the centroids are computed once. Asking for them inside the comparisons (a
+        // few lookups through the history each) was most of the cost of a rebuild: 164,000
+        // instructions for 64 entities.
+        for &item in &s.item {
+            // The splits need numbers: a centroid that is not (an item with no box) is
+            // placed at the origin.
             let c = Some(centroid(item))
                 .filter(|c| c.is_finite())
                 .unwrap_or(Vec3::ZERO);
-            Placed {
-                centroid: c.to_array(),
-                item,
+            for (coords, x) in s.coords.iter_mut().zip(c.to_array()) {
+                coords.push(x);
             }
-        }));
+        }
         self.nodes.clear();
         self.items.clear();
-        if self.placed.is_empty() {
+        let n = s.item.len();
+        if n == 0 {
             return;
         }
+        self.items.resize(n, 0);
         self.nodes.push(Node::default());
+        if n == 1 {
+            self.nodes[0] = Node { first: 0, count: 1 };
+            self.items[0] = s.item[0];
+            return;
+        }
+        let [first, second] = &mut s.order;
+        for ((order, other), coords) in first.iter_mut().zip(second).zip(&s.coords) {
+            s.keys.clear();
+            s.keys.extend(
+                coords
+                    .iter()
+                    .zip(0_u64..)
+                    .map(|(&x, place)| (u64::from(ordered_bits(x)) << 32) | place),
+            );
+            radix_sort_high_half(&mut s.keys, &mut s.sorted);
+            order.clear();
+            order.extend(s.keys.iter().map(|&key| key as u32));
+            other.clear();
+            other.resize(n, 0);
+        }
+        s.left.clear();
+        s.left.resize(n, 0);
         self.pending.clear();
-        self.pending.push((0, 0, self.placed.len() as u32));
-        while let Some((node, start, end)) = self.pending.pop() {
-            let slice = &mut self.placed[start as usize..end as usize];
-            if slice.len() <= LEAF_SIZE {
-                self.nodes[node as usize] = Node {
-                    first: start,
-                    count: end - start,
-                };
-                continue;
-            }
-            // PERF: one packed minimum and maximum per item (the fourth lane, the item's
-            // bits, is ignored): the same numbers as per-axis minimums of finite floats.
-            let (mut lo, mut hi) = (Vec4::INFINITY, Vec4::NEG_INFINITY);
-            for placed in slice.iter() {
-                let c = placed.lanes();
-                lo = lo.min(c);
-                hi = hi.max(c);
-            }
-            let extent = (hi - lo).truncate();
-            let mid = split_at(slice.len());
-            if extent.x >= extent.y && extent.x >= extent.z {
-                select_on::<0>(slice, mid);
-            } else if extent.y >= extent.z {
-                select_on::<1>(slice, mid);
+        self.pending.push((0, 0, n as u32, 0));
+        // Nodes of one item are never pushed: their parent makes them leaves.
+        while let Some((node, start, end, lists)) = self.pending.pop() {
+            let (lo, hi) = (start as usize, end as usize);
+            // The extent on each axis: its list's last coordinate less its first.
+            let extent = |a: usize| {
+                let order = s.list(lists, a);
+                s.coords[a][order[hi - 1] as usize] - s.coords[a][order[lo] as usize]
+            };
+            let (x, y, z) = (extent(0), extent(1), extent(2));
+            let axis = if x >= y && x >= z {
+                0
+            } else if y >= z {
+                1
             } else {
-                select_on::<2>(slice, mid);
-            }
+                2
+            };
+            let mid = split_at(hi - lo);
+            let split = start + mid as u32;
             let left = self.nodes.len() as u32;
             self.nodes.push(Node::default());
             self.nodes.push(Node::default());
@@ -498,12 +604,40 @@ impl Topology {
                 first: left,
                 count: 0,
             };
-            let split = start + mid as u32;
-            self.pending.push((left, start, split));
-            self.pending.push((left + 1, split, end));
+            let mut children = lists;
+            // Two items: both children are leaves, taken from the split axis's list.
+            if hi - lo > 2 {
+                let by_axis = &s.order[(lists >> axis & 1) as usize][axis];
+                for &place in &by_axis[lo..lo + mid] {
+                    s.left[place as usize] = 1;
+                }
+                for &place in &by_axis[lo + mid..hi] {
+                    s.left[place as usize] = 0;
+                }
+                for other in (0..3).filter(|&a| a != axis) {
+                    let was = (lists >> other & 1) as usize;
+                    let [first, second] = &mut s.order;
+                    let (from, to) = if was == 0 {
+                        (&first[other], &mut second[other])
+                    } else {
+                        (&second[other], &mut first[other])
+                    };
+                    partition_marked(&from[lo..hi], &mut to[lo..hi], &s.left, mid);
+                    children ^= 1 << other;
+                }
+            }
+            for (child, from, to) in [(left, start, split), (left + 1, split, end)] {
+                if to - from == 1 {
+                    self.nodes[child as usize] = Node {
+                        first: from,
+                        count: 1,
+                    };
+                    self.items[from as usize] = s.item[s.list(lists, axis)[from as usize] as usize];
+                } else {
+                    self.pending.push((child, from, to, children));
+                }
+            }
         }
-        self.items
-            .extend(self.placed.iter().map(|placed| placed.item));
     }
 
     /// Number of nodes.
@@ -626,15 +760,15 @@ impl Topology {
         reserve_to(&mut self.nodes, other.nodes.capacity());
         reserve_to(&mut self.items, other.items.capacity());
         reserve_to(&mut self.pending, other.pending.capacity());
-        reserve_to(&mut self.placed, other.placed.capacity());
+        self.presorted.reserve_like(&other.presorted);
     }
 
     /// Heap bytes held.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.items.capacity() * 4
-            + self.pending.capacity() * std::mem::size_of::<(u32, u32, u32)>()
-            + self.placed.capacity() * std::mem::size_of::<Placed>()
+            + self.pending.capacity() * std::mem::size_of::<(u32, u32, u32, u32)>()
+            + self.presorted.heap_bytes()
     }
 }
 
@@ -2016,6 +2150,83 @@ mod tests {
             }
             let expected: Vec<u32> = placed.iter().map(|p| p.1).collect();
             assert_eq!(topology.items, expected, "{n} items");
+        }
+    }
+
+    /// Ties, equal and non-finite centroids, and sizes around the split rounding: the
+    /// presorted build splits each node where a sort of its items by (coordinate, place in
+    /// the input) does, non-finite centroids at the origin, so that every build over the
+    /// same input gives the same tree however its coordinates tie.
+    #[test]
+    fn median_splits_break_ties_by_input_order() {
+        use rand::{Rng as _, SeedableRng as _};
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(0x71e5);
+        let mut cases: Vec<Vec<Vec3>> = Vec::new();
+        // Every size around the rounding to fours (8, 9, 12, 16, 17, ...), coordinates on
+        // a coarse grid so that most of them tie, with a few NaN and infinite centroids.
+        for n in (1..=40).chain([63, 64, 65, 257]) {
+            cases.push(
+                (0..n)
+                    .map(|_| match rng.random_range(0..12) {
+                        0 => Vec3::new(f32::NAN, 1.0, 2.0),
+                        1 => Vec3::new(3.0, f32::INFINITY, -1.0),
+                        2 => Vec3::new(-0.0, 0.0, -0.0),
+                        _ => Vec3::new(
+                            rng.random_range(-3..=3) as f32,
+                            rng.random_range(-1..=1) as f32,
+                            rng.random_range(-3..=3) as f32,
+                        ),
+                    })
+                    .collect(),
+            );
+        }
+        // All centroids equal.
+        cases.push(vec![Vec3::splat(5.0); 37]);
+        for centroids in &cases {
+            let n = centroids.len();
+            // Items given in a shuffled order, so that the place differs from the item.
+            let mut input: Vec<u32> = (0..n as u32).collect();
+            for k in (1..n).rev() {
+                input.swap(k, rng.random_range(0..=k));
+            }
+            let mut topology = Topology::default();
+            topology.build(input.iter().copied(), |i| centroids[i as usize]);
+            let at = |i: u32| {
+                let c = centroids[i as usize];
+                if c.is_finite() { c } else { Vec3::ZERO }
+            };
+            let mut placed: Vec<(Vec3, usize, u32)> = input
+                .iter()
+                .enumerate()
+                .map(|(place, &i)| (at(i), place, i))
+                .collect();
+            let mut pending = vec![(0, n)];
+            while let Some((start, end)) = pending.pop() {
+                let slice = &mut placed[start..end];
+                if slice.len() <= LEAF_SIZE {
+                    continue;
+                }
+                let (lo, hi) = slice
+                    .iter()
+                    .fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(lo, hi), (c, ..)| {
+                        (lo.min(*c), hi.max(*c))
+                    });
+                let e = hi - lo;
+                let axis = if e.x >= e.y && e.x >= e.z {
+                    0
+                } else if e.y >= e.z {
+                    1
+                } else {
+                    2
+                };
+                slice.sort_by(|a, b| a.0[axis].total_cmp(&b.0[axis]).then(a.1.cmp(&b.1)));
+                let mid = split_at(slice.len());
+                pending.push((start, start + mid));
+                pending.push((start + mid, end));
+            }
+            let expected: Vec<u32> = placed.iter().map(|p| p.2).collect();
+            assert_eq!(topology.items, expected, "{n} items: {centroids:?}");
+            assert_eq!(topology.len(), 2 * n - 1, "{n} items");
         }
     }
 
