@@ -454,6 +454,22 @@ impl Presorted {
     }
 }
 
+/// A node's lists flag for a node of two items whose places are only in the list of one
+/// axis (bits 4-5) of one side (bit 6).
+const PAIR: u32 = 1 << 3;
+
+/// The axis a node is split on: the longest extent, the first of equal ones.
+#[inline(always)]
+fn longest(x: f32, y: f32, z: f32) -> usize {
+    if x >= y && x >= z {
+        0
+    } else if y >= z {
+        1
+    } else {
+        2
+    }
+}
+
 /// `x`'s bits as an unsigned number in `x`'s order (a negative float's bits flipped, a
 /// positive one's sign bit set), for the radix sort. `-0.0` comes just below `+0.0`.
 #[inline(always)]
@@ -582,21 +598,6 @@ impl Topology {
         // Nodes of one item are never pushed: their parent makes them leaves.
         while let Some((node, start, end, lists)) = self.pending.pop() {
             let (lo, hi) = (start as usize, end as usize);
-            // The extent on each axis: its list's last coordinate less its first.
-            let extent = |a: usize| {
-                let order = s.list(lists, a);
-                s.coords[a][order[hi - 1] as usize] - s.coords[a][order[lo] as usize]
-            };
-            let (x, y, z) = (extent(0), extent(1), extent(2));
-            let axis = if x >= y && x >= z {
-                0
-            } else if y >= z {
-                1
-            } else {
-                2
-            };
-            let mid = split_at(hi - lo);
-            let split = start + mid as u32;
             let left = self.nodes.len() as u32;
             self.nodes.push(Node::default());
             self.nodes.push(Node::default());
@@ -604,16 +605,48 @@ impl Topology {
                 first: left,
                 count: 0,
             };
-            let mut children = lists;
-            // Two items: both children are leaves, taken from the split axis's list.
-            if hi - lo > 2 {
-                let by_axis = &s.order[(lists >> axis & 1) as usize][axis];
+            if lists & PAIR != 0 {
+                // Two items, in the list of one axis only (see below): both children are
+                // leaves, in the order of the longest axis (ties by place, as the lists).
+                let list = &s.order[(lists >> 6 & 1) as usize][(lists >> 4 & 3) as usize];
+                let (p, q) = (list[lo] as usize, list[lo + 1] as usize);
+                // `|a - b|` is `max - min` bit for bit.
+                let extent = |a: usize| (s.coords[a][p] - s.coords[a][q]).abs();
+                let axis = longest(extent(0), extent(1), extent(2));
+                let key = |place: usize| (ordered_bits(s.coords[axis][place]), place);
+                let (first, second) = if key(q) < key(p) { (q, p) } else { (p, q) };
+                for (child, place) in [(left, first), (left + 1, second)] {
+                    let at = start + child - left;
+                    self.nodes[child as usize] = Node {
+                        first: at,
+                        count: 1,
+                    };
+                    self.items[at as usize] = s.item[place];
+                }
+                continue;
+            }
+            // The extent on each axis: its list's last coordinate less its first.
+            let extent = |a: usize| {
+                let order = s.list(lists, a);
+                s.coords[a][order[hi - 1] as usize] - s.coords[a][order[lo] as usize]
+            };
+            let axis = longest(extent(0), extent(1), extent(2));
+            let mid = split_at(hi - lo);
+            let split = start + mid as u32;
+            let by_axis = (lists >> axis & 1) as usize;
+            let children = if hi - lo <= 4 {
+                // Children of one or two items: the split axis's list says which items
+                // each has, and a child of two needs no other.
+                PAIR | (axis as u32) << 4 | (by_axis as u32) << 6
+            } else {
+                let by_axis = &s.order[by_axis][axis];
                 for &place in &by_axis[lo..lo + mid] {
                     s.left[place as usize] = 1;
                 }
                 for &place in &by_axis[lo + mid..hi] {
                     s.left[place as usize] = 0;
                 }
+                let mut children = lists;
                 for other in (0..3).filter(|&a| a != axis) {
                     let was = (lists >> other & 1) as usize;
                     let [first, second] = &mut s.order;
@@ -625,7 +658,8 @@ impl Topology {
                     partition_marked(&from[lo..hi], &mut to[lo..hi], &s.left, mid);
                     children ^= 1 << other;
                 }
-            }
+                children
+            };
             for (child, from, to) in [(left, start, split), (left + 1, split, end)] {
                 if to - from == 1 {
                     self.nodes[child as usize] = Node {
