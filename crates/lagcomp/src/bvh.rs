@@ -543,7 +543,7 @@ impl Topology {
     /// PERF: the centroids are sorted once per axis (radix sort on their bits), and each
     /// split keeps each child's items in that order on all three axes with two stable
     /// branch-free partitions; the longest axis is read off the ends of the lists.
-    /// Callgrind, 5,000 items, with the collapse: 5.5 M instructions and 19,200
+    /// Callgrind, 5,000 items, with the collapse: 5.4 M instructions and 12,300
     /// mispredicted branches, against 4.1 M and 43,500 with a selection per node
     /// (`select_nth_unstable`); the rebuild tick 110-145 µs faster (alternated runs): see
     /// BENCHMARKS.md, Record, tenth round.
