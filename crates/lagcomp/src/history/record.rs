@@ -1185,9 +1185,10 @@ impl FrameRecorder<'_> {
     /// PERF: with 16 registers the bone pass's written-out groups spilled accumulators
     /// and constants to the stack (13 stack accesses in the 64x16 entity loop, 4 in the
     /// 200x20 one); with 32, none (213 -> 202 and 256 -> 249 instructions an entity).
-    /// On the AVX-512 machine of stop 18, alternated pinned pairs of the funnel's record
-    /// tick: 64x16 about -7 %, 200x20 about -3 %, 5000x20 within noise (BENCHMARKS.md,
-    /// Record, eleventh round).
+    /// On the AVX-512 machine of stop 18 (Zen 5-like), alternated pinned runs of the
+    /// funnel's record tick (`FUNNEL_RECORD=1`), minimum and median: 64x16 -6 % and -9 %
+    /// (8 pairs), 5000x20 -6 % and -8 % (6 pairs), 200x20 nothing measurable (its loop
+    /// had little to spill). BENCHMARKS.md, Record, eleventh round.
     ///
     /// # Safety
     /// As [`FrameRecorder::record_planned`], and the CPU supports AVX-512F and AVX-512VL.
