@@ -543,6 +543,11 @@ pub struct History {
     static_bvh: Bvh,
     /// How this CPU runs the per-bone pass of recording (detected once).
     bone_pass: bone_pass::Kernel,
+    /// Whether a planned batch (the AVX2 kernel's steady tick) runs the build of its
+    /// recorder that may also use AVX-512F/VL instructions, and so 32 vector registers
+    /// rather than 16 (`FrameRecorder::record_planned_avx512`): the same intrinsics, no
+    /// spills in the bone pass. Detected once; tests may turn it off.
+    planned_avx512: bool,
     /// Whether a trace's bone cull may run its eight-lane (AVX2) kernel: decided once
     /// here, not by a feature check on every trace (about five instructions a shot).
     query_avx2: bool,
@@ -596,6 +601,7 @@ impl History {
             static_bounds: Vec::new(),
             static_bvh: Bvh::default(),
             bone_pass: bone_pass::Kernel::detect(),
+            planned_avx512: detect_avx512vl(),
             query_avx2: detect_avx2(),
             layout_epoch: 0,
             plan: record::BatchPlan::default(),
@@ -1066,6 +1072,19 @@ impl BoneTransform {
             rotation: Quat::from_array(*rotation),
             scale,
         }
+    }
+}
+
+/// Whether the CPU running this has AVX-512F and AVX-512VL (always false off x86_64).
+fn detect_avx512vl() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
     }
 }
 

@@ -1057,7 +1057,7 @@ impl FrameRecorder<'_> {
             let planned = self.history.plan_fits(entities, bones.len());
             // SAFETY: `Kernel::Avx2` is only chosen on a CPU with AVX2, and the plan fits
             // this batch; a fresh frame holds no record of its entities.
-            if planned && fresh && unsafe { self.record_planned_avx2(entities, bones) } {
+            if planned && fresh && unsafe { self.record_planned(entities, bones) } {
                 return Ok(());
             }
             self.history.check_batch(entities, bones.len())?;
@@ -1147,8 +1147,70 @@ impl FrameRecorder<'_> {
     /// The CPU supports AVX2, `History::plan_fits` accepted the batch, and nothing has been
     /// recorded into this frame yet.
     #[cfg(target_arch = "x86_64")]
+    unsafe fn record_planned(
+        &mut self,
+        entities: &[(EntityId, EntityState)],
+        bones: &[BoneTransform],
+    ) -> bool {
+        // SAFETY: the caller's contract; `planned_avx512` is only set on a CPU with
+        // AVX-512F and AVX-512VL (`detect_avx512vl`).
+        unsafe {
+            if self.history.planned_avx512 {
+                self.record_planned_avx512(entities, bones)
+            } else {
+                self.record_planned_avx2(entities, bones)
+            }
+        }
+    }
+
+    /// [`FrameRecorder::record_planned`] compiled for AVX2.
+    ///
+    /// # Safety
+    /// As [`FrameRecorder::record_planned`].
+    #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn record_planned_avx2(
+        &mut self,
+        entities: &[(EntityId, EntityState)],
+        bones: &[BoneTransform],
+    ) -> bool {
+        // SAFETY: the caller's contract, and this function is compiled with AVX2.
+        unsafe { self.record_planned_in(entities, bones) }
+    }
+
+    /// [`FrameRecorder::record_planned`] compiled for AVX2 with AVX-512F and AVX-512VL
+    /// enabled: the same AVX2 intrinsics, bit for bit the same rows and decisions, but the
+    /// compiler may use 32 vector registers (and EVEX forms such as `vpternlogd`).
+    ///
+    /// PERF: with 16 registers the bone pass's written-out groups spilled accumulators
+    /// and constants to the stack (13 stack accesses in the 64x16 entity loop, 4 in the
+    /// 200x20 one); with 32, none (213 -> 202 and 256 -> 249 instructions an entity).
+    /// On the AVX-512 machine of stop 18 (Zen 5-like), alternated pinned runs of the
+    /// funnel's record tick (`FUNNEL_RECORD=1`), minimum and median: 64x16 -6 % and -9 %
+    /// (8 pairs), 5000x20 -6 % and -8 % (6 pairs), 200x20 nothing measurable (its loop
+    /// had little to spill). BENCHMARKS.md, Record, eleventh round.
+    ///
+    /// # Safety
+    /// As [`FrameRecorder::record_planned`], and the CPU supports AVX-512F and AVX-512VL.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,avx512f,avx512vl")]
+    unsafe fn record_planned_avx512(
+        &mut self,
+        entities: &[(EntityId, EntityState)],
+        bones: &[BoneTransform],
+    ) -> bool {
+        // SAFETY: the caller's contract, and this function is compiled with AVX2 (and
+        // AVX-512F/VL, which the body's AVX2 intrinsics do not need).
+        unsafe { self.record_planned_in(entities, bones) }
+    }
+
+    /// The body of [`FrameRecorder::record_planned`], inlined into its two builds.
+    ///
+    /// # Safety
+    /// As [`FrameRecorder::record_planned`], and the caller is compiled with AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn record_planned_in(
         &mut self,
         entities: &[(EntityId, EntityState)],
         bones: &[BoneTransform],
@@ -1177,7 +1239,7 @@ impl FrameRecorder<'_> {
                 lanes.rotations.as_mut_ptr().add(at.rows).cast::<f32>(),
             )
         };
-        // SAFETY: this function is compiled with AVX2.
+        // SAFETY: the caller is compiled with AVX2.
         let mut checks = unsafe { x86::batch_checks() };
         let mut src = bones.as_ptr().cast::<f32>();
         let mut first = 0;
@@ -1245,9 +1307,10 @@ impl FrameRecorder<'_> {
         }
         if stream {
             // As in `record_all_avx2`: fence the streaming stores before anything else.
-            std::arch::x86_64::_mm_sfence();
+            // SAFETY: SSE (`sfence`) is part of x86_64's baseline.
+            unsafe { std::arch::x86_64::_mm_sfence() };
         }
-        // SAFETY: this function is compiled with AVX2.
+        // SAFETY: the caller is compiled with AVX2.
         if !unsafe { x86::batch_checks_pass(&checks) } {
             #[cfg(test)]
             {
@@ -1266,8 +1329,8 @@ impl FrameRecorder<'_> {
             && RECORD_WORDS_LAYOUT
         {
             // SAFETY: as below, the plan holds: every handle names an active slot, the
-            // `k`-th slot `first + k` (a dense plan); the layout was just checked, and this
-            // function is compiled with AVX2.
+            // `k`-th slot `first + k` (a dense plan); the layout was just checked, and the
+            // CPU has AVX2 (the caller's contract).
             unsafe {
                 stamp_dense_streaming(
                     slots,
@@ -1281,7 +1344,8 @@ impl FrameRecorder<'_> {
                 );
             }
             // The frame records were streamed: fenced as the rows were.
-            std::arch::x86_64::_mm_sfence();
+            // SAFETY: SSE (`sfence`) is part of x86_64's baseline.
+            unsafe { std::arch::x86_64::_mm_sfence() };
             return true;
         }
         // SAFETY: as above, the plan holds: every handle names an active slot.
@@ -2008,13 +2072,16 @@ mod tests {
     }
 
     impl TwinHistories {
-        fn new(stream: bool, flat: bool) -> Self {
+        /// `avx512`: whether `planned` may run the AVX-512 build of its planned batches
+        /// (on a CPU without AVX-512F/VL it never does).
+        fn new(stream: bool, flat: bool, avx512: bool) -> Self {
             let mut planned = History::new(HistoryConfig {
                 tick_rate: 60.0,
                 max_rewind: 0.15,
             })
             .expect("config");
             planned.lanes.force_stream = Some(stream);
+            planned.planned_avx512 &= avx512;
             planned.tree = crate::bvh::TemporalBvh::shaped(flat);
             planned.old_tree = crate::bvh::TemporalBvh::shaped(flat);
             let reference = planned.clone();
@@ -2101,7 +2168,7 @@ mod tests {
         // block is 32-byte aligned: the 16-byte pieces; slot 0's, the 32-byte ones.
         for (skip, count) in [(0, 32), (1, 37), (2, 16), (3, 21), (4, 40), (5, 3)] {
             for flat in [true, false] {
-                let mut twins = TwinHistories::new(true, flat);
+                let mut twins = TwinHistories::new(true, flat, true);
                 // Slots before the batch's, never recorded: the batch starts at slot `skip`.
                 for _ in 0..skip {
                     twins.spawn(&four);
@@ -2132,8 +2199,18 @@ mod tests {
     fn a_batch_plan_records_what_record_does_and_notices_every_change() {
         use crate::math::BoneTransform as Bone;
         let rigs = [16, 20, 4, 8].map(rig);
-        for (stream, flat) in [(false, true), (false, false), (true, true), (true, false)] {
-            let mut twins = TwinHistories::new(stream, flat);
+        // Both builds of the planned batch where the CPU runs both (see `planned_avx512`).
+        let builds: &[bool] = if super::super::detect_avx512vl() {
+            &[false, true]
+        } else {
+            &[false]
+        };
+        for (stream, flat, avx512) in [(false, true), (false, false), (true, true), (true, false)]
+            .into_iter()
+            .flat_map(|(stream, flat)| builds.iter().map(move |&avx512| (stream, flat, avx512)))
+        {
+            let mut twins = TwinHistories::new(stream, flat, avx512);
+            assert_eq!(twins.planned.planned_avx512, avx512);
             let mut live: Vec<(crate::history::EntityId, usize)> = Vec::new();
             for k in 0..24 {
                 // Rigs in runs (16, 16, 16, 20, 20, 4, 8, ...): segments of several entities.
