@@ -1721,13 +1721,14 @@ impl TemporalBvh {
             return;
         }
         let frames = self.flat_frames(range);
+        let ray = flat::FlatRay::new(origin, inv_dir, margin);
         // PERF: survivors on the stack, never more than `FLAT_CAPACITY` (the flat form's
         // most lanes), and written before read: a query allocates and clears nothing.
         let mut keys = [std::mem::MaybeUninit::<u64>::uninit(); flat::FLAT_CAPACITY];
         let found = if margin.to_bits() == 0 {
-            flat::scan::<false>(&frames, origin, inv_dir, margin, t_max, &mut keys)
+            flat::scan::<false>(&frames, &ray, t_max, &mut keys)
         } else {
-            flat::scan::<true>(&frames, origin, inv_dir, margin, t_max, &mut keys)
+            flat::scan::<true>(&frames, &ray, t_max, &mut keys)
         };
         let keys = &keys[..found];
         for key in keys {

@@ -126,9 +126,7 @@ impl FlatRay {
 #[inline]
 pub(super) fn scan<const GROWN: bool>(
     frames: &FlatFrames<'_>,
-    origin: Vec3,
-    inv_dir: Vec3,
-    margin: f32,
+    ray: &FlatRay,
     t_max: f32,
     out: &mut Survivors,
 ) -> usize {
@@ -136,11 +134,9 @@ pub(super) fn scan<const GROWN: bool>(
         #[cfg(target_arch = "x86_64")]
         if frames.count == 1 && std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2.
-            break 'found unsafe {
-                scan_avx2::<GROWN>(frames, origin, inv_dir, margin, t_max, out)
-            };
+            break 'found unsafe { scan_avx2::<GROWN>(frames, ray, t_max, out) };
         }
-        scan4(frames, &FlatRay::new(origin, inv_dir, margin), t_max, out)
+        scan4(frames, ray, t_max, out)
     };
     // SAFETY: the scans wrote the first `found` keys.
     let keys = unsafe { &mut *(std::ptr::from_mut(&mut out[..found]) as *mut [u64]) };
@@ -194,9 +190,7 @@ fn scan4(frames: &FlatFrames<'_>, ray: &FlatRay, t_max: f32, out: &mut Survivors
 #[target_feature(enable = "avx2")]
 unsafe fn scan_avx2<const GROWN: bool>(
     frames: &FlatFrames<'_>,
-    origin: Vec3,
-    inv_dir: Vec3,
-    margin: f32,
+    ray: &FlatRay,
     t_max: f32,
     out: &mut Survivors,
 ) -> usize {
@@ -211,21 +205,27 @@ unsafe fn scan_avx2<const GROWN: bool>(
         return 0;
     };
     let blocks = blocks.as_ptr();
-    // PERF: the ray is laid out here, in registers. Built by the caller and read through a
-    // reference, its fields were stored 4 bytes at a time and two of them loaded back 8
-    // bytes at a time, loads the store buffer cannot forward: on the stop-18 host (Zen
-    // 5-like) perf put 17 % of the scan's samples on one of them, and a probe there timed
-    // such a load at about 30 cycles more than a forwarded one. Funnel full query, pinned,
-    // 5 alternated pairs, minima (medians): 64x16 172-178 (176-181) -> 163-167 (167-170)
-    // ns, 200x20 246-251 (251-259) -> 235-240 (245-246) ns.
-    let ray = FlatRay::new(origin, inv_dir, margin);
     // Plane indices are below 6: each plane is inside its block (the loads below rely on
     // it).
     let entry = ray.entry_plane.map(|k| k * FLAT_LANE_STEP);
     let exit = ray.exit_plane.map(|k| k * FLAT_LANE_STEP);
-    let splat = |v: [f32; 3]| v.map(|x| _mm256_set1_ps(x));
-    let (origin, inv) = (splat(ray.origin), splat(ray.inv));
-    let margin = _mm256_set1_ps(ray.neg_margin);
+    // PERF: each of the ray's floats is read by a 4-byte load of its own (volatile, so the
+    // compiler cannot merge them). The caller stores them one by one; splatted from plain
+    // reads, two were loaded 8 bytes at a time (`vmovsd`, `vmovddup`), loads the store
+    // buffer cannot forward: on the stop-18 host (Zen 5-like) perf put 17 % of the scan's
+    // samples on one, and a probe there timed such a load at about 30 cycles more than a
+    // forwarded one.
+    let read = |x: &f32| {
+        // SAFETY: a reference to an initialised float.
+        _mm256_set1_ps(unsafe { std::ptr::read_volatile(x) })
+    };
+    let splat = |v: &[f32; 3]| [0, 1, 2].map(|axis| read(&v[axis]));
+    let (origin, inv) = (splat(&ray.origin), splat(&ray.inv));
+    let margin = if GROWN {
+        read(&ray.neg_margin)
+    } else {
+        _mm256_setzero_ps()
+    };
     let t_max_v = _mm256_set1_ps(t_max);
     let zero = _mm256_setzero_ps();
     let sign = _mm256_set1_ps(-0.0);
@@ -386,15 +386,14 @@ mod tests {
             } else {
                 rng.random_range(0.0..1.0)
             };
-            let inv_dir = ray_recip(dir);
-            let ray = FlatRay::new(origin, inv_dir, margin);
+            let ray = FlatRay::new(origin, ray_recip(dir), margin);
             let t_max = rng.random_range(1.0..80.0);
             let mut a = [MaybeUninit::uninit(); FLAT_CAPACITY];
             let mut b = [MaybeUninit::uninit(); FLAT_CAPACITY];
             let found = if margin == 0.0 {
-                scan::<false>(&frames, origin, inv_dir, margin, t_max, &mut a)
+                scan::<false>(&frames, &ray, t_max, &mut a)
             } else {
-                scan::<true>(&frames, origin, inv_dir, margin, t_max, &mut a)
+                scan::<true>(&frames, &ray, t_max, &mut a)
             };
             let portable = scan4(&frames, &ray, t_max, &mut b);
             assert_eq!(found, portable, "round {round}");
