@@ -213,8 +213,10 @@ unsafe fn scan_avx2<const GROWN: bool>(
     // compiler cannot merge them). The caller stores them one by one; splatted from plain
     // reads, two were loaded 8 bytes at a time (`vmovsd`, `vmovddup`), loads the store
     // buffer cannot forward: on the stop-18 host (Zen 5-like) perf put 17 % of the scan's
-    // samples on one, and a probe there timed such a load at about 30 cycles more than a
-    // forwarded one.
+    // samples on one, and a probe there timed such a load at about 25-30 TSC ticks more
+    // than a forwarded one. Funnel full query there, pinned, 5 alternated pairs, minima
+    // (medians): 64x16 169-175 (177-180) -> 161-165 (166-169) ns, 200x20 247-249
+    // (251-260) -> 236-241 (246-249) ns; 5000x20 (the tree) runs the same code.
     let read = |x: &f32| {
         // SAFETY: a reference to an initialised float.
         _mm256_set1_ps(unsafe { std::ptr::read_volatile(x) })
