@@ -209,9 +209,25 @@ unsafe fn scan_avx2<const GROWN: bool>(
     // it).
     let entry = ray.entry_plane.map(|k| k * FLAT_LANE_STEP);
     let exit = ray.exit_plane.map(|k| k * FLAT_LANE_STEP);
-    let splat = |v: [f32; 3]| v.map(|x| _mm256_set1_ps(x));
-    let (origin, inv) = (splat(ray.origin), splat(ray.inv));
-    let margin = _mm256_set1_ps(ray.neg_margin);
+    // PERF: each of the ray's floats is read by a 4-byte load of its own (volatile, so the
+    // compiler cannot merge them). The caller stores them one by one; splatted from plain
+    // reads, two were loaded 8 bytes at a time (`vmovsd`, `vmovddup`), loads the store
+    // buffer cannot forward: on the stop-18 host (Zen 5-like) perf put 17 % of the scan's
+    // samples on one, and a probe there timed such a load at about 25-30 TSC ticks more
+    // than a forwarded one. Funnel full query there, pinned, 5 alternated pairs, minima
+    // (medians): 64x16 169-175 (177-180) -> 161-165 (166-169) ns, 200x20 247-249
+    // (251-260) -> 236-241 (246-249) ns; 5000x20 (the tree) runs the same code.
+    let read = |x: &f32| {
+        // SAFETY: a reference to an initialised float.
+        _mm256_set1_ps(unsafe { std::ptr::read_volatile(x) })
+    };
+    let splat = |v: &[f32; 3]| [0, 1, 2].map(|axis| read(&v[axis]));
+    let (origin, inv) = (splat(&ray.origin), splat(&ray.inv));
+    let margin = if GROWN {
+        read(&ray.neg_margin)
+    } else {
+        _mm256_setzero_ps()
+    };
     let t_max_v = _mm256_set1_ps(t_max);
     let zero = _mm256_setzero_ps();
     let sign = _mm256_set1_ps(-0.0);
