@@ -2135,6 +2135,41 @@ mod tests {
         assert_eq!(found, vec![7], "{shape}");
     }
 
+    /// The median splits of [`Topology::build`] done the slow way, for the tests to compare
+    /// with: `placed` holds (centroid, place in the input, item); each node's items are
+    /// ordered by `order(slice, axis, mid)` on the longest axis of their centroids and cut
+    /// at `split_at`. Returns the items in the tree's order.
+    fn reference_splits(
+        mut placed: Vec<(Vec3, usize, u32)>,
+        order: impl Fn(&mut [(Vec3, usize, u32)], usize, usize),
+    ) -> Vec<u32> {
+        let mut pending = vec![(0, placed.len())];
+        while let Some((start, end)) = pending.pop() {
+            let slice = &mut placed[start..end];
+            if slice.len() <= LEAF_SIZE {
+                continue;
+            }
+            let (lo, hi) = slice
+                .iter()
+                .fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(lo, hi), (c, ..)| {
+                    (lo.min(*c), hi.max(*c))
+                });
+            let e = hi - lo;
+            let axis = if e.x >= e.y && e.x >= e.z {
+                0
+            } else if e.y >= e.z {
+                1
+            } else {
+                2
+            };
+            let mid = split_at(slice.len());
+            order(slice, axis, mid);
+            pending.push((start, start + mid));
+            pending.push((start + mid, end));
+        }
+        placed.iter().map(|p| p.2).collect()
+    }
+
     /// The median splits on `<` place every item where splits on `f32::total_cmp` (what
     /// the build used before) do, for centroids with distinct coordinates, including
     /// negative ones and clusters (the same tree, so queries walk the same nodes).
@@ -2157,33 +2192,12 @@ mod tests {
             let mut topology = Topology::default();
             topology.build(0..n as u32, |i| centroids[i as usize]);
             // The reference: the same median splits, compared with `total_cmp`.
-            let mut placed: Vec<(Vec3, u32)> =
-                (0..n as u32).map(|i| (centroids[i as usize], i)).collect();
-            let mut pending = vec![(0, n)];
-            while let Some((start, end)) = pending.pop() {
-                let slice = &mut placed[start..end];
-                if slice.len() <= LEAF_SIZE {
-                    continue;
-                }
-                let (lo, hi) = slice
-                    .iter()
-                    .fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(lo, hi), (c, _)| {
-                        (lo.min(*c), hi.max(*c))
-                    });
-                let e = hi - lo;
-                let axis = if e.x >= e.y && e.x >= e.z {
-                    0
-                } else if e.y >= e.z {
-                    1
-                } else {
-                    2
-                };
-                let mid = split_at(slice.len());
+            let placed = (0..n as u32)
+                .map(|i| (centroids[i as usize], 0, i))
+                .collect();
+            let expected = reference_splits(placed, |slice, axis, mid| {
                 slice.select_nth_unstable_by(mid, |a, b| a.0[axis].total_cmp(&b.0[axis]));
-                pending.push((start, start + mid));
-                pending.push((start + mid, end));
-            }
-            let expected: Vec<u32> = placed.iter().map(|p| p.1).collect();
+            });
             assert_eq!(topology.items, expected, "{n} items");
         }
     }
@@ -2230,36 +2244,14 @@ mod tests {
                 let c = centroids[i as usize];
                 if c.is_finite() { c } else { Vec3::ZERO }
             };
-            let mut placed: Vec<(Vec3, usize, u32)> = input
+            let placed = input
                 .iter()
                 .enumerate()
                 .map(|(place, &i)| (at(i), place, i))
                 .collect();
-            let mut pending = vec![(0, n)];
-            while let Some((start, end)) = pending.pop() {
-                let slice = &mut placed[start..end];
-                if slice.len() <= LEAF_SIZE {
-                    continue;
-                }
-                let (lo, hi) = slice
-                    .iter()
-                    .fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(lo, hi), (c, ..)| {
-                        (lo.min(*c), hi.max(*c))
-                    });
-                let e = hi - lo;
-                let axis = if e.x >= e.y && e.x >= e.z {
-                    0
-                } else if e.y >= e.z {
-                    1
-                } else {
-                    2
-                };
+            let expected = reference_splits(placed, |slice, axis, _| {
                 slice.sort_by(|a, b| a.0[axis].total_cmp(&b.0[axis]).then(a.1.cmp(&b.1)));
-                let mid = split_at(slice.len());
-                pending.push((start, start + mid));
-                pending.push((start + mid, end));
-            }
-            let expected: Vec<u32> = placed.iter().map(|p| p.2).collect();
+            });
             assert_eq!(topology.items, expected, "{n} items: {centroids:?}");
             assert_eq!(topology.len(), 2 * n - 1, "{n} items");
         }
