@@ -549,28 +549,14 @@ unsafe fn stamp<const FORM: u8>(
     // SAFETY: `index` (this slot's) is below the number of slots `<= frame_stride`
     // (`History::fit_lanes`; slots are only added by spawning), the block's length.
     // PERF: the checked index cost three instructions an entity.
-    let frame = unsafe { frames.get_unchecked_mut(index) };
-    *frame = EntityFrame {
-        seq: at.seq as u32,
-        layers: state.layers,
-        user: state.user,
-        flags: state.to_flags(),
-        bounds_min: Vec3::from(min).to_array(),
-        bounds_max: Vec3::from(max).to_array(),
-    };
+    unsafe { *frames.get_unchecked_mut(index) = frame_record(at, state, min, max) };
     slot.last_seq = at.seq;
-    // The frame was cleared and the entity not recorded in it yet: its leaf is empty,
-    // and growing it is setting it.
-    let leaf = NodeBox::from_corners(min, max);
-    match FORM {
-        FLAT_FORM => leaves.set_in::<true>(index, leaf),
-        TREE_FORM => leaves.set_in::<false>(index, leaf),
-        _ => leaves.set(index, leaf),
-    }
+    set_leaf::<FORM>(leaves, index, min, max);
 }
 
 /// [`stamp`] but for storing the frame record, which is returned (for
-/// [`stamp_dense_streaming`]): the entity's newest frame and leaf are set.
+/// [`stamp_dense_streaming`], which streams the records): the entity's newest frame and
+/// leaf are set.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn stamp_leaf<const FORM: u8>(
@@ -582,14 +568,13 @@ fn stamp_leaf<const FORM: u8>(
 ) -> EntityFrame {
     let (min, max) = padded_corners(lo, hi);
     slot.last_seq = at.seq;
-    // The frame was cleared and the entity not recorded in it yet: its leaf is empty,
-    // and growing it is setting it.
-    let leaf = NodeBox::from_corners(min, max);
-    match FORM {
-        FLAT_FORM => leaves.set_in::<true>(index, leaf),
-        TREE_FORM => leaves.set_in::<false>(index, leaf),
-        _ => leaves.set(index, leaf),
-    }
+    set_leaf::<FORM>(leaves, index, min, max);
+    frame_record(at, state, min, max)
+}
+
+/// An entity's frame record: its state and padded bounds in the frame `at`.
+#[inline(always)]
+fn frame_record(at: FrameSlot, state: EntityState, min: Vec3A, max: Vec3A) -> EntityFrame {
     EntityFrame {
         seq: at.seq as u32,
         layers: state.layers,
@@ -597,6 +582,19 @@ fn stamp_leaf<const FORM: u8>(
         flags: state.to_flags(),
         bounds_min: Vec3::from(min).to_array(),
         bounds_max: Vec3::from(max).to_array(),
+    }
+}
+
+/// Sets the leaf of `index` in the frame being recorded to the padded bounds `min..max`.
+/// The frame was cleared and the entity not recorded in it yet: its leaf is empty, and
+/// growing it is setting it.
+#[inline(always)]
+fn set_leaf<const FORM: u8>(leaves: &mut FrameLeaves<'_>, index: usize, min: Vec3A, max: Vec3A) {
+    let leaf = NodeBox::from_corners(min, max);
+    match FORM {
+        FLAT_FORM => leaves.set_in::<true>(index, leaf),
+        TREE_FORM => leaves.set_in::<false>(index, leaf),
+        _ => leaves.set(index, leaf),
     }
 }
 
