@@ -4,7 +4,10 @@
 //! Per scene:
 //! - `record_lagcomp`: one full tick (`begin_frame`, `record_all` with every entity's
 //!   bones, `finish`); `record_memcpy`: `copy_from_slice` of the same `BoneTransform`s into a
-//!   preallocated buffer.
+//!   preallocated buffer; `record_memcpy_ring`: the same into the next slot of a ring as
+//!   long as the history; `record_copy_rows`: each bone's translation and rotation copied
+//!   field by field into the next row of two such lanes (the bytes a tick stores, with no
+//!   work: see `lagcomp_bench::row_copy`).
 //! - `query_lagcomp`: one rewound closest-hit ray (`history.query(Time(t)).ray(&ray)`);
 //!   `query_parry_bvh` / `query_parry_compound`: the same rays against the same hitboxes
 //!   posed at the newest frame, through parry3d's `Bvh::cast_ray` with concrete shapes,
@@ -25,6 +28,7 @@ use lagcomp::{RewindTarget, Tick};
 use lagcomp_bench::copy_target::CopyTarget;
 use lagcomp_bench::parry_world::parry_ray;
 use lagcomp_bench::report::bench;
+use lagcomp_bench::row_copy::RowCopy;
 use lagcomp_bench::scene::{SHOT_RANGE, record_frame};
 use lagcomp_bench::{ParryWorld, RapierRewind, SCENES, Scene, SceneSpec};
 
@@ -93,7 +97,15 @@ fn scene_benches(c: &mut Criterion, spec: SceneSpec) {
             black_box(ring.slot(slot)).copy_from_slice(black_box(&input));
         });
     });
-    drop((history, copy, ring));
+    let mut rows = RowCopy::new(input.len(), scene.history.capacity());
+    let mut row = 0_usize;
+    group.bench_function(bench::COPY_ROWS, |b| {
+        b.iter(|| {
+            row = (row + 1) % rows.slots();
+            black_box(&mut rows).copy(row, black_box(&input));
+        });
+    });
+    drop((history, copy, ring, rows));
 
     // --- query ---
     let shots = &scene.shots;

@@ -7,6 +7,7 @@
 //! - [`rapier_world`]: the same hitboxes as rapier3d colliders, rewound the usual way
 //!   (move every collider, update the broad phase, cast, move back, update).
 //! - [`copy_target`]: where the memcpy baselines copy to (away from a slow `rep movsb` case).
+//! - [`row_copy`]: a bare copy of the bytes a tick stores, into a ring as long as the history.
 //! - [`report`]: reading criterion's estimates back and printing the ratio tables.
 //!
 //! The criterion suite is `benches/rewind.rs`; `cargo run --release -p lagcomp-bench --bin
@@ -17,6 +18,7 @@ pub mod parry_world;
 pub mod rapier_world;
 pub mod report;
 pub mod rig;
+pub mod row_copy;
 pub mod scene;
 
 pub use parry_world::ParryWorld;

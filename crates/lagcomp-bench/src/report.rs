@@ -15,6 +15,10 @@ pub mod bench {
     /// `copy_from_slice` of the same bone transforms into the next slot of a ring of the
     /// history's capacity (the naive way to keep the last N ticks: a cold destination).
     pub const MEMCPY_RING: &str = "record_memcpy_ring";
+    /// Each bone's translation and rotation copied field by field into the next row of
+    /// two lanes as long as the history (`row_copy`: the bytes a tick stores, nothing
+    /// checked or bounded).
+    pub const COPY_ROWS: &str = "record_copy_rows";
     /// One rewound closest-hit ray query with `lagcomp`.
     pub const QUERY: &str = "query_lagcomp";
     /// parry3d `Bvh::cast_ray` over concrete shapes, in the present.
@@ -26,10 +30,11 @@ pub mod bench {
     /// rapier3d, refreshing the broad phase with one `set_aabb` per collider instead.
     pub const RAPIER_SET_AABB: &str = "rapier_rewind_set_aabb";
     /// All of them, in table order.
-    pub const ALL: [&str; 8] = [
+    pub const ALL: [&str; 9] = [
         RECORD,
         MEMCPY,
         MEMCPY_RING,
+        COPY_ROWS,
         QUERY,
         PARRY_BVH,
         PARRY_COMPOUND,
@@ -152,6 +157,11 @@ pub struct Ratios {
     pub record_over_memcpy: f64,
     /// `record_lagcomp / record_memcpy_ring`.
     pub record_over_ring_memcpy: f64,
+    /// `record_copy_rows / record_memcpy`: what the machine allows a recorder of this
+    /// layout against the floor's baseline.
+    pub copy_rows_over_memcpy: f64,
+    /// `record_lagcomp / record_copy_rows`: what the recorder adds to a bare copy.
+    pub record_over_copy_rows: f64,
     /// `query_lagcomp / min(parry_bvh, parry_compound)`.
     pub query_over_parry: f64,
     /// `rapier_rewind / query_lagcomp`.
@@ -162,11 +172,12 @@ pub struct Ratios {
 
 /// Computes the ratios from median times (estimates in [`bench::ALL`] order).
 #[must_use]
-pub fn ratios(est: &[Estimate; 8]) -> Ratios {
+pub fn ratios(est: &[Estimate; 9]) -> Ratios {
     let [
         record,
         memcpy,
         memcpy_ring,
+        copy_rows,
         query,
         bvh,
         compound,
@@ -176,6 +187,8 @@ pub fn ratios(est: &[Estimate; 8]) -> Ratios {
     Ratios {
         record_over_memcpy: record / memcpy,
         record_over_ring_memcpy: record / memcpy_ring,
+        copy_rows_over_memcpy: copy_rows / memcpy,
+        record_over_copy_rows: record / copy_rows,
         query_over_parry: query / bvh.min(compound),
         rapier_over_query: rapier / query,
         rapier_set_aabb_over_query: rapier_set_aabb / query,
@@ -198,7 +211,7 @@ pub fn render(dir: &Path, scenes: &[SceneFacts]) -> Result<String, String> {
             mean: 0.0,
             mean_lo: 0.0,
             mean_hi: 0.0,
-        }; 8];
+        }; 9];
         for (slot, name) in est.iter_mut().zip(bench::ALL) {
             *slot = read_estimate(dir, facts.spec.name, name)?;
         }
@@ -237,10 +250,14 @@ pub fn render(dir: &Path, scenes: &[SceneFacts]) -> Result<String, String> {
         floor::RAPIER_OVER_QUERY,
         floor::BYTES_PER_HITBOX_FRAME
     );
+    let query_at = bench::ALL
+        .iter()
+        .position(|&name| name == bench::QUERY)
+        .unwrap_or_default();
     let query_of = |entities: usize| {
         all.iter()
             .find(|(f, _, _)| f.spec.entities == entities)
-            .map(|(_, e, _)| e[3].median)
+            .map(|(_, e, _)| e[query_at].median)
     };
     if let (Some(q200), Some(q5000)) = (query_of(200), query_of(5000)) {
         let growth = q5000 / q200;
@@ -260,6 +277,21 @@ pub fn render(dir: &Path, scenes: &[SceneFacts]) -> Result<String, String> {
          = {}.",
         all.iter()
             .map(|(f, _, r)| format!("{:.2} ({})", r.record_over_ring_memcpy, f.spec.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(
+        w,
+        "\nA bare copy of the bytes a tick stores (each bone's translation and rotation, \
+         field by field, into the next row of a ring as long as the history; nothing checked \
+         or bounded) against the memcpy: copy-rows/memcpy = {}; recording against that copy: \
+         record/copy-rows = {}.",
+        all.iter()
+            .map(|(f, _, r)| format!("{:.2} ({})", r.copy_rows_over_memcpy, f.spec.name))
+            .collect::<Vec<_>>()
+            .join(", "),
+        all.iter()
+            .map(|(f, _, r)| format!("{:.2} ({})", r.record_over_copy_rows, f.spec.name))
             .collect::<Vec<_>>()
             .join(", ")
     );
