@@ -531,37 +531,35 @@ impl History {
         })
     }
 
-    /// Prefetches what a trace reads of the entity in slot `index` at the bracket: its
-    /// frame records and bone rows (translations and rotations) in the bracket's two
-    /// frames (the same frame twice for an exact one). Only a hint (see
-    /// [`crate::math::prefetch_line`]): nothing is read, so nothing is checked beyond the
-    /// slot index.
+    /// Prefetches what a trace reads first of the entity in slot `index` at the bracket:
+    /// its frame records and translation rows in the bracket's two frames (the same frame
+    /// twice for an exact one). Only a hint (see [`crate::math::prefetch_line`]): nothing
+    /// is read, so nothing is checked beyond the slot index.
     ///
     /// PERF: a trace reads the frame records, then (after their checks) the translation
-    /// rows for the bone cull, then each passing bone's rotation, each step waiting on the
-    /// one before: asking for all of them as the tree walk pushes the entity's leaf lets
-    /// their misses overlap with each other and with the rest of the walk. One loop walks
-    /// the four rows together, a rotation row's line per step and the translation row at
-    /// three quarters of that stride (48 bytes, so no line is skipped): about 60
-    /// instructions for a 16-bone rig.
+    /// rows for the bone cull, each step waiting on the one before: asking for them as the
+    /// tree walk pushes the entity's leaf lets their misses overlap with each other and
+    /// with the rest of the walk. The rotation rows are not asked for: only the bones the
+    /// cull passes (a few of a rig's) read theirs, and prefetching every line of both rows
+    /// for every survivor of the walk (24 prefetches a survivor of a 16-bone rig with
+    /// them, 12 without) cost the walk more than it saved the bones. Stop-19 host, funnel
+    /// (`FUNNEL_SHORT=1`, pinned, alternated with the rotations' form, minima (medians)):
+    /// walk+admit (layers 0) 64x16 71-75 -> 61-63 ns; full query 64x16 153-163 (165-167)
+    /// -> 156-162 (161-163) ns, 200x20 234-242 (243-247) -> 220-236 (239-243) ns, 5000x20
+    /// 439-460 -> 441-447 ns; callgrind 2,540 -> 2,475 / 3,746 -> 3,642 / 4,675 -> 4,603
+    /// instructions a shot (BENCHMARKS.md, "Query, eleventh round").
     #[inline(always)]
     pub(crate) fn prefetch_rewound(&self, index: usize, bracket: &Bracket) {
         use crate::math::prefetch_line;
         let Some(slot) = self.slots.get(index) else {
             return;
         };
-        let bc = slot.bone_count;
         let (a, b) = bracket.rings;
         let lanes = &self.lanes;
-        let (row_a, row_b) = (lanes.row(slot, a), lanes.row(slot, b));
-        let (t, r) = (lanes.translations.as_ptr(), lanes.rotations.as_ptr());
+        let t = lanes.translations.as_ptr();
         let (ta, tb) = (
-            t.wrapping_add(row_a).cast::<u8>(),
-            t.wrapping_add(row_b).cast::<u8>(),
-        );
-        let (ra, rb) = (
-            r.wrapping_add(row_a).cast::<u8>(),
-            r.wrapping_add(row_b).cast::<u8>(),
+            t.wrapping_add(lanes.row(slot, a)).cast::<u8>(),
+            t.wrapping_add(lanes.row(slot, b)).cast::<u8>(),
         );
         let frames = lanes.frames.as_ptr();
         for record in [
@@ -573,21 +571,17 @@ impl History {
             prefetch_line(record);
             prefetch_line(record.wrapping_add(35));
         }
-        let rotation_bytes = 16 * bc;
+        let translation_bytes = 12 * slot.bone_count;
         let mut offset = 0;
-        while offset < rotation_bytes {
-            prefetch_line(ra.wrapping_add(offset));
-            prefetch_line(rb.wrapping_add(offset));
-            prefetch_line(ta.wrapping_add(offset / 4 * 3));
-            prefetch_line(tb.wrapping_add(offset / 4 * 3));
+        while offset < translation_bytes {
+            prefetch_line(ta.wrapping_add(offset));
+            prefetch_line(tb.wrapping_add(offset));
             offset += 64;
         }
         // The rows' last lines, which a row not starting on a line boundary spills into.
-        let (last_rotation, last_translation) = (rotation_bytes.max(1) - 1, (12 * bc).max(1) - 1);
-        prefetch_line(ra.wrapping_add(last_rotation));
-        prefetch_line(rb.wrapping_add(last_rotation));
-        prefetch_line(ta.wrapping_add(last_translation));
-        prefetch_line(tb.wrapping_add(last_translation));
+        let last = translation_bytes.max(1) - 1;
+        prefetch_line(ta.wrapping_add(last));
+        prefetch_line(tb.wrapping_add(last));
     }
 
     /// The sampled entity's bones, ready for the per-hitbox loop of a query.
