@@ -671,7 +671,11 @@ fn settle_unclean(
 /// count; callgrind, AVX2 build: -1.3 to -1.5 an entity). Funnel `FUNNEL_RECORD=1` on
 /// the stop-19 machine, three sets of 8 alternated pinned pairs: 200x20 -1.3 to -3.4 %
 /// at the minimum, -1.9 to -3.9 % at the median; 64x16 about -1.5 %. Without the leaf
-/// stores at all the tick was about 4.5 % faster. BENCHMARKS.md, Record, twelfth round.
+/// stores at all the tick was about 4.5 % faster. Such a block's padding is computed for
+/// its eight entities at once, from their unpadded bounds transposed into planes: callgrind
+/// (AVX2 build) -9.8 instructions an entity at 200x20; in wall time not measurable (three
+/// sets of 8-10 pairs, minima -0.3 to +1.8 %, medians 0 to -2.9 %). BENCHMARKS.md,
+/// Record, twelfth round.
 ///
 /// # Safety
 /// Every handle of `entities` names an active slot, and `at` is the frame being recorded
@@ -692,14 +696,20 @@ unsafe fn stamp_batch<const FORM: u8>(
     bounds: &[[Vec3A; 2]],
     dense: Option<usize>,
 ) {
-    use std::arch::x86_64::{__m128, _mm256_set1_ps, _mm256_storeu_ps, _mm256_xor_ps};
+    use crate::math::{PADDING_BASE, PADDING_SLOPE};
+    use std::arch::x86_64::{
+        __m128, _mm256_add_ps, _mm256_andnot_ps, _mm256_castps256_ps128, _mm256_max_ps,
+        _mm256_mul_ps, _mm256_permutevar8x32_ps, _mm256_set1_epi32, _mm256_set1_ps,
+        _mm256_storeu_ps, _mm256_sub_ps, _mm256_xor_ps,
+    };
     const LANES: usize = 8;
     // SAFETY: the caller's contract: `at` is the frame being recorded.
     let frames = unsafe { frame_block(lanes, at) };
     debug_assert!(bounds.len() == entities.len());
     let mut uncompensated_any = false;
-    // The frame record and newest frame of the `k`-th entity; its padded bounds back.
-    let mut stamp_record = |k: usize| {
+    // The frame record and newest frame of the `k`-th entity, padded by `margin` (or as
+    // `padded_corners` pads, if none); its index and padded bounds back.
+    let mut stamp_record = |k: usize, margin: Option<Vec3A>| {
         // SAFETY: `k` is below `entities.len() == bounds.len()`, and the caller's contract:
         // the handle names an active slot, whose index is below the frame block's length.
         unsafe {
@@ -707,7 +717,10 @@ unsafe fn stamp_batch<const FORM: u8>(
             let [lo, hi] = *bounds.get_unchecked(k);
             let index = id.index() as usize;
             debug_assert!(index < slots.len() && slots[index].life == Life::Active);
-            let (min, max) = padded_corners(lo, hi);
+            let (min, max) = match margin {
+                Some(margin) => (lo - margin, hi + margin),
+                None => padded_corners(lo, hi),
+            };
             *frames.get_unchecked_mut(index) = frame_record(at, state, min, max);
             slots.get_unchecked_mut(index).last_seq = at.seq;
             uncompensated_any |= !state.lag_compensated;
@@ -723,38 +736,49 @@ unsafe fn stamp_batch<const FORM: u8>(
             };
             let Some(block) = block else {
                 for j in 0..LANES {
-                    let (index, min, max) = stamp_record(k + j);
+                    let (index, min, max) = stamp_record(k + j, None);
                     set_leaf::<FORM>(leaves, index, min, max);
                 }
                 k += LANES;
                 continue;
             };
-            // Written out, so that the corners stay in registers (as a loop, LLVM kept
-            // them on the stack: two more stores an entity).
-            let corners = [
-                stamp_record(k),
-                stamp_record(k + 1),
-                stamp_record(k + 2),
-                stamp_record(k + 3),
-                stamp_record(k + 4),
-                stamp_record(k + 5),
-                stamp_record(k + 6),
-                stamp_record(k + 7),
-            ];
-            let mins = corners.map(|(_, min, _)| __m128::from(min));
-            let maxs = corners.map(|(_, _, max)| __m128::from(max));
-            // SAFETY: the caller's contract gives AVX2; the six stores are the block's six
-            // planes of eight floats (`flat_block`).
+            // SAFETY: `k + LANES <= entities.len() == bounds.len()`; the caller's
+            // contract gives AVX2; the six stores are the block's six planes of eight
+            // floats (`flat_block`).
             unsafe {
-                let [min_x, min_y, min_z] = x_y_z_planes(mins);
-                // `NodeBox`'s negated maximum: the same sign flip as `-max`.
-                let negate = |v| _mm256_xor_ps(v, _mm256_set1_ps(-0.0));
-                let [max_x, max_y, max_z] = x_y_z_planes(maxs).map(negate);
+                let corner = |c: usize| {
+                    std::array::from_fn(|j| __m128::from(bounds.get_unchecked(k + j)[c]))
+                };
+                let [lo_x, lo_y, lo_z] = x_y_z_planes(corner(0));
+                let [hi_x, hi_y, hi_z] = x_y_z_planes(corner(1));
+                // `padded_corners` for the eight at once: the same maximums of magnitudes
+                // (in any order: they are neither NaN nor of either zero's sign) and the
+                // same product and sum.
+                let sign = _mm256_set1_ps(-0.0);
+                let abs = |v| _mm256_andnot_ps(sign, v);
+                let magnitude = _mm256_max_ps(
+                    _mm256_max_ps(_mm256_max_ps(abs(lo_x), abs(lo_y)), abs(lo_z)),
+                    _mm256_max_ps(_mm256_max_ps(abs(hi_x), abs(hi_y)), abs(hi_z)),
+                );
+                let margin = _mm256_add_ps(
+                    _mm256_set1_ps(PADDING_BASE),
+                    _mm256_mul_ps(magnitude, _mm256_set1_ps(PADDING_SLOPE)),
+                );
+                for j in 0..LANES {
+                    let splat = _mm256_permutevar8x32_ps(margin, _mm256_set1_epi32(j as i32));
+                    stamp_record(k + j, Some(Vec3A::from(_mm256_castps256_ps128(splat))));
+                }
+                let negate = |v| _mm256_xor_ps(v, sign);
+                let planes = [
+                    _mm256_sub_ps(lo_x, margin),
+                    _mm256_sub_ps(lo_y, margin),
+                    _mm256_sub_ps(lo_z, margin),
+                    negate(_mm256_add_ps(hi_x, margin)),
+                    negate(_mm256_add_ps(hi_y, margin)),
+                    negate(_mm256_add_ps(hi_z, margin)),
+                ];
                 let out = block.as_mut_ptr();
-                for (p, plane) in [min_x, min_y, min_z, max_x, max_y, max_z]
-                    .into_iter()
-                    .enumerate()
-                {
+                for (p, plane) in planes.into_iter().enumerate() {
                     _mm256_storeu_ps(out.add(p * LANES), plane);
                 }
             }
@@ -762,7 +786,7 @@ unsafe fn stamp_batch<const FORM: u8>(
         }
     }
     while k < entities.len() {
-        let (index, min, max) = stamp_record(k);
+        let (index, min, max) = stamp_record(k, None);
         set_leaf::<FORM>(leaves, index, min, max);
         k += 1;
     }
