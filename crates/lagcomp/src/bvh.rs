@@ -981,6 +981,42 @@ impl FrameLeaves<'_> {
         self.flat
     }
 
+    /// The floats of one block of the flat form whose lanes are the leaves of the items
+    /// `first..first + FLAT_LANE_STEP`, in order (item `first + j` is lane `j` of the
+    /// block), for a recorder that writes the block's six planes whole; `None` if those
+    /// items are not such a block (or the leaves are not flat). The leaves are empty, as
+    /// for [`FrameLeaves::set`]: the frame was cleared and none of the items recorded in
+    /// it yet.
+    #[inline(always)]
+    pub(crate) fn flat_block(&mut self, first: usize) -> Option<&mut [f32; flat::BLOCK_FLOATS]> {
+        let run = self.leaf_of.get(first..first + flat::FLAT_LANE_STEP)?;
+        let at = run[0];
+        // Lane `j` of a block is its float `j` (`flat::lane_float`). PERF: one OR of
+        // differences, which LLVM compares as one vector, rather than a branch a lane.
+        let differ = run
+            .iter()
+            .zip(0..)
+            .fold(at % flat::BLOCK_FLOATS as u32, |differ, (&v, j)| {
+                differ | (v ^ at.wrapping_add(j))
+            });
+        if !self.flat || differ != 0 {
+            return None;
+        }
+        let at = at as usize;
+        let block: &mut [f32; flat::BLOCK_FLOATS] = self
+            .floats
+            .get_mut(at..at + flat::BLOCK_FLOATS)?
+            .try_into()
+            .ok()?;
+        debug_assert!(
+            block[..flat::FLAT_LANE_STEP]
+                .iter()
+                .all(|&v| v == f32::INFINITY),
+            "one record per frame"
+        );
+        Some(block)
+    }
+
     /// [`FrameLeaves::set`] with the form known where it is called (`FLAT` must be
     /// [`FrameLeaves::is_flat`]).
     ///

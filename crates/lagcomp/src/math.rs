@@ -267,11 +267,19 @@ pub(crate) fn check_scale(s: Vec3) -> Result<(), TransformError> {
     Ok(())
 }
 
-/// How far [`Aabb::padded`] grows a box whose largest coordinate magnitude is `magnitude`.
+/// The padding of a box at the origin: [`padding`] is `PADDING_BASE + magnitude *
+/// PADDING_SLOPE`.
+pub(crate) const PADDING_BASE: f32 = 1.0e-5;
+/// The padding's growth with the largest coordinate magnitude: 2^-20 relative is a few
+/// ulps of an f32 at that magnitude.
+pub(crate) const PADDING_SLOPE: f32 = 1.0 / 1_048_576.0;
+
+/// How far [`Aabb::padded`] grows a box whose largest coordinate magnitude is `magnitude`
+/// (computed eight boxes at a time, with the same two operations, by the recorder's
+/// batches).
 #[inline]
 fn padding(magnitude: f32) -> f32 {
-    // 2^-20 relative is a few ulps of an f32 at that magnitude.
-    1.0e-5 + magnitude * (1.0 / 1_048_576.0)
+    PADDING_BASE + magnitude * PADDING_SLOPE
 }
 
 /// [`Aabb::padded`] of the box from `lo` to `hi`, on SIMD lanes (the fourth is ignored):

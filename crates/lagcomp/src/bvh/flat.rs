@@ -23,7 +23,7 @@ use crate::math::Aabb;
 pub(super) const FLAT_LANE_STEP: usize = 8;
 
 /// Floats per block: six planes of [`FLAT_LANE_STEP`] lanes.
-const BLOCK_FLOATS: usize = 6 * FLAT_LANE_STEP;
+pub(super) const BLOCK_FLOATS: usize = 6 * FLAT_LANE_STEP;
 
 /// Where lane `lane`'s minimum x is among its frame's floats; its plane `k` is
 /// `k * FLAT_LANE_STEP` further.
