@@ -2307,25 +2307,39 @@ mod tests {
         for (skip, count) in [(0, 32), (1, 37), (2, 16), (3, 21), (4, 40), (5, 3)] {
             for flat in [true, false] {
                 let mut twins = TwinHistories::new(true, flat, true);
-                // Slots before the batch's, never recorded: the batch starts at slot `skip`.
-                for _ in 0..skip {
-                    twins.spawn(&four);
-                }
-                let batch: Vec<_> = (0..count)
-                    .map(|_| (twins.spawn(&four), EntityState::default()))
-                    .collect();
-                for tick in 1..40_u32 {
-                    let bones: Vec<_> = (0..count as u32)
-                        .flat_map(|serial| wanderer_bones(serial, tick))
-                        .collect();
-                    twins
-                        .tick(tick, None, None, &batch, &bones)
-                        .expect("valid batch");
-                }
+                let states = vec![EntityState::default(); count];
+                record_dense_batch(&mut twins, &four, skip, states, 40);
                 // The plan was made at the first tick and used at every later one.
                 assert_eq!(twins.planned.plan.dense, Some(skip));
                 assert_eq!(twins.planned.plan.used, (38, 0), "skip {skip}, flat {flat}");
             }
+        }
+    }
+
+    /// Spawns `skip` slots that are never recorded, then one entity of `rig` per state (a
+    /// dense batch starting at slot `skip`), and records ticks `1..end` of the batch
+    /// (`wanderer_bones`, one record_all a tick) in both twins.
+    fn record_dense_batch(
+        twins: &mut TwinHistories,
+        rig: &Arc<Rig>,
+        skip: usize,
+        states: Vec<EntityState>,
+        end: u32,
+    ) {
+        for _ in 0..skip {
+            twins.spawn(rig);
+        }
+        let batch: Vec<_> = states
+            .into_iter()
+            .map(|state| (twins.spawn(rig), state))
+            .collect();
+        for tick in 1..end {
+            let bones: Vec<_> = (0..batch.len() as u32)
+                .flat_map(|serial| wanderer_bones(serial, tick))
+                .collect();
+            twins
+                .tick(tick, None, None, &batch, &bones)
+                .expect("valid batch");
         }
     }
 
@@ -2348,29 +2362,15 @@ mod tests {
                 .flat_map(|flat| builds.iter().map(move |avx512| (flat, avx512)))
             {
                 let mut twins = TwinHistories::new(false, flat, avx512);
-                // Slots before the batch's, never recorded: the batch starts at slot `skip`,
-                // and in the flat form at lane `skip`.
-                for _ in 0..skip {
-                    twins.spawn(&four);
-                }
-                let batch: Vec<_> = (0..count)
-                    .map(|k| {
-                        let state = EntityState {
-                            lag_compensated: k % 5 != 2,
-                            user: k as u16,
-                            ..EntityState::default()
-                        };
-                        (twins.spawn(&four), state)
+                // In the flat form the batch starts at lane `skip`.
+                let states = (0..count)
+                    .map(|k| EntityState {
+                        lag_compensated: k % 5 != 2,
+                        user: k as u16,
+                        ..EntityState::default()
                     })
                     .collect();
-                for tick in 1..30_u32 {
-                    let bones: Vec<_> = (0..count as u32)
-                        .flat_map(|serial| wanderer_bones(serial, tick))
-                        .collect();
-                    twins
-                        .tick(tick, None, None, &batch, &bones)
-                        .expect("valid batch");
-                }
+                record_dense_batch(&mut twins, &four, skip, states, 30);
                 let context = format!("skip {skip}, count {count}, flat {flat}");
                 assert_eq!(twins.planned.plan.dense, Some(skip), "{context}");
                 assert_eq!(twins.planned.plan.used, (28, 0), "{context}");
