@@ -730,17 +730,11 @@ unsafe fn stamp_batch<const FORM: u8>(
     let mut k = 0;
     if FORM == FLAT_FORM {
         while k + LANES <= entities.len() {
-            let block = match dense {
-                Some(first) => leaves.flat_block(first + k),
-                None => None,
-            };
-            let Some(block) = block else {
-                for j in 0..LANES {
-                    let (index, min, max) = stamp_record(k + j, None);
-                    set_leaf::<FORM>(leaves, index, min, max);
-                }
-                k += LANES;
-                continue;
+            // Past the first eight entities that are not a block's lanes, the rest go one
+            // by one below (a dense plan's lanes follow its slots, so a batch that starts
+            // mid-block stays off the blocks' boundaries).
+            let Some(block) = dense.and_then(|first| leaves.flat_block(first + k)) else {
+                break;
             };
             // SAFETY: `k + LANES <= entities.len() == bounds.len()`; the caller's
             // contract gives AVX2; the six stores are the block's six planes of eight
