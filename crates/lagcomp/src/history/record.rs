@@ -731,8 +731,10 @@ unsafe fn stamp_batch<const FORM: u8>(
     if FORM == FLAT_FORM {
         while k + LANES <= entities.len() {
             // Past the first eight entities that are not a block's lanes, the rest go one
-            // by one below (a dense plan's lanes follow its slots, so a batch that starts
-            // mid-block stays off the blocks' boundaries).
+            // by one below: the flat form gives lanes to the live slots in slot order
+            // (`rebuild_tree`; a spawn into a flat form always rebuilds it), so a dense
+            // plan's entities hold consecutive lanes and one that starts mid-block never
+            // lines up later.
             let Some(block) = dense.and_then(|first| leaves.flat_block(first + k)) else {
                 break;
             };
