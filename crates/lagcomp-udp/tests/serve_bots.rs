@@ -529,3 +529,168 @@ fn a_secure_server_lets_in_only_tokens_minted_with_its_key() {
     // Every shot the server validated came from the keyed bots.
     assert_eq!(server.stop().status.shots, answered);
 }
+
+/// What a flooding client did.
+#[derive(Debug, Clone, Copy, Default)]
+struct Flood {
+    /// Inputs sent while connected.
+    inputs: u64,
+    /// Whether it was connected, and then disconnected by the server.
+    kicked: bool,
+}
+
+/// Inputs a second a flooding client sends.
+const FLOOD_RATE: f64 = 500.0;
+
+/// A client of `server` that, once connected, sends [`FLOOD_RATE`] inputs a second for
+/// `seconds`, each with `copies` copies of a claim whose sequence number the server can
+/// only take for a replay (0): the same claim every time, or with `vary` a new one in every
+/// input (a changed claim under the old number). Bounded: it gives up 15 s past `seconds`.
+fn flood(server: SocketAddr, seconds: f64, copies: usize, vary: bool) -> Flood {
+    use lagcomp::{Quat, Vec3};
+    use lagcomp_validate::{RenderTime, ShotClaim, WeaponId};
+    use lagcomp_wire::{ClientMessage, Input};
+
+    let (mut transport, mut client) = raw_client(server);
+    let mut messages = lagcomp_udp::client::Messages::default();
+    let start = Instant::now();
+    let mut last = start;
+    let mut flooding_since: Option<Instant> = None;
+    let mut flood = Flood::default();
+    let mut bytes = Vec::new();
+    let mut was_connected = false;
+    while start.elapsed().as_secs_f64() < seconds + 15.0 {
+        let now = Instant::now();
+        client.update(now - last);
+        if transport.update(now - last, &mut client).is_err() {
+            break;
+        }
+        last = now;
+        transport.take_messages(&mut messages);
+        if client.is_disconnected() || transport.disconnect_reason().is_some() {
+            break;
+        }
+        if client.is_connected() {
+            was_connected = true;
+            let since = *flooding_since.get_or_insert(now);
+            let elapsed = now.duration_since(since).as_secs_f64();
+            if elapsed >= seconds {
+                break;
+            }
+            while (flood.inputs as f64) < elapsed * FLOOD_RATE {
+                let frame = flood.inputs as u32 + 1;
+                let claim = ShotClaim {
+                    shooter: lagcomp::EntityId::from_bits(0),
+                    weapon: WeaponId(1),
+                    seq: 0,
+                    render_time: RenderTime::Time(if vary { f64::from(frame) * 1e-3 } else { 0.5 }),
+                    origin: Vec3::new(0.0, 1.6, 0.0),
+                    direction: Vec3::Z,
+                    hit: None,
+                };
+                let input = ClientMessage::Input(Input {
+                    frame,
+                    ping: None,
+                    probe_reply: None,
+                    aim: Quat::IDENTITY,
+                    interp_delay: 0.1,
+                    newest_tick: None,
+                    verdicts_received: None,
+                    shots: vec![(0, claim); copies],
+                });
+                input.encode(&mut bytes).expect("an input encodes");
+                client.send_message(UNRELIABLE, bytes.clone());
+                flood.inputs += 1;
+            }
+        }
+        if transport.send_packets(&mut client).is_err() {
+            break;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    flood.kicked = was_connected
+        && (client.is_disconnected() || transport.disconnect_reason().is_some());
+    transport.disconnect();
+    flood
+}
+
+/// One match: four honest bots for 6 s, and beside them two clients flooding inputs as
+/// `floods` says (copies per input, a new claim every input), on a server writing a
+/// recording and an audit log. The bots' report, each flood's, the server's figures and
+/// the bytes written to both files.
+fn match_beside_floods(floods: [(usize, bool); 2]) -> (bots::BotsReport, [Flood; 2], Status, usize) {
+    let recording = Shared::default();
+    let audit = Shared::default();
+    let server = Running::start(
+        loopback(),
+        Outputs {
+            audit: Some(AuditLog::new(Box::new(audit.clone()))),
+            recording: Some(Box::new(recording.clone())),
+        },
+    );
+    let addr = server.addr;
+    let flooders: Vec<_> = floods
+        .into_iter()
+        .map(|(copies, vary)| thread::spawn(move || flood(addr, 9.0, copies, vary)))
+        .collect();
+    let report = bots::run(&BotsConfig::new(server.addr, 4, 6.0)).expect("the bots run");
+    let floods: Vec<Flood> = flooders
+        .into_iter()
+        .map(|f| f.join().expect("the flooding client"))
+        .collect();
+    server.wait_until_empty();
+    let status = server.stop().status;
+    let written = recording.0.lock().expect("not poisoned").len()
+        + audit.0.lock().expect("not poisoned").len();
+    (report, [floods[0], floods[1]], status, written)
+}
+
+#[test]
+fn a_flood_of_replayed_copies_is_answered_from_memory_and_writes_no_more_than_a_clean_match() {
+    // The clean match: the same four bots, and two clients sending as many inputs with
+    // no shots in them.
+    let (clean, _, clean_status, clean_bytes) = match_beside_floods([(0, false), (0, false)]);
+    // One client repeats one replayed claim 8 times in each of 500 inputs a second; the
+    // other sends a new claim under the replayed number in every input.
+    let (flooded, [copier, varier], status, flooded_bytes) =
+        match_beside_floods([(8, false), (8, true)]);
+    let rate = |bytes: usize, status: &Status| bytes as f64 / status.ticks as f64;
+    eprintln!(
+        "clean: {clean_bytes} bytes in {} ticks; flooded: {flooded_bytes} bytes in {} ticks \
+         ({copier:?}, {varier:?}); {status:?}",
+        clean_status.ticks, status.ticks
+    );
+    // Several seconds of flood, on a loaded machine at least half the rate.
+    assert!(copier.inputs as f64 >= 4.0 * FLOOD_RATE, "{copier:?}");
+    // Every copy but the first is answered from memory: validated once, written once.
+    assert!(!copier.kicked, "the copier is not a cheat past the cap: {status:?}");
+    assert!(
+        status.copies_answered >= copier.inputs * 8 - 8,
+        "{copier:?}: {status:?}"
+    );
+    // New claims as fast as it can: the cap lets 50 a second through, then each is a
+    // strike, and the guard's 21st disconnects it.
+    assert!(varier.kicked, "{varier:?}: {status:?}");
+    assert_eq!(status.kicked, 1, "{status:?}");
+    assert!(status.verdicts_capped >= 21, "{status:?}");
+    assert!(
+        rate(flooded_bytes, &status) <= 1.5 * rate(clean_bytes, &clean_status),
+        "the flood grew the files by {flooded_bytes} bytes in {} ticks against {clean_bytes} \
+         in {} ticks",
+        status.ticks,
+        clean_status.ticks
+    );
+    // The honest bots play as in the clean match: every shot answered, none rejected more.
+    for report in [&clean, &flooded] {
+        assert_eq!(report.connected, 4, "{report:?}");
+        assert_eq!(report.unanswered, 0, "{report:?}");
+        assert!(report.honest.shots_arrived >= 10, "{report:?}");
+    }
+    let rejected = |r: &bots::BotsReport| r.honest.rejections.values().sum::<u64>();
+    assert!(
+        rejected(&flooded) <= rejected(&clean),
+        "honest shots rejected beside the flood: {:?} against {:?} in the clean match",
+        flooded.honest.rejections,
+        clean.honest.rejections
+    );
+}
