@@ -98,7 +98,11 @@ fn bad_input_fails_with_the_line_and_no_summary() {
     let cut = example[..example.len() / 2].lines().count();
     let broken = dir.join("broken.jsonl");
     let middle = example.len() / 2;
-    std::fs::write(&broken, [&example[..middle], "\n", &example[middle..]].concat()).unwrap();
+    std::fs::write(
+        &broken,
+        [&example[..middle], "\n", &example[middle..]].concat(),
+    )
+    .unwrap();
     for (path, line) in [(&shuffled, 9), (&broken, cut)] {
         let out = lagcomp(&["validate", path.to_str().unwrap()]);
         assert!(!out.status.success());
@@ -132,6 +136,9 @@ fn a_recording_that_ends_mid_record_is_validated_up_to_its_last_complete_line() 
     );
     // Every claim is re-validated; the last one's verdict line was lost.
     assert!(stdout.contains("5 claims re-validated"), "{stdout}");
-    assert!(stdout.contains("0 of 4 recorded verdicts differ"), "{stdout}");
+    assert!(
+        stdout.contains("0 of 4 recorded verdicts differ"),
+        "{stdout}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

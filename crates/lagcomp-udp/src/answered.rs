@@ -70,11 +70,7 @@ impl AnsweredShots {
     pub(crate) fn recall(&self, seq: u32, print: u64) -> Recall {
         // PERF: a scan of at most 64 entries of 24 bytes, once per shot the receiver did
         // not drop as a copy: cheaper than hashing, and nothing to allocate.
-        match self
-            .shots
-            .iter()
-            .find(|s| s.seq == seq && s.print == print)
-        {
+        match self.shots.iter().find(|s| s.seq == seq && s.print == print) {
             None => Recall::Unknown,
             Some(AnsweredShot { answer: None, .. }) => Recall::Pending,
             Some(AnsweredShot {
@@ -165,7 +161,11 @@ mod tests {
             memory.take(seq, u64::from(seq) * 3);
             memory.answer(seq, u64::from(seq) * 3, ShotOutcome::Miss, seq);
             assert!(memory.shots.len() <= AnsweredShots::CAPACITY);
-            assert_eq!(memory.shots.capacity(), AnsweredShots::CAPACITY, "no growth");
+            assert_eq!(
+                memory.shots.capacity(),
+                AnsweredShots::CAPACITY,
+                "no growth"
+            );
         }
         // The last CAPACITY are remembered, everything before is not.
         for seq in 0..3 * n {

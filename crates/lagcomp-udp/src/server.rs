@@ -1081,21 +1081,21 @@ impl GameServer {
         let dt = 1.0 / self.config.tick_rate;
         let began = Instant::now();
         let mut rng = Pcg64Mcg::seed_from_u64(self.config.seed ^ (u64::from(tick.0) << 20));
-        let queue = self.core.tick(tick, time, dt, &mut rng)?;
+        let mut queue = self.core.tick(tick, time, dt, &mut rng)?;
         self.record_frame(tick, time)?;
         let recorded = Instant::now();
         self.claims.clear();
         self.prints.clear();
-        for queued in queue {
+        for queued in queue.drain(..) {
             self.admit(queued, now);
         }
+        self.core.recycle(queue);
         if !self.claims.is_empty() {
             let claims = std::mem::take(&mut self.claims);
             if self.config.parallel_validation {
                 let (history, validator) = self.core.history_and_validator();
                 let verdicts = validate_batch(history, validator, &claims);
-                for (i, ((claim, received), verdict)) in claims.iter().zip(&verdicts).enumerate()
-                {
+                for (i, ((claim, received), verdict)) in claims.iter().zip(&verdicts).enumerate() {
                     self.settle(claim, *received, verdict, self.prints[i])?;
                 }
             } else {

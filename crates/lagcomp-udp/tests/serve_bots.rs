@@ -608,8 +608,8 @@ fn flood(server: SocketAddr, seconds: f64, copies: usize, vary: bool) -> Flood {
         }
         thread::sleep(Duration::from_millis(1));
     }
-    flood.kicked = was_connected
-        && (client.is_disconnected() || transport.disconnect_reason().is_some());
+    flood.kicked =
+        was_connected && (client.is_disconnected() || transport.disconnect_reason().is_some());
     transport.disconnect();
     flood
 }
@@ -618,7 +618,9 @@ fn flood(server: SocketAddr, seconds: f64, copies: usize, vary: bool) -> Flood {
 /// `floods` says (copies per input, a new claim every input), on a server writing a
 /// recording and an audit log. The bots' report, each flood's, the server's figures and
 /// the bytes written to both files.
-fn match_beside_floods(floods: [(usize, bool); 2]) -> (bots::BotsReport, [Flood; 2], Status, usize) {
+fn match_beside_floods(
+    floods: [(usize, bool); 2],
+) -> (bots::BotsReport, [Flood; 2], Status, usize) {
     let recording = Shared::default();
     let audit = Shared::default();
     let server = Running::start(
@@ -672,7 +674,10 @@ fn a_flood_of_replayed_copies_is_answered_from_memory_and_writes_no_more_than_a_
         clean_status.ticks
     );
     // Every copy but the first is answered from memory: validated once, written once.
-    assert!(!copier.kicked, "the copier is not a cheat past the cap: {status:?}");
+    assert!(
+        !copier.kicked,
+        "the copier is not a cheat past the cap: {status:?}"
+    );
     assert!(
         status.copies_answered >= copier.inputs * 8 - 8,
         "{copier:?}: {status:?}"

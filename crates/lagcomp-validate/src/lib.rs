@@ -23,8 +23,8 @@ pub mod validator;
 pub mod verdict;
 
 pub use audit::AuditLog;
-pub use jsonl::TornTail;
 pub use claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim, WeaponId};
+pub use jsonl::TornTail;
 pub use rules::{
     DamageMultipliers, Policy, RuleSet, RulesError, ShooterReference, TimeMismatch, WeaponRules,
 };

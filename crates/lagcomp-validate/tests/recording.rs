@@ -326,7 +326,10 @@ fn broken_files_name_the_line() {
         .torn
         .expect("torn")
         .to_string();
-    assert!(said.starts_with("line 24: the file ends mid-record"), "{said}");
+    assert!(
+        said.starts_with("line 24: the file ends mid-record"),
+        "{said}"
+    );
     // Cut inside a character of more than one byte: torn as well, not "not UTF-8".
     let mut split = bytes[..last].to_vec();
     split.extend_from_slice("{\"type\":\"despawn\",\"entity\":\"é".as_bytes());
