@@ -154,6 +154,27 @@ fn scratch_dir() -> PathBuf {
     dir
 }
 
+/// `lagcomp serve` on a free port of 127.0.0.1 for up to 10 minutes, writing its
+/// recording and audit log to these files, and the address it listens on.
+fn serve_recorded(recording: &std::path::Path, audit: &std::path::Path) -> (Process, String) {
+    let mut server = Process::start(
+        "lagcomp serve",
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--record",
+            recording.to_str().expect("a UTF-8 path"),
+            "--audit",
+            audit.to_str().expect("a UTF-8 path"),
+            "--duration",
+            "600",
+        ],
+    );
+    let addr = server.address("lagcomp serve: listening on ");
+    (server, addr)
+}
+
 fn number(json: &serde_json::Value, path: &[&str]) -> f64 {
     let mut v = json;
     for key in path {
@@ -169,23 +190,7 @@ fn bots_through_a_bad_network_agree_with_the_server_and_no_cheat_gets_through() 
     let recording = dir.join("match.jsonl");
     let audit = dir.join("audit.jsonl");
     let recording_arg = recording.to_str().expect("a UTF-8 path");
-    let audit_arg = audit.to_str().expect("a UTF-8 path");
-
-    let mut server = Process::start(
-        "lagcomp serve",
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--record",
-            recording_arg,
-            "--audit",
-            audit_arg,
-            "--duration",
-            "600",
-        ],
-    );
-    let server_addr = server.address("lagcomp serve: listening on ");
+    let (mut server, server_addr) = serve_recorded(&recording, &audit);
     let mut proxy = Process::start(
         "lagcomp proxy",
         &[
@@ -561,21 +566,7 @@ fn a_server_killed_mid_match_keeps_every_verdict_it_sent_in_its_files() {
     let dir = scratch_dir();
     let recording = dir.join("killed.jsonl");
     let audit = dir.join("killed-audit.jsonl");
-    let mut server = Process::start(
-        "lagcomp serve",
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--record",
-            recording.to_str().expect("a UTF-8 path"),
-            "--audit",
-            audit.to_str().expect("a UTF-8 path"),
-            "--duration",
-            "600",
-        ],
-    );
-    let server_addr = server.address("lagcomp serve: listening on ");
+    let (mut server, server_addr) = serve_recorded(&recording, &audit);
     // Four bots firing as fast as the rifle allows: a few verdicts every tick.
     let bots = Process::start(
         "bots",

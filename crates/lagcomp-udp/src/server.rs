@@ -41,6 +41,13 @@
 //! [`MalformedGuard`]; a client past its threshold (or speaking another protocol version)
 //! is disconnected.
 //!
+//! A claim sent again unchanged after it was answered (a replay whose sequence number the
+//! shot receiver no longer remembers) is answered again from a per-client memory of the
+//! last shots validated, not validated or written again; a client's new claims past
+//! [`ServeConfig::max_verdicts_per_second`] are dropped, each a strike for the guard. The
+//! recording and the audit log are flushed once a tick, before its verdicts go out, so a
+//! server killed outright has told no one a verdict that is not in them.
+//!
 //! What is not here: the world's rules (that is `lagcomp_sim`), argument parsing and
 //! printing (`lagcomp-cli`'s `serve.rs`).
 

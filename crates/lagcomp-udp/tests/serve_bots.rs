@@ -65,6 +65,21 @@ impl Running {
         }
     }
 
+    /// A default server on loopback writing its audit log and recording where the test
+    /// reads them: (server, recording, audit log).
+    fn recorded() -> (Self, Shared, Shared) {
+        let recording = Shared::default();
+        let audit = Shared::default();
+        let server = Self::start(
+            loopback(),
+            Outputs {
+                audit: Some(AuditLog::new(Box::new(audit.clone()))),
+                recording: Some(Box::new(recording.clone())),
+            },
+        );
+        (server, recording, audit)
+    }
+
     /// Waits (at most 10 s) for a status line saying nobody is connected.
     fn wait_until_empty(&self) {
         let start = Instant::now();
@@ -100,15 +115,7 @@ fn loopback() -> ServeConfig {
 
 #[test]
 fn bots_play_get_every_verdict_and_the_recording_replays_to_the_same_verdicts() {
-    let recording = Shared::default();
-    let audit = Shared::default();
-    let server = Running::start(
-        loopback(),
-        Outputs {
-            audit: Some(AuditLog::new(Box::new(audit.clone()))),
-            recording: Some(Box::new(recording.clone())),
-        },
-    );
+    let (server, recording, audit) = Running::recorded();
     let mut config = BotsConfig::new(server.addr, 4, 6.0);
     config.cheats = vec![Cheat::Backtrack];
     let report = bots::run(&config).expect("the bots run");
@@ -621,15 +628,7 @@ fn flood(server: SocketAddr, seconds: f64, copies: usize, vary: bool) -> Flood {
 fn match_beside_floods(
     floods: [(usize, bool); 2],
 ) -> (bots::BotsReport, [Flood; 2], Status, usize) {
-    let recording = Shared::default();
-    let audit = Shared::default();
-    let server = Running::start(
-        loopback(),
-        Outputs {
-            audit: Some(AuditLog::new(Box::new(audit.clone()))),
-            recording: Some(Box::new(recording.clone())),
-        },
-    );
+    let (server, recording, audit) = Running::recorded();
     let addr = server.addr;
     let flooders: Vec<_> = floods
         .into_iter()
