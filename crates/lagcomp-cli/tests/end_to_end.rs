@@ -190,7 +190,7 @@ fn bots_through_a_bad_network_agree_with_the_server_and_no_cheat_gets_through() 
     let recording = dir.join("match.jsonl");
     let audit = dir.join("audit.jsonl");
     let recording_arg = recording.to_str().expect("a UTF-8 path");
-    let (mut server, server_addr) = serve_recorded(&recording, &audit);
+    let (server, server_addr) = serve_recorded(&recording, &audit);
     let mut proxy = Process::start(
         "lagcomp proxy",
         &[
