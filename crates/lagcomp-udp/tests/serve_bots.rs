@@ -718,3 +718,132 @@ fn a_flood_of_replayed_copies_is_answered_from_memory_and_writes_no_more_than_a_
         clean.honest.rejections
     );
 }
+
+/// A client that sends one claim at a time and collects its verdicts, acknowledging them.
+struct Claimant {
+    transport: ClientTransport,
+    client: RenetClient,
+    messages: lagcomp_udp::client::Messages,
+    inbox: lagcomp_wire::VerdictInbox,
+    results: Vec<lagcomp_wire::ShotResult>,
+    frame: u32,
+    last: Instant,
+}
+
+impl Claimant {
+    /// Connected to `server` (within 5 s).
+    fn connect(server: SocketAddr) -> Self {
+        let (transport, client) = raw_client(server);
+        let mut claimant = Self {
+            transport,
+            client,
+            messages: lagcomp_udp::client::Messages::default(),
+            inbox: lagcomp_wire::VerdictInbox::new(),
+            results: Vec::new(),
+            frame: 0,
+            last: Instant::now(),
+        };
+        let start = Instant::now();
+        while !claimant.client.is_connected() {
+            assert!(start.elapsed() < Duration::from_secs(5), "never connected");
+            claimant.pump();
+        }
+        claimant
+    }
+
+    /// Reads what came, acknowledges the verdicts among it, sends what is queued.
+    fn pump(&mut self) {
+        let now = Instant::now();
+        self.client.update(now - self.last);
+        self.transport
+            .update(now - self.last, &mut self.client)
+            .expect("still connected");
+        self.last = now;
+        self.transport.take_messages(&mut self.messages);
+        for bytes in self.messages.iter() {
+            if let Ok(lagcomp_wire::ServerMessage::Verdicts(verdicts)) =
+                lagcomp_wire::ServerMessage::decode(bytes)
+            {
+                self.results
+                    .extend_from_slice(self.inbox.receive(&verdicts));
+            }
+        }
+        self.transport
+            .send_packets(&mut self.client)
+            .expect("still connected");
+        thread::sleep(Duration::from_millis(2));
+    }
+
+    /// Sends `claim` as shot `seq` and waits (at most 5 s) for one more verdict: it.
+    fn claim(&mut self, seq: u32, claim: lagcomp_validate::ShotClaim) -> lagcomp_wire::ShotResult {
+        let before = self.results.len();
+        self.frame += 1;
+        let input = lagcomp_wire::ClientMessage::Input(lagcomp_wire::Input {
+            frame: self.frame,
+            ping: None,
+            probe_reply: None,
+            aim: lagcomp::Quat::IDENTITY,
+            interp_delay: 0.1,
+            newest_tick: None,
+            verdicts_received: Some(self.inbox.received()),
+            shots: vec![(seq, claim)],
+        });
+        let mut bytes = Vec::new();
+        input.encode(&mut bytes).expect("an input encodes");
+        self.client.send_message(UNRELIABLE, bytes);
+        let start = Instant::now();
+        while self.results.len() == before {
+            assert!(start.elapsed() < Duration::from_secs(5), "no verdict");
+            self.pump();
+        }
+        assert_eq!(self.results.len(), before + 1, "{:?}", self.results);
+        // Acknowledged with the next inputs: the server stops repeating it.
+        self.results[before]
+    }
+}
+
+#[test]
+fn an_answered_claim_sent_again_gets_the_same_verdict_without_being_validated_again() {
+    use lagcomp_validate::{RenderTime, ShotClaim, WeaponId};
+
+    let (server, recording, audit) = Running::recorded();
+    let mut claimant = Claimant::connect(server.addr);
+    let claim = ShotClaim {
+        shooter: lagcomp::EntityId::from_bits(0),
+        weapon: WeaponId(1),
+        seq: 0,
+        render_time: RenderTime::Time(0.5),
+        origin: lagcomp::Vec3::new(0.0, 1.6, 0.0),
+        direction: lagcomp::Vec3::Z,
+        hit: None,
+    };
+    // Sequence number 0 is never a new shot to the server: each copy reaches validation.
+    let first = claimant.claim(0, claim);
+    // Sent again once the verdict was acknowledged: the same verdict, resent.
+    for _ in 0..3 {
+        let again = claimant.claim(0, claim);
+        assert_eq!(again, first);
+    }
+    // The same number with a changed claim is a new claim, validated: a replay.
+    let changed = ShotClaim {
+        direction: lagcomp::Vec3::X,
+        ..claim
+    };
+    let replayed = claimant.claim(0, changed);
+    assert_eq!(
+        replayed.outcome,
+        lagcomp_wire::ShotOutcome::Rejected(lagcomp_validate::RejectReason::Replayed)
+    );
+    claimant.transport.disconnect();
+    server.wait_until_empty();
+    let summary = server.stop();
+    let status = summary.status;
+    assert_eq!(status.shots, 2, "validated once each: {status:?}");
+    assert_eq!(status.copies_answered, 3, "{status:?}");
+    assert_eq!(summary.audited, Some(2));
+    let audit = audit.0.lock().expect("not poisoned").clone();
+    assert_eq!(audit.iter().filter(|&&b| b == b'\n').count(), 2);
+    let bytes = recording.0.lock().expect("not poisoned").clone();
+    let recording = Recording::read(bytes.as_slice()).expect("a valid recording");
+    assert_eq!(recording.claims(), 2);
+}
