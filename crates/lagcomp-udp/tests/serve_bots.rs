@@ -2,18 +2,20 @@
 //! every verdict back, the recording re-validates to the same verdicts, malformed and
 //! foreign messages get a client disconnected, bad settings are typed errors.
 
+mod support;
+
 use std::io::{self, Write};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use lagcomp_sim::body::ArenaSpec;
 use lagcomp_sim::cheat::Cheat;
 use lagcomp_sim::interest::InterestConfig;
 use lagcomp_udp::bots::{self, BotsConfig, BotsError};
-use lagcomp_udp::channel::{PROTOCOL_ID, UNRELIABLE, connection_config, new_key};
+use lagcomp_udp::channel::{UNRELIABLE, new_key};
 use lagcomp_udp::client::ClientTransport;
 use lagcomp_udp::server::{
     DEFAULT_MAX_VERDICTS_PER_SECOND, GameServer, Outputs, ServeConfig, ServeError, Status, Summary,
@@ -21,7 +23,7 @@ use lagcomp_udp::server::{
 use lagcomp_validate::AuditLog;
 use lagcomp_validate::recording::{Recording, revalidate};
 use renet::RenetClient;
-use renet_netcode::ClientAuthentication;
+use support::{FLOOD_RATE, Flood, flood, raw_client};
 
 /// A writer whose bytes the test reads afterwards.
 #[derive(Clone, Default)]
@@ -225,27 +227,6 @@ fn a_busy_polling_server_ticks_on_time_and_answers_every_shot() {
     // Each of the four a snapshot every other tick while it plays (most of the run).
     assert!(status.snapshots <= status.ticks * 2 + 4, "{status:?}");
     assert!(status.snapshots >= status.ticks, "{status:?}");
-}
-
-/// A netcode client of `server` on a socket of its own, not yet connected.
-fn raw_client(server: SocketAddr) -> (ClientTransport, RenetClient) {
-    let socket = UdpSocket::bind("127.0.0.1:0").expect("a socket");
-    let epoch = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("after 1970");
-    let transport = ClientTransport::new(
-        epoch,
-        ClientAuthentication::Unsecure {
-            protocol_id: PROTOCOL_ID,
-            client_id: u64::from(std::process::id()) << 16
-                | u64::from(epoch.subsec_micros() & 0xffff),
-            server_addr: server,
-            user_data: None,
-        },
-        socket,
-    )
-    .expect("a client transport");
-    (transport, RenetClient::new(connection_config()))
 }
 
 /// A renet client that connects and then sends `message` every few milliseconds until it
@@ -543,90 +524,6 @@ fn a_secure_server_lets_in_only_tokens_minted_with_its_key() {
     }
     // Every shot the server validated came from the keyed bots.
     assert_eq!(server.stop().status.shots, answered);
-}
-
-/// What a flooding client did.
-#[derive(Debug, Clone, Copy, Default)]
-struct Flood {
-    /// Inputs sent while connected.
-    inputs: u64,
-    /// Whether it was connected, and then disconnected by the server.
-    kicked: bool,
-}
-
-/// Inputs a second a flooding client sends.
-const FLOOD_RATE: f64 = 500.0;
-
-/// A client of `server` that, once connected, sends [`FLOOD_RATE`] inputs a second for
-/// `seconds`, each with `copies` copies of a claim whose sequence number the server can
-/// only take for a replay (0): the same claim every time, or with `vary` a new one in every
-/// input (a changed claim under the old number). Bounded: it gives up 15 s past `seconds`.
-fn flood(server: SocketAddr, seconds: f64, copies: usize, vary: bool) -> Flood {
-    use lagcomp::{Quat, Vec3};
-    use lagcomp_validate::{RenderTime, ShotClaim, WeaponId};
-    use lagcomp_wire::{ClientMessage, Input};
-
-    let (mut transport, mut client) = raw_client(server);
-    let mut messages = lagcomp_udp::client::Messages::default();
-    let start = Instant::now();
-    let mut last = start;
-    let mut flooding_since: Option<Instant> = None;
-    let mut flood = Flood::default();
-    let mut bytes = Vec::new();
-    let mut was_connected = false;
-    while start.elapsed().as_secs_f64() < seconds + 15.0 {
-        let now = Instant::now();
-        client.update(now - last);
-        if transport.update(now - last, &mut client).is_err() {
-            break;
-        }
-        last = now;
-        transport.take_messages(&mut messages);
-        if client.is_disconnected() || transport.disconnect_reason().is_some() {
-            break;
-        }
-        if client.is_connected() {
-            was_connected = true;
-            let since = *flooding_since.get_or_insert(now);
-            let elapsed = now.duration_since(since).as_secs_f64();
-            if elapsed >= seconds {
-                break;
-            }
-            while (flood.inputs as f64) < elapsed * FLOOD_RATE {
-                let frame = flood.inputs as u32 + 1;
-                let claim = ShotClaim {
-                    shooter: lagcomp::EntityId::from_bits(0),
-                    weapon: WeaponId(1),
-                    seq: 0,
-                    render_time: RenderTime::Time(if vary { f64::from(frame) * 1e-3 } else { 0.5 }),
-                    origin: Vec3::new(0.0, 1.6, 0.0),
-                    direction: Vec3::Z,
-                    hit: None,
-                };
-                let input = ClientMessage::Input(Input {
-                    frame,
-                    ping: None,
-                    probe_reply: None,
-                    aim: Quat::IDENTITY,
-                    interp_delay: 0.1,
-                    newest_tick: None,
-                    verdicts_received: None,
-                    shots: vec![(0, claim); copies],
-                });
-                input.encode(&mut bytes).expect("an input encodes");
-                client.send_message(UNRELIABLE, bytes.clone());
-                flood.inputs += 1;
-            }
-        }
-        if transport.send_packets(&mut client).is_err() {
-            break;
-        }
-        thread::sleep(Duration::from_millis(1));
-    }
-    flood.kicked =
-        was_connected && (client.is_disconnected() || transport.disconnect_reason().is_some());
-    transport.disconnect();
-    flood
 }
 
 /// One match: four honest bots for 6 s, and beside them two clients flooding inputs as
