@@ -136,8 +136,9 @@ fn forwarding_allocates_nothing_per_datagram_once_warm() {
 
 /// Allocations on the server's thread in each whole second of a run in which one client
 /// sends 500 inputs a second for 6 s, each with `copies` copies of one replayed claim, to
-/// a server writing a recording and an audit log (to nowhere).
-fn server_allocations_per_second(copies: usize) -> Vec<u64> {
+/// a server writing a recording and an audit log (to nowhere); and how many copies it
+/// answered from memory.
+fn server_allocations_per_second(copies: usize) -> (Vec<u64>, u64) {
     let server = GameServer::bind(
         ServeConfig::new("127.0.0.1:0".parse().unwrap()),
         Outputs {
@@ -164,17 +165,24 @@ fn server_allocations_per_second(copies: usize) -> Vec<u64> {
     assert!(flood.inputs >= 1000, "{flood:?}");
     stop.store(true, Ordering::Release);
     let summary = running.join().unwrap();
-    assert!(summary.status.copies_answered + 1 >= flood.inputs * copies as u64 / 2);
     let counts = seconds.lock().unwrap().clone();
-    counts.windows(2).map(|w| w[1] - w[0]).collect()
+    // Each input's copies but the first (most of them, on a machine that loses a few).
+    let answered = summary.status.copies_answered;
+    assert!(
+        answered + 1 >= flood.inputs * (copies as u64 - 1) / 2,
+        "{flood:?}: {:?}",
+        summary.status
+    );
+    (counts.windows(2).map(|w| w[1] - w[0]).collect(), answered)
 }
 
 #[test]
 fn a_server_takes_copies_of_a_replayed_claim_without_allocating_per_shot() {
-    let single = server_allocations_per_second(1);
-    let eight = server_allocations_per_second(8);
+    let (single, _) = server_allocations_per_second(1);
+    let (eight, answered) = server_allocations_per_second(8);
     eprintln!(
-        "allocations a second on the server's thread: {single:?} with one copy per input, {eight:?} with eight"
+        "allocations a second on the server's thread: {single:?} with one copy per input, \
+         {eight:?} with eight ({answered} answered from memory)"
     );
     // Seconds 2 to 4 of each run: connected and flooding, not starting or ending.
     assert!(
