@@ -628,6 +628,12 @@ fn a_server_killed_mid_match_keeps_every_verdict_it_sent_in_its_files() {
         audited_verdicts >= received,
         "the audit log lost verdicts the bots got: {audited_verdicts} < {received}"
     );
+    // Nor any the server counted in the status lines it printed before the kill.
+    assert!(
+        audited_verdicts >= validated && recorded_verdicts >= validated,
+        "the files lost verdicts of seconds the server had reported: {audited_verdicts} and \
+         {recorded_verdicts} < {validated}"
+    );
     assert!(
         recorded_verdicts >= received,
         "the recording lost verdicts the bots got: {recorded_verdicts} < {received}"
