@@ -568,6 +568,20 @@ struct Connection {
     capped_out: bool,
 }
 
+impl Connection {
+    /// The verdict of shot `seq`, whose claim's fingerprint is `print`: it goes with the
+    /// client's snapshots until acknowledged, and is remembered to answer copies of the
+    /// claim. Returns how many older verdicts were given up to make room for it.
+    fn answer(&mut self, seq: u32, print: u64, outcome: ShotOutcome) -> u64 {
+        let outbox = &mut self.verdicts;
+        let number = outbox.first().wrapping_add(outbox.len() as u32);
+        let given_up = outbox.given_up();
+        outbox.push(ShotResult { seq, outcome });
+        self.answered.answer(seq, print, outcome, number);
+        self.verdicts.given_up() - given_up
+    }
+}
+
 /// The game server (see the [module documentation](self)).
 pub struct GameServer {
     config: ServeConfig,
@@ -1229,11 +1243,7 @@ impl GameServer {
                 let outbox = &mut connection.verdicts;
                 let waiting = number.wrapping_sub(outbox.first()) < outbox.len() as u32;
                 if !waiting {
-                    let number = outbox.first().wrapping_add(outbox.len() as u32);
-                    let given_up = outbox.given_up();
-                    outbox.push(ShotResult { seq, outcome });
-                    let given_up = outbox.given_up() - given_up;
-                    connection.answered.answer(seq, print, outcome, number);
+                    let given_up = connection.answer(seq, print, outcome);
                     for counters in [&mut self.second, &mut self.total] {
                         counters.verdicts_given_up += given_up;
                     }
@@ -1296,19 +1306,8 @@ impl GameServer {
             .iter_mut()
             .find(|c| c.entity == verdict.shooter)
         {
-            // It goes with the shooter's snapshots until acknowledged.
             let outcome = ShotOutcome::from(&verdict.outcome);
-            let outbox = &mut connection.verdicts;
-            let number = outbox.first().wrapping_add(outbox.len() as u32);
-            let given_up = outbox.given_up();
-            outbox.push(ShotResult {
-                seq: verdict.seq,
-                outcome,
-            });
-            let given_up = outbox.given_up() - given_up;
-            connection
-                .answered
-                .answer(verdict.seq, print, outcome, number);
+            let given_up = connection.answer(verdict.seq, print, outcome);
             for counters in [&mut self.second, &mut self.total] {
                 counters.verdicts_given_up += given_up;
             }
