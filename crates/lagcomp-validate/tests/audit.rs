@@ -65,20 +65,24 @@ impl Subscriber for Capture {
     fn exit(&self, _: &Id) {}
 }
 
-#[test]
-fn every_verdict_is_a_tracing_event_and_an_audit_line() {
+/// Two verdicts: an honest head shot confirmed, then the same sequence number with the
+/// direction reversed, rejected as replayed.
+fn hit_then_replay() -> [Verdict; 2] {
     let scene = Scene::new();
     let mut v = scene.validator();
     let honest = scene.shoot(Role::Alpha, HEAD, 0.8);
     let mut replayed = honest.claim;
     replayed.direction = -replayed.direction;
+    [
+        scene.judge(&mut v, &honest),
+        v.validate(&scene.history, &replayed, honest.received_at),
+    ]
+}
+
+#[test]
+fn every_verdict_is_a_tracing_event_and_an_audit_line() {
     let capture = Capture::default();
-    let verdicts: Vec<Verdict> = tracing::subscriber::with_default(capture.clone(), || {
-        vec![
-            scene.judge(&mut v, &honest),
-            v.validate(&scene.history, &replayed, honest.received_at),
-        ]
-    });
+    let verdicts = tracing::subscriber::with_default(capture.clone(), hit_then_replay);
     assert_eq!(verdicts[0].outcome.label(), "confirmed");
     assert_eq!(verdicts[1].outcome.reason(), Some(RejectReason::Replayed));
 
@@ -109,15 +113,7 @@ fn every_verdict_is_a_tracing_event_and_an_audit_line() {
 
 #[test]
 fn an_audit_log_cut_anywhere_in_its_last_line_reads_to_its_complete_lines() {
-    let scene = Scene::new();
-    let mut v = scene.validator();
-    let honest = scene.shoot(Role::Alpha, HEAD, 0.8);
-    let mut replayed = honest.claim;
-    replayed.direction = -replayed.direction;
-    let verdicts = [
-        scene.judge(&mut v, &honest),
-        v.validate(&scene.history, &replayed, honest.received_at),
-    ];
+    let verdicts = hit_then_replay();
     let mut log = AuditLog::new(Vec::new());
     for verdict in &verdicts {
         log.write(verdict).unwrap();
