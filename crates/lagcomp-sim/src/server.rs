@@ -397,6 +397,16 @@ impl ServerCore {
         pong
     }
 
+    /// Hands back a queue [`ServerCore::tick`] returned, once its shots are dealt with:
+    /// its room is kept for the shots of the ticks to come, so a steady stream of shots
+    /// (or a flood of copies) allocates nothing. Its shots are dropped.
+    pub fn recycle(&mut self, mut spent: Vec<QueuedShot>) {
+        spent.clear();
+        if self.queue.is_empty() && spent.capacity() > self.queue.capacity() {
+            self.queue = spent;
+        }
+    }
+
     /// A round-trip probe sent to every player at server time `now`: its id.
     pub fn probe(&mut self, now: f64) -> u32 {
         self.ping_id = self.ping_id.wrapping_add(1);

@@ -19,6 +19,8 @@
 //! - `stance`: the humanoid's stance between the simulator and the wire (what the server
 //!   sends instead of bones, and the client's rebuild of the bones from it).
 //! - `transport`: the server's end of netcode on its socket, sending once a tick.
+//! - `answered`: the server's memory of the shots it answered lately, per connection, so a
+//!   copy of one is answered again rather than validated and written again.
 //!
 //! # Example
 //!
@@ -46,6 +48,7 @@
 //! # }
 //! ```
 
+mod answered;
 pub mod bots;
 pub mod channel;
 pub mod client;
