@@ -529,3 +529,28 @@ fn a_secure_server_lets_in_only_tokens_minted_with_its_key() {
     // Every shot the server validated came from the keyed bots.
     assert_eq!(server.stop().status.shots, answered);
 }
+
+#[test]
+fn a_fake_latency_bot_gets_no_backtracked_shot_through() {
+    // It answers the server's probes 500 ms late over loopback and claims moments 250 ms
+    // older than it drew: the probes alone would grant it that rewind; its snapshot
+    // acknowledgements, on time, do not.
+    let server = Running::start(loopback(), Outputs::default());
+    let mut config = BotsConfig::new(server.addr, 2, 6.0);
+    config.cheats = vec![Cheat::FakeLatency];
+    let report = bots::run(&config).expect("the bots run");
+    server.wait_until_empty();
+    server.stop();
+    assert_eq!(report.connected, 2, "{report:?}");
+    let [fake] = report.cheats.as_slice() else {
+        panic!("one cheat class: {report:?}");
+    };
+    assert_eq!(fake.class, "fake_latency");
+    assert!(fake.attempts >= 5, "{report:?}");
+    assert_eq!(fake.accepted, 0, "{report:?}");
+    assert_eq!(
+        fake.outcomes.get("backtrack").copied(),
+        Some(fake.attempts),
+        "{report:?}"
+    );
+}
