@@ -25,8 +25,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use lagcomp::math::MAX_COORDINATE;
 use lagcomp::{
-    EntityId, History, HitboxId, PlacedShape, QueryError, Ray, RewindError, RewindTarget, Shape,
-    Trace, Vec3, WindowPolicy, WindowSide,
+    EntityId, History, PlacedShape, QueryError, Ray, RewindError, RewindTarget, Shape, Trace, Vec3,
+    WindowPolicy, WindowSide,
 };
 
 use crate::claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim};
@@ -839,12 +839,13 @@ impl Validator {
         let rig = history
             .rig(claimed.target)
             .map_err(|_| RejectReason::TamperedClaim)?;
-        let candidates: Vec<HitboxId> = match claimed.hitbox {
-            Some(h) => vec![h],
-            None => rig.hitboxes().iter().map(|h| h.id).collect(),
-        };
-        let (hitbox, _, margin) = candidates
-            .into_iter()
+        // The named hitbox (ids are unique within a rig; one the rig lacks matches none),
+        // or any, in the rig's order.
+        let (hitbox, _, margin) = rig
+            .hitboxes()
+            .iter()
+            .map(|h| h.id)
+            .filter(|&id| claimed.hitbox.is_none_or(|named| named == id))
             .filter_map(|id| {
                 let placed = then.hitbox(id)?;
                 let margin = leeway(weapon, &placed);
