@@ -341,15 +341,11 @@ impl ServerCore {
     }
 
     /// The timing the validator holds for player `id` (set each tick once its round trip
-    /// is measured).
+    /// is measured): the round trip held to the snapshot acknowledgements' when the echo
+    /// ceiling is on, so a recording made from it replays to the same verdicts.
     #[must_use]
     pub fn timing(&self, id: EntityId) -> Option<ClientTiming> {
-        let p = &self.players[self.position(id)?];
-        Some(ClientTiming {
-            srtt: p.rtt.srtt()?,
-            rttvar: p.rtt.rttvar()?,
-            interp_delay: p.reported_delay,
-        })
+        self.players[self.position(id)?].timing
     }
 
     /// How far behind the present player `id` says it draws, seconds.

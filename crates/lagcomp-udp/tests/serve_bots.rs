@@ -534,13 +534,29 @@ fn a_secure_server_lets_in_only_tokens_minted_with_its_key() {
 fn a_fake_latency_bot_gets_no_backtracked_shot_through() {
     // It answers the server's probes 500 ms late over loopback and claims moments 250 ms
     // older than it drew: the probes alone would grant it that rewind; its snapshot
-    // acknowledgements, on time, do not.
-    let server = Running::start(loopback(), Outputs::default());
+    // acknowledgements, on time, do not. The recording holds the timing the validator
+    // used, so it replays to the same verdicts.
+    let recording = Shared::default();
+    let server = Running::start(
+        loopback(),
+        Outputs {
+            audit: None,
+            recording: Some(Box::new(recording.clone())),
+        },
+    );
     let mut config = BotsConfig::new(server.addr, 2, 6.0);
     config.cheats = vec![Cheat::FakeLatency];
     let report = bots::run(&config).expect("the bots run");
     server.wait_until_empty();
     server.stop();
+    let bytes = recording.0.lock().expect("not poisoned").clone();
+    let recording = Recording::read(bytes.as_slice()).expect("a valid recording");
+    let replayed = revalidate(&recording, None, |_, _| {}).expect("it replays");
+    assert!(!replayed.is_empty());
+    assert!(
+        replayed.iter().all(|r| !r.changed()),
+        "a verdict changed on replay"
+    );
     assert_eq!(report.connected, 2, "{report:?}");
     let [fake] = report.cheats.as_slice() else {
         panic!("one cheat class: {report:?}");
