@@ -1,5 +1,5 @@
 //! The network programs end to end, as separate processes on 127.0.0.1: `lagcomp serve`,
-//! `lagcomp proxy --preset 100/25/2%` in front of it, eight honest bots and nine cheating
+//! `lagcomp proxy --preset 100/25/2%` in front of it, eight honest bots and ten cheating
 //! ones (one per class) in two `lagcomp bots` processes, 20 seconds of play. The honest
 //! bots must agree with the server on at least 99.5 % of their hits, no cheat may be
 //! accepted, the server must stop cleanly on SIGTERM, and `lagcomp validate` must re-run
@@ -229,7 +229,7 @@ fn bots_through_a_bad_network_agree_with_the_server_and_no_cheat_gets_through() 
             "--server",
             &proxy_addr,
             "--count",
-            "9",
+            "10",
             "--cheat",
             "all",
             "--seed",
@@ -256,7 +256,7 @@ fn bots_through_a_bad_network_agree_with_the_server_and_no_cheat_gets_through() 
     );
     // Every bot joined; a goodbye lost on the way (2 %) leaves its player until the
     // server times it out, so not every one need have left yet.
-    assert!(server_out.contains("players: 17 joined"), "{server_out}");
+    assert!(server_out.contains("players: 18 joined"), "{server_out}");
 
     let honest: serde_json::Value = serde_json::from_str(&honest_out).expect("--json output");
     assert_eq!(honest["connected"], 8, "{honest}");
@@ -273,9 +273,9 @@ fn bots_through_a_bad_network_agree_with_the_server_and_no_cheat_gets_through() 
     assert_eq!(number(&honest, &["honest", "false_confirmations"]), 0.0);
 
     let cheats: serde_json::Value = serde_json::from_str(&cheat_out).expect("--json output");
-    assert_eq!(cheats["connected"], 9, "{cheats}");
+    assert_eq!(cheats["connected"], 10, "{cheats}");
     let classes = cheats["cheats"].as_array().expect("a list of classes");
-    assert_eq!(classes.len(), 9, "{cheats}");
+    assert_eq!(classes.len(), 10, "{cheats}");
     let mut attempts = 0.0;
     for class in classes {
         assert_eq!(class["accepted"], 0, "a cheat got through: {class}");
@@ -541,7 +541,7 @@ fn bad_arguments_are_refused_and_a_timed_server_stops_by_itself() {
             "--cheat",
             "all",
         ],
-        "2 bots cannot play 9 cheat classes",
+        "2 bots cannot play 10 cheat classes",
     );
 
     let mut server = Process::start(

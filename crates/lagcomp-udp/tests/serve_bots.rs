@@ -744,3 +744,44 @@ fn an_answered_claim_sent_again_gets_the_same_verdict_without_being_validated_ag
     let recording = Recording::read(bytes.as_slice()).expect("a valid recording");
     assert_eq!(recording.claims(), 2);
 }
+
+#[test]
+fn a_fake_latency_bot_gets_no_backtracked_shot_through() {
+    // It answers the server's probes 500 ms late over loopback and claims moments 250 ms
+    // older than it drew: the probes alone would grant it that rewind; its snapshot
+    // acknowledgements, on time, do not. The recording holds the timing the validator
+    // used, so it replays to the same verdicts.
+    let recording = Shared::default();
+    let server = Running::start(
+        loopback(),
+        Outputs {
+            audit: None,
+            recording: Some(Box::new(recording.clone())),
+        },
+    );
+    let mut config = BotsConfig::new(server.addr, 2, 6.0);
+    config.cheats = vec![Cheat::FakeLatency];
+    let report = bots::run(&config).expect("the bots run");
+    server.wait_until_empty();
+    server.stop();
+    let bytes = recording.0.lock().expect("not poisoned").clone();
+    let recording = Recording::read(bytes.as_slice()).expect("a valid recording");
+    let replayed = revalidate(&recording, None, |_, _| {}).expect("it replays");
+    assert!(!replayed.is_empty());
+    assert!(
+        replayed.iter().all(|r| !r.changed()),
+        "a verdict changed on replay"
+    );
+    assert_eq!(report.connected, 2, "{report:?}");
+    let [fake] = report.cheats.as_slice() else {
+        panic!("one cheat class: {report:?}");
+    };
+    assert_eq!(fake.class, "fake_latency");
+    assert!(fake.attempts >= 5, "{report:?}");
+    assert_eq!(fake.accepted, 0, "{report:?}");
+    assert_eq!(
+        fake.outcomes.get("backtrack").copied(),
+        Some(fake.attempts),
+        "{report:?}"
+    );
+}

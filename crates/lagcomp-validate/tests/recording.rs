@@ -1145,3 +1145,54 @@ mod erased {
         }
     }
 }
+
+/// The verdict labels a recording in `tests/data/repro/` re-validates to.
+fn repro_labels(name: &str) -> Vec<&'static str> {
+    let path = format!("{}/tests/data/repro/{name}", env!("CARGO_MANIFEST_DIR"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let judged = revalidate(&read(&bytes), None, |_, _| {}).expect("replays");
+    judged.iter().map(|r| r.verdict.outcome.label()).collect()
+}
+
+#[test]
+fn an_entity_on_no_layer_is_hit_neither_by_the_trace_nor_by_a_claim() {
+    // A head recorded with layers 0 straight ahead: the bare shot misses it, and the same
+    // shot claiming it, with a point within the leeway, is no hit either.
+    assert_eq!(
+        repro_labels("layers0_leeway.jsonl"),
+        ["miss", "tampered_claim"]
+    );
+}
+
+#[test]
+fn a_refused_time_neither_counts_as_fired_nor_clears_the_fire_rate_memory() {
+    // Two head shots 0.01 s of claimed time apart against a 0.1 s interval...
+    assert_eq!(
+        repro_labels("fire_rate_control.jsonl"),
+        ["confirmed", "fire_rate"]
+    );
+    // ...and the same with an absurd future claim between them: still too fast.
+    assert_eq!(
+        repro_labels("fire_rate_flush.jsonl"),
+        ["confirmed", "time_in_future", "fire_rate"]
+    );
+}
+
+#[test]
+fn switching_weapons_forgets_no_shot() {
+    // A rifle shot at 0.3, a shot of a weapon with no interval at 0.4, then a rifle shot
+    // claimed at 0.25: 0.05 s from the first rifle shot, too fast for the rifle.
+    assert_eq!(
+        repro_labels("fire_rate_switch.jsonl"),
+        ["confirmed", "confirmed", "fire_rate"]
+    );
+}
+
+#[test]
+fn a_sequence_number_exactly_the_window_behind_the_highest_passes() {
+    // sequence_window 4: 16 is 4 behind 20.
+    assert_eq!(
+        repro_labels("sequence_window.jsonl"),
+        ["confirmed", "confirmed", "confirmed"]
+    );
+}
