@@ -726,7 +726,10 @@ mod tests {
         let bones = [crate::types::c_bone(BoneTransform::IDENTITY); 4];
         let mut scratch = Vec::new();
         let aligned = bones.as_ptr().cast::<BoneTransform>().is_aligned();
-        assert_eq!(bones_view(&bones, &mut scratch), [BoneTransform::IDENTITY; 4]);
+        assert_eq!(
+            bones_view(&bones, &mut scratch),
+            [BoneTransform::IDENTITY; 4]
+        );
         if aligned {
             assert!(scratch.is_empty(), "an aligned array was copied");
         }

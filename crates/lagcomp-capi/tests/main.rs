@@ -1,0 +1,5 @@
+//! The C interface, tested from Rust, C, C++ and C#, in one test binary (STYLE.md).
+
+mod c_program;
+mod header;
+mod support;
