@@ -242,7 +242,7 @@ fn claim(shooter: EntityId, seq: u32, tick: u32, aim_at: Vec3) -> ShotClaim {
 
 /// The verdict lines `capi_test.c` prints, from its scene built with `lagcomp` and
 /// `lagcomp_validate` directly.
-fn rust_verdicts() -> Vec<String> {
+pub(crate) fn rust_verdicts() -> Vec<String> {
     let mut history = History::new(HistoryConfig {
         tick_rate: TICK_RATE,
         max_rewind: 0.5,
