@@ -1,5 +1,6 @@
 //! The C interface, tested from Rust, C, C++ and C#, in one test binary (STYLE.md).
 
+mod api;
 mod c_program;
 mod csharp;
 mod header;
