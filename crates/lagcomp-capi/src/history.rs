@@ -723,7 +723,7 @@ mod tests {
         // translation and scale: the layout `LagcompBoneTransform` spells out. If a
         // compiler lays it out otherwise, recording still works (by copying), but this
         // says the fast path was lost.
-        assert!(SAME_BONE_LAYOUT);
+        const { assert!(SAME_BONE_LAYOUT) };
         let bones = [crate::types::c_bone(BoneTransform::IDENTITY); 4];
         let mut scratch = Vec::new();
         let aligned = bones.as_ptr().cast::<BoneTransform>().is_aligned();

@@ -170,7 +170,7 @@ impl LagcompQuery {
     /// Checks the query and copies its ignore list (`ids`, read from `self.ignore`) into
     /// `ignore`.
     pub(crate) fn to_spec(
-        &self,
+        self,
         ids: &[u64],
         ignore: &mut Vec<lagcomp::EntityId>,
     ) -> Result<QuerySpec, Failure> {

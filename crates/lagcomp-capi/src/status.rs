@@ -2,7 +2,7 @@
 //!
 //! Every fallible function returns a [`LagcompStatus`]; on anything but [`LAGCOMP_OK`] the
 //! calling thread's last error holds a sentence saying what was wrong
-//! ([`lagcomp_last_error`]). No panic leaves the library: [`guard`] catches it and turns it
+//! ([`lagcomp_last_error`]). No panic leaves the library: every entry point catches it and turns it
 //! into [`LAGCOMP_PANIC`] with the panic's message.
 
 use std::cell::RefCell;

@@ -111,9 +111,9 @@ impl LagcompEntityState {
 
     pub(crate) fn from_rust(state: EntityState) -> Self {
         Self {
-            flags: u32::from(state.alive) * LAGCOMP_STATE_ALIVE
-                | u32::from(state.lag_compensated) * LAGCOMP_STATE_LAG_COMPENSATED
-                | u32::from(state.teleported) * LAGCOMP_STATE_TELEPORTED,
+            flags: (u32::from(state.alive) * LAGCOMP_STATE_ALIVE)
+                | (u32::from(state.lag_compensated) * LAGCOMP_STATE_LAG_COMPENSATED)
+                | (u32::from(state.teleported) * LAGCOMP_STATE_TELEPORTED),
             layers: state.layers,
             user: state.user,
             reserved: 0,
@@ -433,7 +433,7 @@ pub(crate) fn finite_pose(what: &str, p: &LagcompPose) -> Result<Pose, Failure> 
 }
 
 impl LagcompShape {
-    pub(crate) fn to_rust(&self) -> Result<Shape, Failure> {
+    pub(crate) fn to_rust(self) -> Result<Shape, Failure> {
         let axis = match self.axis {
             LAGCOMP_AXIS_X => Axis::X,
             LAGCOMP_AXIS_Y => Axis::Y,
@@ -546,7 +546,7 @@ pub(crate) unsafe fn required_text<'a>(what: &str, ptr: *const c_char) -> Result
 impl LagcompHitbox {
     /// # Safety
     /// `self.name` is null or a NUL-terminated string alive for the call.
-    pub(crate) unsafe fn to_rust(&self) -> Result<Hitbox, Failure> {
+    pub(crate) unsafe fn to_rust(self) -> Result<Hitbox, Failure> {
         let context =
             |f: Failure| Failure::new(f.status, format!("hitbox {}: {}", self.id, f.message));
         // SAFETY: the caller's contract.

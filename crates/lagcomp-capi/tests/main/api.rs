@@ -54,10 +54,8 @@ fn spawn(history: *mut LagcompHistory) -> u64 {
     let mut id = 0;
     let hitbox = ball();
     // SAFETY: one valid hitbox, a local out.
-    assert_eq!(
-        unsafe { lagcomp_history_spawn_rigid(history, &hitbox, 1, &mut id) },
-        LAGCOMP_OK
-    );
+    let status = unsafe { lagcomp_history_spawn_rigid(history, &hitbox, 1, &mut id) };
+    assert_eq!(status, LAGCOMP_OK);
     id
 }
 
@@ -117,10 +115,8 @@ fn one_history_used_from_two_threads_serializes_the_calls() {
     // query racing a half-written tick could miss it or read torn bones).
     let mut query = std::mem::MaybeUninit::uninit();
     // SAFETY: a local out.
-    assert_eq!(
-        unsafe { lagcomp_query_default(query.as_mut_ptr()) },
-        LAGCOMP_OK
-    );
+    let status = unsafe { lagcomp_query_default(query.as_mut_ptr()) };
+    assert_eq!(status, LAGCOMP_OK);
     // SAFETY: initialized just above.
     let mut query = unsafe { query.assume_init() };
     query.window_policy = LAGCOMP_WINDOW_CLAMP;
@@ -147,10 +143,8 @@ fn one_history_used_from_two_threads_serializes_the_calls() {
     recorder.join().expect("the recording thread");
     let (mut oldest, mut newest) = (0.0, 0.0);
     // SAFETY: local outs.
-    assert_eq!(
-        unsafe { lagcomp_history_window(history, &mut oldest, &mut newest) },
-        LAGCOMP_OK
-    );
+    let status = unsafe { lagcomp_history_window(history, &mut oldest, &mut newest) };
+    assert_eq!(status, LAGCOMP_OK);
     assert_eq!(newest, 2000.0 / 64.0);
     assert_eq!(lagcomp_history_free(history), LAGCOMP_OK);
 }
@@ -161,10 +155,8 @@ fn a_partly_refused_tick_records_the_others_and_the_recording_says_so() {
     let path = std::ffi::CString::new(dir.join("match.jsonl").to_str().unwrap()).unwrap();
     let history = history();
     // SAFETY: a NUL-terminated path.
-    assert_eq!(
-        unsafe { lagcomp_history_start_match_recording(history, path.as_ptr()) },
-        LAGCOMP_OK
-    );
+    let status = unsafe { lagcomp_history_start_match_recording(history, path.as_ptr()) };
+    assert_eq!(status, LAGCOMP_OK);
     let (a, b) = (spawn(history), spawn(history));
     assert_eq!(record(history, 0, &[a, b], &[at(0.0), at(3.0)]), LAGCOMP_OK);
     // b's bone is not finite: a is recorded, b is left out of tick 1.
