@@ -50,6 +50,21 @@ pub(crate) unsafe fn output<'a, T>(what: &str, ptr: *mut T) -> Result<&'a mut T,
     Ok(unsafe { &mut *ptr })
 }
 
+/// Checks an array argument of `len` elements: not null, aligned, not absurdly long.
+fn check_array<T>(what: &str, ptr: *const T, len: usize) -> Result<(), Failure> {
+    check(what, ptr)?;
+    if len
+        .checked_mul(size_of::<T>())
+        .is_none_or(|bytes| bytes > isize::MAX as usize)
+    {
+        return fail(
+            LAGCOMP_INVALID_ARGUMENT,
+            format!("{what}: {len} elements is absurd"),
+        );
+    }
+    Ok(())
+}
+
 /// `len` values from `ptr`; an empty slice when `len` is 0, whatever `ptr` is.
 ///
 /// # Safety
@@ -63,16 +78,7 @@ pub(crate) unsafe fn slice<'a, T>(
     if len == 0 {
         return Ok(&[]);
     }
-    check(what, ptr)?;
-    if len
-        .checked_mul(size_of::<T>())
-        .is_none_or(|bytes| bytes > isize::MAX as usize)
-    {
-        return fail(
-            LAGCOMP_INVALID_ARGUMENT,
-            format!("{what}: {len} elements is absurd"),
-        );
-    }
+    check_array(what, ptr, len)?;
     // SAFETY: checked non-null, aligned and not too long; the caller's contract for the rest.
     Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
 }
@@ -90,16 +96,7 @@ pub(crate) unsafe fn slice_out<'a, T>(
     if len == 0 {
         return Ok(&mut []);
     }
-    check(what, ptr)?;
-    if len
-        .checked_mul(size_of::<T>())
-        .is_none_or(|bytes| bytes > isize::MAX as usize)
-    {
-        return fail(
-            LAGCOMP_INVALID_ARGUMENT,
-            format!("{what}: {len} elements is absurd"),
-        );
-    }
+    check_array(what, ptr.cast_const(), len)?;
     // SAFETY: checked non-null, aligned and not too long; the caller's contract for the rest.
     Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
 }

@@ -3,7 +3,8 @@
 //! history like every other call, so a query waits for a tick being recorded.
 
 use lagcomp::{
-    History, Obb, Query, QueryError, Ray, RewindError, RewindTarget, StaticHit, Trace, WindowPolicy,
+    History, Obb, Overlap, Query, QueryError, Ray, RewindError, RewindTarget, StaticHit, Trace,
+    WindowPolicy,
 };
 
 use crate::args::{input, optional, output, slice, slice_out};
@@ -475,6 +476,36 @@ pub unsafe extern "C" fn lagcomp_history_trace_all(
     })
 }
 
+/// Runs a volume query into the history's scratch and copies the overlaps out.
+///
+/// # Safety
+/// `query` is null or valid with a valid ignore list; `overlaps` points to `capacity`
+/// writable overlaps; `out_count` is null or writable.
+unsafe fn overlaps_into(
+    history: *mut LagcompHistory,
+    query: *const LagcompQuery,
+    (overlaps, capacity, out_count): (*mut LagcompOverlap, usize, *mut usize),
+    run: impl FnOnce(&mut Query<'_, '_>, &mut Vec<Overlap>) -> Result<lagcomp::Rewind, QueryError>,
+) -> Result<(), Failure> {
+    // SAFETY: the caller's contract.
+    let (out, count, query) = unsafe {
+        (
+            slice_out("overlaps", overlaps, capacity)?,
+            output("out_count", out_count)?,
+            read_query(query)?,
+        )
+    };
+    traced(history, query, |state, spec| {
+        let mut found = std::mem::take(&mut state.overlaps);
+        let result = run(&mut spec.on(&state.history, &state.ignore), &mut found);
+        let outcome = result
+            .map_err(query_failure)
+            .and_then(|_| copy_out(&found, out, count, LagcompOverlap::from_rust));
+        state.overlaps = found;
+        outcome
+    })
+}
+
 /// Every hitbox overlapping a sphere at the query's moment, nearest the centre first,
 /// into `overlaps` (room for `capacity`); `*out_count` receives how many there are.
 ///
@@ -497,28 +528,18 @@ pub unsafe extern "C" fn lagcomp_history_overlap_sphere(
 ) -> LagcompStatus {
     guard(|| {
         // SAFETY: the caller's contract.
-        let (center, out, count) = unsafe {
-            (
-                input("center", center)?,
-                slice_out("overlaps", overlaps, capacity)?,
-                output("out_count", out_count)?,
-            )
-        };
+        let center = unsafe { input("center", center) }?;
         let center = finite_vec3("the sphere's centre", *center)?;
         finite("the sphere's radius", &[radius])?;
         // SAFETY: the caller's contract.
-        let query = unsafe { read_query(query) }?;
-        traced(history, query, |state, spec| {
-            let mut found = std::mem::take(&mut state.overlaps);
-            let result = spec
-                .on(&state.history, &state.ignore)
-                .overlap_sphere(center, radius, &mut found);
-            let outcome = result
-                .map_err(query_failure)
-                .and_then(|_| copy_out(&found, out, count, LagcompOverlap::from_rust));
-            state.overlaps = found;
-            outcome
-        })
+        unsafe {
+            overlaps_into(
+                history,
+                query,
+                (overlaps, capacity, out_count),
+                |q, found| q.overlap_sphere(center, radius, found),
+            )
+        }
     })
 }
 
@@ -538,31 +559,21 @@ pub unsafe extern "C" fn lagcomp_history_overlap_box(
 ) -> LagcompStatus {
     guard(|| {
         // SAFETY: the caller's contract.
-        let (obb, out, count) = unsafe {
-            (
-                input("box", obb)?,
-                slice_out("overlaps", overlaps, capacity)?,
-                output("out_count", out_count)?,
-            )
-        };
+        let obb = unsafe { input("box", obb) }?;
         let center = finite_vec3("the box's centre", obb.center)?;
         let half = finite_vec3("the box's half extents", obb.half_extents)?;
         let r = obb.rotation;
         finite("the box's rotation", &[r.x, r.y, r.z, r.w])?;
         let obb = Obb::new(center, quat(r), half);
         // SAFETY: the caller's contract.
-        let query = unsafe { read_query(query) }?;
-        traced(history, query, |state, spec| {
-            let mut found = std::mem::take(&mut state.overlaps);
-            let result = spec
-                .on(&state.history, &state.ignore)
-                .overlap_box(&obb, &mut found);
-            let outcome = result
-                .map_err(query_failure)
-                .and_then(|_| copy_out(&found, out, count, LagcompOverlap::from_rust));
-            state.overlaps = found;
-            outcome
-        })
+        unsafe {
+            overlaps_into(
+                history,
+                query,
+                (overlaps, capacity, out_count),
+                |q, found| q.overlap_box(&obb, found),
+            )
+        }
     })
 }
 
