@@ -8,7 +8,7 @@ use lagcomp_validate::recording::Recording;
 
 use crate::support::scratch_dir;
 
-fn history() -> *mut LagcompHistory {
+pub(crate) fn history() -> *mut LagcompHistory {
     let mut config = LagcompHistoryConfig {
         struct_size: 0,
         reserved: 0,
@@ -50,7 +50,7 @@ fn ball() -> LagcompHitbox {
     }
 }
 
-fn spawn(history: *mut LagcompHistory) -> u64 {
+pub(crate) fn spawn(history: *mut LagcompHistory) -> u64 {
     let mut id = 0;
     let hitbox = ball();
     // SAFETY: one valid hitbox, a local out.
@@ -59,7 +59,7 @@ fn spawn(history: *mut LagcompHistory) -> u64 {
     id
 }
 
-fn at(x: f32) -> LagcompBoneTransform {
+pub(crate) fn at(x: f32) -> LagcompBoneTransform {
     LagcompBoneTransform {
         rotation: LagcompQuat {
             x: 0.0,
@@ -77,7 +77,7 @@ fn at(x: f32) -> LagcompBoneTransform {
     }
 }
 
-fn record(
+pub(crate) fn record(
     history: *mut LagcompHistory,
     tick: u32,
     ids: &[u64],
