@@ -71,10 +71,8 @@ fn a_tick_and_queries_through_the_c_interface_allocate_nothing() {
     let bones: Vec<LagcompBoneTransform> = (0..16).map(|e| at(e as f32)).collect();
     let mut query = MaybeUninit::uninit();
     // SAFETY: a local out.
-    assert_eq!(
-        unsafe { lagcomp_query_default(query.as_mut_ptr()) },
-        LAGCOMP_OK
-    );
+    let status = unsafe { lagcomp_query_default(query.as_mut_ptr()) };
+    assert_eq!(status, LAGCOMP_OK);
     // SAFETY: written just above.
     let mut query = unsafe { query.assume_init() };
     query.window_policy = LAGCOMP_WINDOW_CLAMP;
