@@ -29,6 +29,72 @@
 //! Units are the caller's, used consistently: lengths in metres in the examples (an
 //! Unreal server converts from centimetres), times in server seconds, ticks as the
 //! server numbers them.
+//!
+//! Integration guides: `docs/engines/unreal.md` and `docs/engines/unity.md`.
+//!
+//! # Example
+//!
+//! The calls a C server makes, here from Rust: a history, a rigid target, one tick, and
+//! a rewound ray.
+//!
+//! ```
+//! use lagcomp_capi::*;
+//!
+//! // SAFETY: every pointer passed is to a live local of the right type and length.
+//! unsafe {
+//!     assert_eq!(lagcomp_abi_version(), LAGCOMP_ABI_VERSION);
+//!     let mut config = std::mem::zeroed();
+//!     assert_eq!(lagcomp_history_config_default(&mut config), LAGCOMP_OK);
+//!     let mut history = std::ptr::null_mut();
+//!     assert_eq!(lagcomp_history_new(&config, &mut history), LAGCOMP_OK);
+//!
+//!     let identity = LagcompQuat { x: 0.0, y: 0.0, z: 0.0, w: 1.0 };
+//!     let body = LagcompHitbox {
+//!         id: 0,
+//!         bone: 0,
+//!         zone: LAGCOMP_ZONE_TORSO,
+//!         zone_custom: 0,
+//!         offset: LagcompPose { translation: LagcompVec3::default(), rotation: identity },
+//!         shape: LagcompShape {
+//!             kind: LAGCOMP_SHAPE_SPHERE,
+//!             axis: LAGCOMP_AXIS_Y,
+//!             radius: 0.5,
+//!             half_height: 0.0,
+//!             half_extents: LagcompVec3::default(),
+//!         },
+//!         name: c"body".as_ptr(),
+//!     };
+//!     let mut target = 0;
+//!     assert_eq!(lagcomp_history_spawn_rigid(history, &body, 1, &mut target), LAGCOMP_OK);
+//!
+//!     // Tick 0 at server time 0: the target stands 10 m down +z.
+//!     let bone = LagcompBoneTransform {
+//!         rotation: identity,
+//!         translation: LagcompVec3 { x: 0.0, y: 0.0, z: 10.0 },
+//!         scale: LagcompVec3 { x: 1.0, y: 1.0, z: 1.0 },
+//!         padding: [0.0; 2],
+//!     };
+//!     let status = lagcomp_history_record_tick(
+//!         history, 0, 0.0, &target, std::ptr::null(), 1, &bone, 1,
+//!     );
+//!     assert_eq!(status, LAGCOMP_OK);
+//!
+//!     let mut query = std::mem::zeroed();
+//!     assert_eq!(lagcomp_query_default(&mut query), LAGCOMP_OK); // time 0
+//!     let ray = LagcompRay {
+//!         origin: LagcompVec3::default(),
+//!         direction: LagcompVec3 { x: 0.0, y: 0.0, z: 1.0 },
+//!         max_distance: 100.0,
+//!     };
+//!     let mut trace = std::mem::zeroed::<LagcompTrace>();
+//!     assert_eq!(lagcomp_history_ray(history, &query, &ray, &mut trace), LAGCOMP_OK);
+//!     assert_eq!((trace.has_hit, trace.hit.entity), (1, target));
+//!     assert!((trace.hit.distance - 9.5).abs() < 1e-5);
+//!
+//!     assert_eq!(lagcomp_history_free(history), LAGCOMP_OK);
+//!     assert_eq!(lagcomp_history_free(history), LAGCOMP_STALE_HANDLE);
+//! }
+//! ```
 
 mod args;
 mod handle;
