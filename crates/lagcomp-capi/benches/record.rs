@@ -7,6 +7,10 @@
 //! - `capi`: the C call with the bones in an array aligned to 16 bytes (read in place).
 //! - `capi_unaligned`: the C call with the bones 4 bytes off that alignment (copied into
 //!   the history's scratch first): what the in-place read saves.
+//!
+//! Criterion times one after the other, so machine load that changes between them moves
+//! the ratio. Afterwards the bench also alternates: 401 rounds of 25 Rust ticks then 25 C
+//! ticks, and prints the median of the rounds' ratios (`alternating: ...` on stderr).
 
 use std::ffi::CString;
 use std::hint::black_box;
@@ -29,6 +33,10 @@ const BONES: u16 = 20;
 const TICK_RATE: f64 = 60.0;
 /// Ticks recorded before timing: the ring has wrapped, as in a running match.
 const WARM_TICKS: u32 = 60;
+/// Alternating rounds, and ticks per side in a round: short rounds, so that a time slice
+/// lost to another process spoils few of them, and the median skips those.
+const ROUNDS: usize = 401;
+const ROUND_TICKS: u32 = 25;
 
 /// A twenty-bone rig: one capsule per bone, stacked.
 fn rig() -> Rig {
@@ -230,50 +238,88 @@ fn record(c: &mut Criterion) {
 
     // The C call, in place and copied.
     for (name, offset) in [("capi", 0), ("capi_unaligned", 1)] {
-        let (history, ids) = c_history(ENTITIES);
-        let mut bones = CBones::new(&input, offset);
-        for tick in 0..WARM_TICKS {
-            frame(tick, &mut warm);
-            bones.fill(&warm);
-            // SAFETY: live handle, arrays of the lengths given.
-            let status = unsafe {
-                lagcomp_history_record_tick(
-                    history,
-                    tick,
-                    f64::from(tick) / TICK_RATE,
-                    ids.as_ptr(),
-                    std::ptr::null(),
-                    ids.len(),
-                    bones.ptr(),
-                    bones.len,
-                )
-            };
-            assert_eq!(status, LAGCOMP_OK);
-        }
-        bones.fill(&input);
+        let (history, ids, bones) = warm_c_history(&input, offset);
         let mut tick = WARM_TICKS;
         group.bench_function(name, |b| {
             b.iter(|| {
-                // SAFETY: live handle, arrays of the lengths given.
-                let status = unsafe {
-                    lagcomp_history_record_tick(
-                        black_box(history),
-                        tick,
-                        f64::from(tick) / TICK_RATE,
-                        black_box(ids.as_ptr()),
-                        std::ptr::null(),
-                        ids.len(),
-                        black_box(bones.ptr()),
-                        bones.len,
-                    )
-                };
-                debug_assert_eq!(status, LAGCOMP_OK);
+                c_tick(history, tick, &ids, &bones);
                 tick += 1;
             });
         });
         assert_eq!(lagcomp_history_free(history), LAGCOMP_OK);
     }
     group.finish();
+
+    // Alternating rounds, each side with its own history past criterion's ticks.
+    let (c_hist, ids, bones) = warm_c_history(&input, 0);
+    let mut c_tick_no = WARM_TICKS;
+    let mut ratios = Vec::new();
+    for _ in 0..ROUNDS {
+        let start = std::time::Instant::now();
+        for _ in 0..ROUND_TICKS {
+            let mut f = black_box(&mut history)
+                .begin_frame(Tick(tick), f64::from(tick) / TICK_RATE)
+                .expect("ticks increase");
+            f.record_all(black_box(&entities), black_box(&input))
+                .expect("valid records");
+            f.finish();
+            tick += 1;
+        }
+        let rust = start.elapsed();
+        let start = std::time::Instant::now();
+        for _ in 0..ROUND_TICKS {
+            c_tick(c_hist, c_tick_no, &ids, &bones);
+            c_tick_no += 1;
+        }
+        let capi = start.elapsed();
+        ratios.push((capi.as_secs_f64() / rust.as_secs_f64(), rust, capi));
+    }
+    ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (ratio, rust, capi) = ratios[ratios.len() / 2];
+    eprintln!(
+        "alternating: median of {ROUNDS} rounds of {ROUND_TICKS} ticks, capi/rust = {ratio:.3} (that round: rust {:.2} us, capi {:.2} us a tick); quartiles {:.3}..{:.3}",
+        rust.as_secs_f64() * 1e6 / ROUND_TICKS as f64,
+        capi.as_secs_f64() * 1e6 / ROUND_TICKS as f64,
+        ratios[ratios.len() / 4].0,
+        ratios[3 * ratios.len() / 4].0,
+    );
+    assert_eq!(lagcomp_history_free(c_hist), LAGCOMP_OK);
+}
+
+/// A C-interface history with the bench's entities and warm-up ticks recorded, and the
+/// timed tick's bones laid out `offset_floats` floats past a 16-byte boundary.
+fn warm_c_history(
+    input: &[BoneTransform],
+    offset_floats: usize,
+) -> (*mut LagcompHistory, Vec<u64>, CBones) {
+    let (history, ids) = c_history(ENTITIES);
+    let mut bones = CBones::new(input, offset_floats);
+    let mut warm = Vec::new();
+    for tick in 0..WARM_TICKS {
+        frame(tick, &mut warm);
+        bones.fill(&warm);
+        c_tick(history, tick, &ids, &bones);
+    }
+    bones.fill(input);
+    (history, ids, bones)
+}
+
+/// One tick through `lagcomp_history_record_tick`.
+fn c_tick(history: *mut LagcompHistory, tick: u32, ids: &[u64], bones: &CBones) {
+    // SAFETY: a live handle, arrays of the lengths given.
+    let status = unsafe {
+        lagcomp_history_record_tick(
+            black_box(history),
+            tick,
+            f64::from(tick) / TICK_RATE,
+            black_box(ids.as_ptr()),
+            std::ptr::null(),
+            ids.len(),
+            black_box(bones.ptr()),
+            bones.len,
+        )
+    };
+    debug_assert_eq!(status, LAGCOMP_OK);
 }
 
 fn main() {

@@ -651,8 +651,9 @@ LagcompStatus lagcomp_history_free(struct LagcompHistory *history);
 // them does not copy the history when the next tick is recorded. Call before the match.
 LagcompStatus lagcomp_history_reserve(struct LagcompHistory *history, uint32_t entities, uint32_t bones);
 
-// Spawns an entity whose rig has `bone_count` bones and these hitboxes (copied). It is
-// seen by queries from the first tick it is recorded in, with `bone_count` transforms
+// Spawns an entity whose rig has `bone_count` bones and these hitboxes (copied; entities
+// spawned with equal rigs share one copy). It is seen by queries from the first tick it
+// is recorded in, with `bone_count` transforms
 // per tick in bone order. `*out_entity` receives its id (stable, generational: after
 // despawning and aging out, the id reports `LAGCOMP_UNKNOWN_ENTITY`).
 //

@@ -56,12 +56,17 @@ pub(crate) struct HistoryState {
     batch: Vec<(EntityId, EntityState)>,
     /// Bones copied when the caller's array cannot be read in place.
     bones: Vec<BoneTransform>,
-    /// The last batch whose handles and bone total were checked, under `epoch`.
+    /// The last batch converted into `batch` and checked (handles, bone total), under
+    /// `checked_epoch`: its ids, its states (`None`: the caller passed none), its bones.
     checked: Vec<u64>,
+    checked_states: Option<Vec<LagcompEntityState>>,
     checked_bones: usize,
     checked_epoch: u64,
     /// Bumped by every spawn and despawn: a checked batch no longer holds.
     epoch: u64,
+    /// The distinct rigs spawned so far: entities spawned with equal hitboxes share one
+    /// (see `lagcomp_history_spawn`).
+    rigs: Vec<Arc<Rig>>,
     /// Query results before they are copied out.
     pub(crate) hits: Vec<Hit>,
     pub(crate) overlaps: Vec<Overlap>,
@@ -104,6 +109,22 @@ pub(crate) fn cell_of(handle: *const LagcompHistory) -> Result<Arc<HistoryCell>,
 }
 
 impl HistoryState {
+    /// The rig equal to `rig` that earlier spawns share, or `rig` itself, kept for the
+    /// next spawns. Rigs no entity uses any more are dropped here.
+    ///
+    /// PERF: recording reads each entity's rig (its bones' reaches); 200 entities with a
+    /// rig each instead of one shared made a 200 x 20 tick 12 % slower (the bench's
+    /// alternating rounds: capi/rust 1.120 with a rig per entity, see the commit).
+    fn shared_rig(&mut self, rig: Rig) -> Arc<Rig> {
+        self.rigs.retain(|kept| Arc::strong_count(kept) > 1);
+        if let Some(kept) = self.rigs.iter().find(|kept| ***kept == rig) {
+            return Arc::clone(kept);
+        }
+        let rig = Arc::new(rig);
+        self.rigs.push(Arc::clone(&rig));
+        rig
+    }
+
     /// Writes a line to the match recording, if any; a failure closes the recording.
     pub(crate) fn record_line(
         &mut self,
@@ -198,7 +219,9 @@ pub unsafe extern "C" fn lagcomp_history_new(
             history,
             batch: Vec::new(),
             bones: Vec::new(),
+            rigs: Vec::new(),
             checked: Vec::new(),
+            checked_states: None,
             checked_bones: 0,
             checked_epoch: 0,
             epoch: 1,
@@ -263,8 +286,9 @@ unsafe fn rig(
     Rig::new(bone_count, hitboxes).map_err(|e| Failure::new(LAGCOMP_INVALID_ARGUMENT, e))
 }
 
-/// Spawns an entity whose rig has `bone_count` bones and these hitboxes (copied). It is
-/// seen by queries from the first tick it is recorded in, with `bone_count` transforms
+/// Spawns an entity whose rig has `bone_count` bones and these hitboxes (copied; entities
+/// spawned with equal rigs share one copy). It is seen by queries from the first tick it
+/// is recorded in, with `bone_count` transforms
 /// per tick in bone order. `*out_entity` receives its id (stable, generational: after
 /// despawning and aging out, the id reports `LAGCOMP_UNKNOWN_ENTITY`).
 ///
@@ -287,8 +311,9 @@ pub unsafe extern "C" fn lagcomp_history_spawn(
         // SAFETY: the caller's contract.
         let out = unsafe { output("out_entity", out_entity) }?;
         // SAFETY: the caller's contract.
-        let rig = Arc::new(unsafe { rig(bone_count, hitboxes, hitbox_count) }?);
+        let rig = unsafe { rig(bone_count, hitboxes, hitbox_count) }?;
         with_history(history, |state| {
+            let rig = state.shared_rig(rig);
             let id = state.history.spawn(Arc::clone(&rig));
             state.epoch += 1;
             state.used = true;
@@ -388,10 +413,11 @@ const SAME_BONE_LAYOUT: bool = size_of::<LagcompBoneTransform>() == size_of::<Bo
 /// The caller's bones as `BoneTransform`s: in place when the layouts agree and the array
 /// is aligned for `BoneTransform`, else copied into `scratch`.
 ///
-/// PERF: read in place, recording 200 entities x 20 bones through the C interface costs
-/// what the Rust call costs, within the noise (`cargo bench -p lagcomp-capi --bench
-/// record`, two runs on a loaded 2-core box: 21.0 / 18.3 us against 19.1 / 19.0 us);
-/// copying the 4,000 transforms first cost 36.2 / 25.5 us.
+/// PERF: read in place, a 200 entities x 20 bones tick through the C interface costs
+/// what the Rust call costs (`cargo bench -p lagcomp-capi --bench record`, alternating
+/// rounds on a loaded 2-core box: capi/rust medians 1.027 and 0.999); copying the 4,000
+/// transforms first (an unaligned array) costs about 1.6x (criterion: 30.3 and 29.2 us
+/// against 18.7 and 18.6 us for the Rust call).
 fn bones_view<'a>(
     bones: &'a [LagcompBoneTransform],
     scratch: &'a mut Vec<BoneTransform>,
@@ -432,18 +458,37 @@ fn record_failure(error: RecordError) -> Failure {
 }
 
 impl HistoryState {
-    /// Checks the batch's handles and bone total before a frame begins, so a bad batch
-    /// changes nothing (the frame is not begun). A batch equal to the last one checked,
-    /// with no spawn or despawn since, is not looked up again.
-    fn check_batch(&mut self, entities: &[u64], bone_count: usize) -> Result<(), Failure> {
-        if self.checked_epoch == self.epoch
+    /// Whether `entities`, `states` and `bone_count` are the batch converted and checked
+    /// last, with no spawn or despawn since.
+    fn same_batch(
+        &self,
+        entities: &[u64],
+        states: Option<&[LagcompEntityState]>,
+        bone_count: usize,
+    ) -> bool {
+        self.checked_epoch == self.epoch
             && self.checked_bones == bone_count
             && self.checked == entities
-        {
-            return Ok(());
-        }
+            && self.checked_states.as_deref() == states
+    }
+
+    /// Converts the batch into `self.batch` and checks its handles and bone total before
+    /// a frame begins, so a bad batch changes nothing (the frame is not begun).
+    fn convert_batch(
+        &mut self,
+        entities: &[u64],
+        states: Option<&[LagcompEntityState]>,
+        bone_count: usize,
+    ) -> Result<(), Failure> {
+        // Whatever happens below, `batch` no longer holds the batch last checked.
+        self.checked_epoch = 0;
+        self.batch.clear();
         let mut expected = 0_usize;
-        for &bits in entities {
+        for (i, &bits) in entities.iter().enumerate() {
+            let state = match states {
+                Some(states) => states[i].to_rust()?,
+                None => EntityState::default(),
+            };
             let id = entity(bits);
             if !self.history.is_active(id) {
                 let why = self
@@ -457,6 +502,7 @@ impl HistoryState {
                 .rig(id)
                 .map_err(|e| Failure::new(LAGCOMP_UNKNOWN_ENTITY, e))?;
             expected += usize::from(rig.bone_count());
+            self.batch.push((id, state));
         }
         if expected != bone_count {
             return fail(
@@ -466,12 +512,23 @@ impl HistoryState {
         }
         self.checked.clear();
         self.checked.extend_from_slice(entities);
+        match (states, &mut self.checked_states) {
+            (Some(states), Some(kept)) => {
+                kept.clear();
+                kept.extend_from_slice(states);
+            }
+            (Some(states), kept) => *kept = Some(states.to_vec()),
+            (None, kept) => *kept = None,
+        }
         self.checked_bones = bone_count;
         self.checked_epoch = self.epoch;
         Ok(())
     }
 
     /// Records one tick. See `lagcomp_history_record_tick`.
+    ///
+    /// PERF: the same batch as the last tick (ids, states, bone total) is neither
+    /// converted nor looked up again: two comparisons of the caller's arrays.
     pub(crate) fn record_tick(
         &mut self,
         tick: u32,
@@ -485,15 +542,9 @@ impl HistoryState {
         {
             return fail(LAGCOMP_BAD_LENGTH, "states and entities differ in length");
         }
-        self.batch.clear();
-        for (i, &bits) in entities.iter().enumerate() {
-            let state = match states {
-                Some(states) => states[i].to_rust()?,
-                None => EntityState::default(),
-            };
-            self.batch.push((entity(bits), state));
+        if !self.same_batch(entities, states, bones.len()) {
+            self.convert_batch(entities, states, bones.len())?;
         }
-        self.check_batch(entities, bones.len())?;
         let bones = bones_view(bones, &mut self.bones);
         let mut frame = self
             .history
