@@ -1,6 +1,7 @@
 //! The C functions called from Rust: what the C program cannot easily show (threads, and
 //! the match recording of a partly refused tick).
 
+use std::mem::MaybeUninit;
 use std::ptr::null;
 
 use lagcomp_capi::*;
@@ -182,4 +183,72 @@ fn a_partly_refused_tick_records_the_others_and_the_recording_says_so() {
     assert_eq!(frames.len(), 3, "{text}");
     assert_eq!(frames[1].matches("\"entity\"").count(), 1, "{}", frames[1]);
     assert_eq!(frames[2].matches("\"entity\"").count(), 2, "{}", frames[2]);
+}
+
+#[test]
+fn a_repeated_batch_is_still_checked_after_changes() {
+    let history = history();
+    let (a, b) = (spawn(history), spawn(history));
+    let ids = [a, b];
+    let bones = [at(0.0), at(3.0)];
+    let alive = LagcompEntityState {
+        flags: LAGCOMP_STATE_ALIVE | LAGCOMP_STATE_LAG_COMPENSATED,
+        layers: 1,
+        user: 7,
+        reserved: 0,
+    };
+    let mut states = [alive, alive];
+    let tick = |tick: u32, states: &[LagcompEntityState]| {
+        // SAFETY: arrays of the lengths given.
+        unsafe {
+            lagcomp_history_record_tick(
+                history,
+                tick,
+                f64::from(tick) / 64.0,
+                ids.as_ptr(),
+                states.as_ptr(),
+                2,
+                bones.as_ptr(),
+                2,
+            )
+        }
+    };
+    assert_eq!(tick(0, &states), LAGCOMP_OK);
+    // The caller changes its states array in place: the new states are recorded.
+    states[1].flags = 0;
+    states[1].user = 9;
+    assert_eq!(tick(1, &states), LAGCOMP_OK);
+    let state_of = |entity: u64, tick: u32| {
+        let mut query = MaybeUninit::uninit();
+        let mut sample = MaybeUninit::<LagcompEntitySample>::uninit();
+        let mut count = 0;
+        // SAFETY: local outs; no bones asked for.
+        unsafe {
+            assert_eq!(lagcomp_query_default(query.as_mut_ptr()), LAGCOMP_OK);
+            let mut query = query.assume_init();
+            query.time = f64::from(tick) / 64.0;
+            let status = lagcomp_history_entity_at(
+                history,
+                &query,
+                entity,
+                LAGCOMP_ENTITY_AS_RECORDED,
+                std::ptr::null_mut(),
+                0,
+                &mut count,
+                sample.as_mut_ptr(),
+            );
+            assert_eq!(status, LAGCOMP_BUFFER_TOO_SMALL, "one bone, no room");
+            sample.assume_init().state
+        }
+    };
+    assert_eq!(state_of(b, 0), alive);
+    assert_eq!(state_of(b, 1), states[1]);
+    // A flag the library does not know is refused even in a batch seen before.
+    states[0].flags = 1 << 7;
+    assert_eq!(tick(2, &states), LAGCOMP_INVALID_ARGUMENT);
+    states[0].flags = alive.flags;
+    // After a despawn the same list is checked again: b can no longer record.
+    assert_eq!(lagcomp_history_despawn(history, b), LAGCOMP_OK);
+    assert_eq!(tick(2, &states), LAGCOMP_UNKNOWN_ENTITY);
+    assert_eq!(lagcomp_history_free(history), LAGCOMP_OK);
 }
