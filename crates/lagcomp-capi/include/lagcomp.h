@@ -140,8 +140,9 @@ typedef int32_t LagcompStatus;
 // How a history is sized. Fill with `lagcomp_history_config_default`, then change what
 // you need.
 typedef struct LagcompHistoryConfig {
-  // `sizeof(LagcompHistoryConfig)` as the caller compiled it: later versions append
-  // fields, and a library reads only the fields the caller's size covers.
+  // `sizeof(LagcompHistoryConfig)` as the caller compiled it: later versions only
+  // append fields, and a library accepts any size from the first version's up (fields
+  // past the caller's size take their defaults; fields it does not know are ignored).
   uint32_t struct_size;
   // Must be 0.
   uint32_t reserved;

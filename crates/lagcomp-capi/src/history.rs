@@ -38,8 +38,9 @@ pub struct LagcompHistory {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LagcompHistoryConfig {
-    /// `sizeof(LagcompHistoryConfig)` as the caller compiled it: later versions append
-    /// fields, and a library reads only the fields the caller's size covers.
+    /// `sizeof(LagcompHistoryConfig)` as the caller compiled it: later versions only
+    /// append fields, and a library accepts any size from the first version's up (fields
+    /// past the caller's size take their defaults; fields it does not know are ignored).
     pub struct_size: u32,
     /// Must be 0.
     pub reserved: u32,
@@ -194,6 +195,8 @@ pub unsafe extern "C" fn lagcomp_history_new(
     guard(|| {
         // SAFETY: the caller's contract.
         let (config, out) = unsafe { (input("config", config)?, output("out", out)?) };
+        // Version 1 is the whole struct; a later version reads the fields past
+        // `struct_size` as their defaults instead of refusing a version 1 caller.
         if (config.struct_size as usize) < size_of::<LagcompHistoryConfig>() {
             return fail(
                 LAGCOMP_BAD_LENGTH,
