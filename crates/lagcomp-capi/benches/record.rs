@@ -226,12 +226,7 @@ fn record(c: &mut Criterion) {
     let mut tick = WARM_TICKS;
     group.bench_function("rust", |b| {
         b.iter(|| {
-            let mut f = black_box(&mut history)
-                .begin_frame(Tick(tick), f64::from(tick) / TICK_RATE)
-                .expect("ticks increase");
-            f.record_all(black_box(&entities), black_box(&input))
-                .expect("valid records");
-            f.finish();
+            rust_tick(&mut history, &entities, tick, &input);
             tick += 1;
         });
     });
@@ -257,12 +252,7 @@ fn record(c: &mut Criterion) {
     for _ in 0..ROUNDS {
         let start = std::time::Instant::now();
         for _ in 0..ROUND_TICKS {
-            let mut f = black_box(&mut history)
-                .begin_frame(Tick(tick), f64::from(tick) / TICK_RATE)
-                .expect("ticks increase");
-            f.record_all(black_box(&entities), black_box(&input))
-                .expect("valid records");
-            f.finish();
+            rust_tick(&mut history, &entities, tick, &input);
             tick += 1;
         }
         let rust = start.elapsed();
@@ -302,6 +292,21 @@ fn warm_c_history(
     }
     bones.fill(input);
     (history, ids, bones)
+}
+
+/// One tick through the Rust call.
+fn rust_tick(
+    history: &mut History,
+    entities: &[(EntityId, EntityState)],
+    tick: u32,
+    bones: &[BoneTransform],
+) {
+    let mut f = black_box(history)
+        .begin_frame(Tick(tick), f64::from(tick) / TICK_RATE)
+        .expect("ticks increase");
+    f.record_all(black_box(entities), black_box(bones))
+        .expect("valid records");
+    f.finish();
 }
 
 /// One tick through `lagcomp_history_record_tick`.

@@ -84,6 +84,20 @@ pub(crate) fn record(
     ids: &[u64],
     bones: &[LagcompBoneTransform],
 ) -> LagcompStatus {
+    record_with(history, tick, ids, None, bones)
+}
+
+/// [`record`] with the entities' states (`None`: the defaults).
+pub(crate) fn record_with(
+    history: *mut LagcompHistory,
+    tick: u32,
+    ids: &[u64],
+    states: Option<&[LagcompEntityState]>,
+    bones: &[LagcompBoneTransform],
+) -> LagcompStatus {
+    if let Some(states) = states {
+        assert_eq!(states.len(), ids.len());
+    }
     // SAFETY: slices of the lengths given.
     unsafe {
         lagcomp_history_record_tick(
@@ -91,7 +105,7 @@ pub(crate) fn record(
             tick,
             f64::from(tick) / 64.0,
             ids.as_ptr(),
-            null(),
+            states.map_or(null(), <[_]>::as_ptr),
             ids.len(),
             bones.as_ptr(),
             bones.len(),
@@ -199,19 +213,7 @@ fn a_repeated_batch_is_still_checked_after_changes() {
     };
     let mut states = [alive, alive];
     let tick = |tick: u32, states: &[LagcompEntityState]| {
-        // SAFETY: arrays of the lengths given.
-        unsafe {
-            lagcomp_history_record_tick(
-                history,
-                tick,
-                f64::from(tick) / 64.0,
-                ids.as_ptr(),
-                states.as_ptr(),
-                2,
-                bones.as_ptr(),
-                2,
-            )
-        }
+        record_with(history, tick, &ids, Some(states), &bones)
     };
     assert_eq!(tick(0, &states), LAGCOMP_OK);
     // The caller changes its states array in place: the new states are recorded.
