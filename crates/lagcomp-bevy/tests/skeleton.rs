@@ -32,7 +32,7 @@ fn rig() -> Arc<Rig> {
     )
 }
 
-fn skeleton() -> Hitboxes {
+pub(crate) fn skeleton() -> Hitboxes {
     Hitboxes::skeletal(rig(), ["head", "hips", "hand_l"]).expect("one name per bone")
 }
 
@@ -57,7 +57,7 @@ fn animate(
 
 /// Spawns the joints under `root` as a glTF scene would: an armature, hips, a spine that
 /// is no bone, the head above it and a hand off the hips. Returns head, hips, hand.
-fn spawn_joints(world: &mut World, root: Entity) -> [Entity; 3] {
+pub(crate) fn spawn_joints(world: &mut World, root: Entity) -> [Entity; 3] {
     let armature = world
         .spawn((Name::new("Armature"), Transform::default(), ChildOf(root)))
         .id();
