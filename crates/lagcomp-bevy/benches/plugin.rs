@@ -14,8 +14,8 @@ use bevy_ecs::system::SystemState;
 use bevy_transform::components::Transform;
 use criterion::Criterion;
 use lagcomp::{
-    BoneTransform, EntityId, EntityState, History, HistoryConfig, Hitbox, Quat, Ray, RewindTarget,
-    Rig, Shape, Tick, Vec3, WindowPolicy, Zone,
+    BoneTransform, EntityId, EntityState, History, Hitbox, Quat, Ray, RewindTarget, Rig, Shape,
+    Tick, Vec3, WindowPolicy, Zone,
 };
 use lagcomp_bevy::{HitboxEntities, Hitboxes, LagCompHistory, LagCompPlugin, RewoundHitboxes};
 
