@@ -129,11 +129,13 @@ impl Plugin for LagCompPlugin {
             .insert_resource(LagCompClock::new(self.config.tick_rate))
             .init_resource::<HitboxEntities>()
             .init_resource::<RecordReport>()
+            .init_resource::<record::JointSlots>()
             .add_message::<ShotFired>()
             .add_message::<ShotJudged>()
             .add_observer(entities::on_hitboxes_inserted)
             .add_observer(entities::on_hitboxes_discarded)
             .add_observer(shots::on_shooter_inserted)
+            .add_observer(record::on_joints_removed)
             .configure_sets(
                 self.schedule,
                 (LagCompSystems::Record, LagCompSystems::Validate).chain(),

@@ -168,6 +168,79 @@ fn a_rig_is_recorded_from_the_tick_its_joints_appear() {
     );
 }
 
+/// Every bone of `root`'s newest frame against its joints' propagated transforms.
+fn assert_bones_match_joints(app: &mut bevy_app::App, root: Entity, joints: [Entity; 3]) {
+    let id = app
+        .world()
+        .resource::<HitboxEntities>()
+        .core_id(root)
+        .expect("registered");
+    let bones: Vec<_> = {
+        let history = app.world().resource::<LagCompHistory>();
+        let newest = history.newest_tick().expect("a frame");
+        let then = history
+            .entity_at(
+                id,
+                RewindTarget::between(newest, newest, 0.0),
+                WindowPolicy::Reject,
+            )
+            .expect("a valid target")
+            .expect("recorded in the newest frame");
+        (0..3).map(|b| then.bone(b).expect("a bone")).collect()
+    };
+    support::propagate(app);
+    for (b, joint) in joints.iter().enumerate() {
+        let global = app
+            .world()
+            .get::<GlobalTransform>(*joint)
+            .expect("a global transform");
+        assert_near(bones[b].translation, global.translation(), 1e-4);
+    }
+}
+
+#[test]
+fn a_lost_joint_leaves_the_rig_out_until_it_is_back_and_slots_are_reused() {
+    let mut app = support::app();
+    support::moving(&mut app, animate);
+    let first = app
+        .world_mut()
+        .spawn((Root, Transform::default(), skeleton()))
+        .id();
+    let [head, hips, hand] = spawn_joints(app.world_mut(), first);
+    support::tick(&mut app);
+    assert_bones_match_joints(&mut app, first, [head, hips, hand]);
+    // The hand is cut off: the rig is left out rather than recorded with a stale hand.
+    app.world_mut().despawn(hand);
+    support::tick(&mut app);
+    let report = app.world().resource::<RecordReport>();
+    assert_eq!((report.entities, report.skipped), (0, 1));
+    // It grows back under the hips: found again, recorded again.
+    let hand = app
+        .world_mut()
+        .spawn((
+            Name::new("hand_l"),
+            Transform::from_xyz(-0.4, 0.0, 0.0),
+            ChildOf(hips),
+        ))
+        .id();
+    support::tick(&mut app);
+    let report = app.world().resource::<RecordReport>();
+    assert_eq!((report.entities, report.skipped), (1, 0));
+    assert_bones_match_joints(&mut app, first, [head, hips, hand]);
+    // The character despawns with its joints; the next one takes its slots.
+    app.world_mut().despawn(first);
+    let second = app
+        .world_mut()
+        .spawn((Root, Transform::from_xyz(3.0, 0.0, 0.0), skeleton()))
+        .id();
+    let joints = spawn_joints(app.world_mut(), second);
+    for _ in 0..3 {
+        support::tick(&mut app);
+        assert_eq!(app.world().resource::<RecordReport>().entities, 1);
+        assert_bones_match_joints(&mut app, second, joints);
+    }
+}
+
 #[test]
 fn malformed_rigs_are_refused_with_reasons() {
     assert_eq!(
