@@ -153,3 +153,56 @@ fn frames_follow_the_games_tick_and_skip_one_that_did_not_advance() {
     );
     assert_eq!(app.world().resource::<RecordReport>().frames, 2);
 }
+
+#[test]
+fn the_recorded_state_comes_from_the_hitbox_state_component() {
+    let mut app = support::app();
+    let alive = lagcomp_bevy::HitboxState {
+        alive: true,
+        lag_compensated: true,
+        layers: 0b100,
+        user: 7,
+    };
+    let player = app
+        .world_mut()
+        .spawn((Transform::default(), support::player(), alive))
+        .id();
+    support::tick(&mut app);
+    // It dies at tick 1: the past still sees it alive, the present does not.
+    app.world_mut()
+        .get_mut::<lagcomp_bevy::HitboxState>(player)
+        .expect("a state")
+        .alive = false;
+    support::tick(&mut app);
+    let mut state = SystemState::<RewoundHitboxes>::new(app.world_mut());
+    let rewound = state.get(app.world()).expect("the plugin's resources");
+    let ray = Ray::new(Vec3::new(0.0, 0.9, -5.0), Vec3::Z, 100.0).expect("a valid ray");
+    let then = RewindTarget::at(time_of(0));
+    let hit = rewound
+        .at(then)
+        .ray(&ray)
+        .expect("valid")
+        .hit
+        .expect("a hit");
+    assert_eq!(hit.entity, player);
+    let recorded = hit.hit.state;
+    assert_eq!(
+        (recorded.alive, recorded.layers, recorded.user),
+        (true, 0b100, 7)
+    );
+    // A mask without its layer does not see it.
+    assert!(
+        rewound
+            .at(then)
+            .layers(0b011)
+            .ray(&ray)
+            .expect("valid")
+            .hit
+            .is_none()
+    );
+    let now = RewindTarget::at(time_of(1));
+    assert!(
+        rewound.at(now).ray(&ray).expect("valid").hit.is_none(),
+        "dead at tick 1"
+    );
+}
