@@ -14,8 +14,8 @@ use bevy_ecs::system::SystemState;
 use bevy_transform::components::Transform;
 use criterion::Criterion;
 use lagcomp::{
-    BoneTransform, EntityId, EntityState, History, Hitbox, Quat, Ray, RewindTarget, Rig, Shape,
-    Tick, Vec3, WindowPolicy, Zone,
+    BoneTransform, EntityId, EntityState, History, HistoryConfig, Hitbox, Quat, Ray, RewindTarget,
+    Rig, Shape, Tick, Vec3, WindowPolicy, Zone,
 };
 use lagcomp_bevy::{HitboxEntities, Hitboxes, LagCompHistory, LagCompPlugin, RewoundHitboxes};
 
@@ -118,6 +118,49 @@ fn record(c: &mut Criterion) {
     group.finish();
 }
 
+/// The rigid reading of "200 entities x 20 hitboxes": twenty hitboxes on each entity's
+/// own transform (one bone), so the core records 200 bones and the plugin composes none.
+fn record_rigid(c: &mut Criterion) {
+    let hitboxes: Vec<Hitbox> = (0..BONES)
+        .map(|b| {
+            Hitbox::new(b, format!("part{b}"), Zone::Torso, 0, Shape::sphere(0.1))
+                .offset_by(Vec3::Y * 0.1 * f32::from(b))
+        })
+        .collect();
+    let rig = Arc::new(Rig::rigid(hitboxes).expect("a valid rig"));
+    let mut app = App::new();
+    app.add_plugins(LagCompPlugin::new(TICK_RATE, 0.5).expect("a valid config"));
+    let mut history = History::new(HistoryConfig::default()).expect("a valid config");
+    let mut batch = Vec::new();
+    let mut bones = Vec::new();
+    for e in 0..ENTITIES {
+        let at = Vec3::new((e % 20) as f32 * 5.0, 0.0, (e / 20) as f32 * 5.0);
+        let hitboxes = Hitboxes::from_rig(rig.clone()).expect("one bone");
+        app.world_mut()
+            .spawn((Transform::from_translation(at), hitboxes));
+        batch.push((history.spawn(rig.clone()), EntityState::default()));
+        bones.push(BoneTransform::from_translation(at));
+    }
+    for _ in 0..40 {
+        app.world_mut().run_schedule(FixedPostUpdate);
+    }
+    let mut group = c.benchmark_group("bevy_record_200x20_rigid");
+    group.bench_function("plugin", |b| {
+        b.iter(|| app.world_mut().run_schedule(FixedPostUpdate));
+    });
+    let mut tick = 0_u32;
+    group.bench_function("core", |b| {
+        b.iter(|| {
+            tick += 1;
+            let mut frame = history
+                .begin_frame(Tick(tick), f64::from(tick) / TICK_RATE)
+                .expect("ticks increase");
+            black_box(frame.record_all(black_box(&batch), black_box(&bones))).expect("valid poses");
+        });
+    });
+    group.finish();
+}
+
 fn ray(c: &mut Criterion) {
     let mut app = app();
     let newest = app
@@ -170,6 +213,7 @@ fn main() {
         .sample_size(30)
         .configure_from_args();
     record(&mut c);
+    record_rigid(&mut c);
     ray(&mut c);
     c.final_summary();
 }

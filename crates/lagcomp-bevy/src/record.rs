@@ -196,19 +196,20 @@ pub(crate) fn on_joints_removed(
     slots.give_back(joints.base, joints.chain.len() as u32);
 }
 
-/// The world transform of `entity` now: its `Transform` composed with its ancestors'.
-/// `None` if it or an ancestor has no `Transform`.
+/// The world transform now of an entity whose own transform is `local` under `parent`:
+/// `local` composed with its ancestors' transforms. `None` if an ancestor has none.
 #[inline]
 pub(crate) fn world_transform(
-    entity: Entity,
+    local: &Transform,
+    parent: Option<&ChildOf>,
     locals: &Query<(&Transform, Option<&ChildOf>)>,
 ) -> Option<Transform> {
-    let (local, mut parent) = locals.get(entity).ok()?;
     let mut world = *local;
-    while let Some(child_of) = parent {
-        let (local, up) = locals.get(child_of.parent()).ok()?;
+    let mut parent = parent.map(ChildOf::parent);
+    while let Some(entity) = parent {
+        let (local, up) = locals.get(entity).ok()?;
         world = local.mul_transform(world);
-        parent = up;
+        parent = up.map(ChildOf::parent);
     }
     Some(world)
 }
@@ -221,6 +222,8 @@ fn bone(transform: &Transform) -> BoneTransform {
 /// What recording reads of each entity with hitboxes.
 type Recorded = (
     Entity,
+    &'static Transform,
+    Option<&'static ChildOf>,
     &'static Hitboxes,
     Option<&'static SkeletonJoints>,
     Option<&'static HitboxState>,
@@ -283,12 +286,12 @@ pub(crate) fn record_frame(
         }
     }
     let mut skipped = 0;
-    for (entity, hitboxes, joints, state, jumped) in &rigs {
+    for (entity, local, parent, hitboxes, joints, state, jumped) in &rigs {
         let Some(id) = entities.core_id(entity) else {
             skipped += 1;
             continue;
         };
-        let Some(root) = world_transform(entity, &locals) else {
+        let Some(root) = world_transform(local, parent, &locals) else {
             skipped += 1;
             continue;
         };
