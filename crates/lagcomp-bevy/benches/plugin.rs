@@ -1,0 +1,219 @@
+//! The plugin's overhead over the core: recording 200 skeletal entities of 20 bones (one
+//! hitbox each) through the plugin (poses composed from 4,000 joint entities' transforms)
+//! against the core recording the same poses, and a rewound ray through `RewoundHitboxes`
+//! against the core's query.
+//!
+//! `cargo bench -p lagcomp-bevy --bench plugin`
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use bevy_app::{App, FixedPostUpdate};
+use bevy_ecs::prelude::*;
+use bevy_ecs::system::SystemState;
+use bevy_transform::components::Transform;
+use criterion::Criterion;
+use lagcomp::{
+    BoneTransform, EntityId, EntityState, History, HistoryConfig, Hitbox, Quat, Ray, RewindTarget,
+    Rig, Shape, Tick, Vec3, WindowPolicy, Zone,
+};
+use lagcomp_bevy::{HitboxEntities, Hitboxes, LagCompHistory, LagCompPlugin, RewoundHitboxes};
+
+const ENTITIES: usize = 200;
+const BONES: u16 = 20;
+const TICK_RATE: f64 = 64.0;
+
+/// Twenty bones, bone `b` the child of bone `(b - 1) / 2`, one capsule on each.
+fn rig() -> Arc<Rig> {
+    let hitboxes = (0..BONES)
+        .map(|b| {
+            Hitbox::new(
+                b,
+                format!("bone{b}"),
+                Zone::Torso,
+                b,
+                Shape::capsule(0.08, 0.12, lagcomp::Axis::Y),
+            )
+        })
+        .collect();
+    Arc::new(Rig::new(BONES, hitboxes).expect("a valid rig"))
+}
+
+fn joint_names() -> Vec<String> {
+    (0..BONES).map(|b| format!("joint{b}")).collect()
+}
+
+/// The app: `ENTITIES` rigs on a 20 x 10 grid 5 m apart, joints bent a little each.
+fn app() -> App {
+    let mut app = App::new();
+    app.add_plugins(LagCompPlugin::new(TICK_RATE, 0.5).expect("a valid config"));
+    let rig = rig();
+    let names = joint_names();
+    for e in 0..ENTITIES {
+        let at = Vec3::new((e % 20) as f32 * 5.0, 0.0, (e / 20) as f32 * 5.0);
+        let hitboxes = Hitboxes::skeletal(rig.clone(), names.clone()).expect("one name per bone");
+        let root = app
+            .world_mut()
+            .spawn((Transform::from_translation(at), hitboxes))
+            .id();
+        let mut joints: Vec<Entity> = Vec::with_capacity(usize::from(BONES));
+        for b in 0..usize::from(BONES) {
+            let parent = if b == 0 { root } else { joints[(b - 1) / 2] };
+            let bend = Quat::from_rotation_x(0.05 * (b + e % 7) as f32);
+            let local = Transform::from_xyz(0.0, 0.2, 0.0).with_rotation(bend);
+            joints.push(
+                app.world_mut()
+                    .spawn((Name::new(names[b].clone()), local, ChildOf(parent)))
+                    .id(),
+            );
+        }
+    }
+    // Find the joints and fill the window.
+    for _ in 0..40 {
+        app.world_mut().run_schedule(FixedPostUpdate);
+    }
+    app
+}
+
+/// The same entities in a bare history, with the bones the plugin recorded last.
+fn core_twin(app: &App) -> (History, Vec<(EntityId, EntityState)>, Vec<BoneTransform>) {
+    let plugin = app.world().resource::<LagCompHistory>();
+    let newest = plugin.newest_tick().expect("frames recorded");
+    let mut history = History::new(*plugin.config()).expect("a valid config");
+    let rig = rig();
+    let mut batch = Vec::new();
+    let mut bones = Vec::new();
+    for index in 0..ENTITIES {
+        let source = plugin
+            .entity_at(
+                EntityId::from_bits(index as u64),
+                RewindTarget::between(newest, newest, 0.0),
+                WindowPolicy::Reject,
+            )
+            .expect("a valid target")
+            .expect("recorded");
+        batch.push((history.spawn(rig.clone()), EntityState::default()));
+        bones.extend((0..BONES).map(|b| source.bone(b).expect("a bone")));
+    }
+    (history, batch, bones)
+}
+
+fn record(c: &mut Criterion) {
+    let mut app = app();
+    let (mut history, batch, bones) = core_twin(&app);
+    let mut group = c.benchmark_group("bevy_record_200x20");
+    group.bench_function("plugin", |b| {
+        b.iter(|| app.world_mut().run_schedule(FixedPostUpdate));
+    });
+    let mut tick = 0_u32;
+    group.bench_function("core", |b| {
+        b.iter(|| {
+            tick += 1;
+            let mut frame = history
+                .begin_frame(Tick(tick), f64::from(tick) / TICK_RATE)
+                .expect("ticks increase");
+            black_box(frame.record_all(black_box(&batch), black_box(&bones))).expect("valid poses");
+        });
+    });
+    group.finish();
+}
+
+/// The rigid reading of "200 entities x 20 hitboxes": twenty hitboxes on each entity's
+/// own transform (one bone), so the core records 200 bones and the plugin composes none.
+fn record_rigid(c: &mut Criterion) {
+    let hitboxes: Vec<Hitbox> = (0..BONES)
+        .map(|b| {
+            Hitbox::new(b, format!("part{b}"), Zone::Torso, 0, Shape::sphere(0.1))
+                .offset_by(Vec3::Y * 0.1 * f32::from(b))
+        })
+        .collect();
+    let rig = Arc::new(Rig::rigid(hitboxes).expect("a valid rig"));
+    let mut app = App::new();
+    app.add_plugins(LagCompPlugin::new(TICK_RATE, 0.5).expect("a valid config"));
+    let mut history = History::new(HistoryConfig::default()).expect("a valid config");
+    let mut batch = Vec::new();
+    let mut bones = Vec::new();
+    for e in 0..ENTITIES {
+        let at = Vec3::new((e % 20) as f32 * 5.0, 0.0, (e / 20) as f32 * 5.0);
+        let hitboxes = Hitboxes::from_rig(rig.clone()).expect("one bone");
+        app.world_mut()
+            .spawn((Transform::from_translation(at), hitboxes));
+        batch.push((history.spawn(rig.clone()), EntityState::default()));
+        bones.push(BoneTransform::from_translation(at));
+    }
+    for _ in 0..40 {
+        app.world_mut().run_schedule(FixedPostUpdate);
+    }
+    let mut group = c.benchmark_group("bevy_record_200x20_rigid");
+    group.bench_function("plugin", |b| {
+        b.iter(|| app.world_mut().run_schedule(FixedPostUpdate));
+    });
+    let mut tick = 0_u32;
+    group.bench_function("core", |b| {
+        b.iter(|| {
+            tick += 1;
+            let mut frame = history
+                .begin_frame(Tick(tick), f64::from(tick) / TICK_RATE)
+                .expect("ticks increase");
+            black_box(frame.record_all(black_box(&batch), black_box(&bones))).expect("valid poses");
+        });
+    });
+    group.finish();
+}
+
+fn ray(c: &mut Criterion) {
+    let mut app = app();
+    let newest = app
+        .world()
+        .resource::<LagCompHistory>()
+        .newest_tick()
+        .expect("frames");
+    let target = RewindTarget::between(Tick(newest.0 - 9), Tick(newest.0 - 8), 0.3);
+    // Along the first row of rigs, through their lower bones.
+    let ray = Ray::new(Vec3::new(-5.0, 0.25, 0.0), Vec3::X, 200.0).expect("a valid ray");
+    let mut state = SystemState::<RewoundHitboxes>::new(app.world_mut());
+    let mut group = c.benchmark_group("bevy_ray");
+    {
+        let rewound = state.get(app.world()).expect("the plugin's resources");
+        assert!(
+            rewound.at(target).ray(&ray).expect("valid").hit.is_some(),
+            "the ray hits"
+        );
+    }
+    group.bench_function("system_param", |b| {
+        b.iter(|| {
+            let rewound = state.get(app.world()).expect("the plugin's resources");
+            black_box(
+                rewound
+                    .at(black_box(target))
+                    .ray(black_box(&ray))
+                    .expect("valid"),
+            );
+        });
+    });
+    let history = &app.world().resource::<LagCompHistory>().0;
+    assert_eq!(app.world().resource::<HitboxEntities>().len(), ENTITIES);
+    group.bench_function("core", |b| {
+        b.iter(|| {
+            black_box(
+                history
+                    .query(black_box(target))
+                    .ray(black_box(&ray))
+                    .expect("valid"),
+            )
+        });
+    });
+    group.finish();
+}
+
+fn main() {
+    let mut c = Criterion::default()
+        .warm_up_time(std::time::Duration::from_secs(1))
+        .measurement_time(std::time::Duration::from_secs(3))
+        .sample_size(30)
+        .configure_from_args();
+    record(&mut c);
+    record_rigid(&mut c);
+    ray(&mut c);
+    c.final_summary();
+}
