@@ -27,6 +27,8 @@ use crate::math::{Aabb, slab_interval};
 
 mod flat;
 
+pub(crate) use flat::FLAT_LANE_STEP;
+
 /// Most items a [`TemporalBvh`] keeps flat (no tree) when its shape is chosen by size.
 ///
 /// Measured (funnel, full rewound ray, minimum of 2,000 passes, the 64x16 scene's rigs and
@@ -1258,9 +1260,9 @@ impl WideRay {
 #[inline(always)]
 fn prefetch_child_boxes(boxes: *const ChildBoxes) {
     let at = boxes.cast::<u8>();
-    crate::math::prefetch_line(at);
-    crate::math::prefetch_line(at.wrapping_add(64));
-    crate::math::prefetch_line(at.wrapping_add(95));
+    crate::simd::prefetch_line(at);
+    crate::simd::prefetch_line(at.wrapping_add(64));
+    crate::simd::prefetch_line(at.wrapping_add(95));
 }
 
 /// Which spans bound a query: `count` consecutive ring frames from `first` (1 for a target
@@ -1807,7 +1809,7 @@ impl TemporalBvh {
             // The first two blocks (six lines); the scan's sequential reads bring the rest.
             let bytes = at.cast::<u8>();
             for line in 0..6 {
-                crate::math::prefetch_line(bytes.wrapping_add(line * 64));
+                crate::simd::prefetch_line(bytes.wrapping_add(line * 64));
             }
         } else {
             prefetch_child_boxes(at);

@@ -20,10 +20,10 @@ use glam::{Vec3, Vec4};
 use crate::math::Aabb;
 
 /// Lanes per block: one AVX2 vector per plane.
-pub(super) const FLAT_LANE_STEP: usize = 8;
+pub(crate) const FLAT_LANE_STEP: usize = 8;
 
 /// Floats per block: six planes of [`FLAT_LANE_STEP`] lanes.
-pub(super) const BLOCK_FLOATS: usize = 6 * FLAT_LANE_STEP;
+pub(crate) const BLOCK_FLOATS: usize = 6 * FLAT_LANE_STEP;
 
 /// Where lane `lane`'s minimum x is among its frame's floats; its plane `k` is
 /// `k * FLAT_LANE_STEP` further.

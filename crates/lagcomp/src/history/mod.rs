@@ -1,8 +1,8 @@
 //! The recorded past: entities, their rigs, and a ring buffer of per-tick bone transforms.
 //!
 //! What lives here: [`History`] (configuration, spawning, despawning, static geometry),
-//! [`FrameRecorder`] (writing one tick; its per-bone copy-check-bound pass, with SSE2 and
-//! runtime-detected AVX2 versions, is `bone_pass`), resolving a [`RewindTarget`] to the
+//! [`FrameRecorder`] (writing one tick; its per-bone copy-check-bound pass is `bone_pass`,
+//! whose kernels live in `crate::simd`), resolving a [`RewindTarget`] to the
 //! frames that bracket it (`bracket`), and rebuilding an entity's bones at that moment
 //! (`sample`).
 //! Queries over the rebuilt past live in [`crate::query`].
@@ -41,11 +41,17 @@
 //!   number it was written at, so a stale slot is recognised instead of erased.
 
 mod bone_pass;
+mod frame;
 mod lane;
-mod record;
+mod plan;
+#[cfg(test)]
+mod record_tests;
+mod recorder;
 mod sample;
+mod stamp;
 
-pub use record::FrameRecorder;
+pub(crate) use bone_pass::{BonePass, assert_one_length};
+pub use recorder::FrameRecorder;
 pub(crate) use sample::{Bracket, EntitySample, EntityView, LineLanes};
 pub use sample::{NearestReason, Sample, SampleKind};
 
@@ -58,6 +64,7 @@ use crate::bvh::{Bvh, TemporalBvh};
 use crate::math::{Aabb, BoneTransform, Pose, TransformError};
 use crate::narrow::PlacedShape;
 use crate::rig::{Rig, Shape, ShapeError};
+use crate::simd::Kernels;
 use crate::time::{RewindError, RewindTarget, Tick, WindowPolicy};
 use lane::{BoneRanges, Lane};
 
@@ -304,8 +311,8 @@ pub struct StaticCollider {
 /// A bone's stored translation and rotation. They live in separate lanes: a query culls
 /// hitboxes by their bone's translation alone and reads rotations only for the few it then
 /// tests exactly.
-type StoredTranslation = [f32; 3];
-type StoredRotation = [f32; 4];
+pub(crate) type StoredTranslation = [f32; 3];
+pub(crate) type StoredRotation = [f32; 4];
 
 // PERF: 28 bytes per bone per frame is the bulk of the history; keeping scale out of it
 // (almost every game records unit scale) holds a hitbox-frame under 32 bytes.
@@ -541,23 +548,16 @@ pub struct History {
     statics: Vec<StaticCollider>,
     static_bounds: Vec<Aabb>,
     static_bvh: Bvh,
-    /// How this CPU runs the per-bone pass of recording (detected once).
-    bone_pass: bone_pass::Kernel,
-    /// Whether a planned batch (the AVX2 kernel's steady tick) runs the build of its
-    /// recorder that may also use AVX-512F/VL instructions, and so 32 vector registers
-    /// rather than 16 (`FrameRecorder::record_planned_avx512`): the same intrinsics, no
-    /// spills in the bone pass. Detected once; tests may turn it off.
-    planned_avx512: bool,
-    /// Whether a trace's bone cull may run its eight-lane (AVX2) kernel: decided once
-    /// here, not by a feature check on every trace (about five instructions a shot).
-    query_avx2: bool,
+    /// Which kernels record and query this history (chosen once, when it is created:
+    /// the same algorithm on every CPU, only the kernels differ).
+    kernels: Kernels,
     /// Changes whenever which entities are active, where their rows lie, or whether one
     /// has a scale lane changes (spawn, despawn, a freed slot, the lanes laid out, a first
-    /// scale): a `record::BatchPlan` made under another value no longer holds.
+    /// scale): a `plan::BatchPlan` made under another value no longer holds.
     layout_epoch: u64,
     /// The last batch recorded whole, for the next tick's same batch
     /// (`FrameRecorder::record_all`).
-    plan: record::BatchPlan,
+    plan: plan::BatchPlan,
 }
 
 impl History {
@@ -600,11 +600,9 @@ impl History {
             statics: Vec::new(),
             static_bounds: Vec::new(),
             static_bvh: Bvh::default(),
-            bone_pass: bone_pass::Kernel::detect(),
-            planned_avx512: detect_avx512vl(),
-            query_avx2: detect_avx2(),
+            kernels: Kernels::detect(),
             layout_epoch: 0,
-            plan: record::BatchPlan::default(),
+            plan: plan::BatchPlan::default(),
         })
     }
 
@@ -999,11 +997,10 @@ impl History {
         (&self.static_bvh, &self.statics)
     }
 
-    /// Whether the CPU has AVX2, as detected when the history was built: a trace's bone
-    /// cull may run eight lanes at a time. (The flat scan still checks for itself.)
+    /// The kernels chosen when the history was created.
     #[inline]
-    pub(crate) fn query_avx2(&self) -> bool {
-        self.query_avx2
+    pub(crate) fn kernels(&self) -> Kernels {
+        self.kernels
     }
 
     /// The entity tree that holds the boxes of every frame of `bracket` (`older..=newer`):
@@ -1072,30 +1069,5 @@ impl BoneTransform {
             rotation: Quat::from_array(*rotation),
             scale,
         }
-    }
-}
-
-/// Whether the CPU running this has AVX-512F and AVX-512VL (always false off x86_64).
-fn detect_avx512vl() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512vl")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
-/// Whether the CPU running this has AVX2 (always false off x86_64).
-fn detect_avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
     }
 }

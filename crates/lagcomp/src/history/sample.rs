@@ -533,7 +533,7 @@ impl History {
 
     /// Prefetches what a trace reads first of the entity in slot `index` at the bracket:
     /// its frame records and translation rows in the bracket's two frames (the same frame
-    /// twice for an exact one). Only a hint (see [`crate::math::prefetch_line`]): nothing
+    /// twice for an exact one). Only a hint (see [`crate::simd::prefetch_line`]): nothing
     /// is read, so nothing is checked beyond the slot index.
     ///
     /// PERF: a trace reads the frame records, then (after their checks) the translation
@@ -550,7 +550,7 @@ impl History {
     /// instructions a shot (BENCHMARKS.md, "Query, eleventh round").
     #[inline(always)]
     pub(crate) fn prefetch_rewound(&self, index: usize, bracket: &Bracket) {
-        use crate::math::prefetch_line;
+        use crate::simd::prefetch_line;
         let Some(slot) = self.slots.get(index) else {
             return;
         };

@@ -224,7 +224,12 @@ impl<O: QueryObserver> Query<'_, '_, O> {
             radius,
             layers: self.layers,
             ignore: self.ignore,
-            lanes: LineLanes::new(ray.origin(), ray.dir(), radius, history.query_avx2()),
+            lanes: LineLanes::new(
+                ray.origin(),
+                ray.dir(),
+                radius,
+                history.kernels().eight_lanes(),
+            ),
         };
         let observer = &mut self.observer;
         if O::ENABLED {

@@ -1,0 +1,180 @@
+//! The portable kernels: glam and plain Rust, any target, and the reference every other
+//! kernel is tested against.
+
+use glam::{BVec3A, BVec4A, Mat4, Vec3A, Vec4};
+
+use super::Isa;
+use crate::history::{BonePass, StoredRotation, StoredTranslation, assert_one_length};
+use crate::math::{BoneTransform, MAX_COORDINATE, ROTATION_NORM_TOLERANCE};
+
+/// The portable kernels (any CPU).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Portable;
+
+impl Isa for Portable {
+    /// Whether every bone so far passed.
+    type BatchChecks = bool;
+
+    #[inline(always)]
+    unsafe fn bone_pass<const STREAM: bool>(
+        self,
+        bones: &[BoneTransform],
+        reach: &[[f32; 4]],
+        translations: &mut [StoredTranslation],
+        rotations: &mut [StoredRotation],
+    ) -> BonePass {
+        assert_one_length(bones, reach, translations, rotations);
+        let n = bones.len();
+        // The element after the row (`translations[n]`) is not written.
+        bone_pass(bones, reach, &mut translations[..n], rotations)
+    }
+
+    #[inline(always)]
+    fn batch_checks(self) -> bool {
+        true
+    }
+
+    #[inline(always)]
+    unsafe fn bone_segment<const STREAM: bool, const GROUPS: usize>(
+        self,
+        src: *const BoneTransform,
+        reach: *const [f32; 4],
+        t_out: *mut StoredTranslation,
+        r_out: *mut StoredRotation,
+        groups: usize,
+        bounds: &mut [[Vec3A; 2]],
+        checks: &mut bool,
+    ) {
+        let n = 4 * groups;
+        // SAFETY: the caller's contract: `4 * groups` reaches.
+        let reach = unsafe { std::slice::from_raw_parts(reach, n) };
+        for (k, entity) in bounds.iter_mut().enumerate() {
+            // SAFETY: the caller's contract: entity `k`'s `n` bones and rows are the `k`-th
+            // run of `n` of `bounds.len() * n`, and the runs do not overlap each other.
+            let (bones, translations, rotations) = unsafe {
+                (
+                    std::slice::from_raw_parts(src.add(k * n), n),
+                    std::slice::from_raw_parts_mut(t_out.add(k * n), n),
+                    std::slice::from_raw_parts_mut(r_out.add(k * n), n),
+                )
+            };
+            let pass = bone_pass(bones, reach, translations, rotations);
+            *entity = [pass.lo, pass.hi];
+            *checks &= pass.clean;
+        }
+    }
+
+    #[inline(always)]
+    fn batch_checks_pass(self, checks: &bool) -> bool {
+        *checks
+    }
+
+    #[inline(always)]
+    fn leaf_block(
+        self,
+        _bounds: &[[Vec3A; 2]; 8],
+        block: &mut [f32; 48],
+        mut stamp: impl FnMut(usize, Option<Vec3A>) -> (Vec3A, Vec3A),
+    ) {
+        for j in 0..8 {
+            let (min, max) = stamp(j, None);
+            let planes = [min.x, min.y, min.z, -max.x, -max.y, -max.z];
+            for (p, value) in planes.into_iter().enumerate() {
+                block[8 * p + j] = value;
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn stream_copy<const FULL: usize>(
+        self,
+        dst: *mut u8,
+        src: *const u8,
+        bytes: usize,
+        _head: usize,
+        _wide: bool,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, bytes) };
+    }
+
+    #[inline(always)]
+    unsafe fn store_corner(self, at: *mut f32, v: Vec3A) {
+        // SAFETY: the caller's contract: four floats from `at`.
+        unsafe {
+            at.write(v.x);
+            at.add(1).write(v.y);
+            at.add(2).write(v.z);
+        }
+    }
+
+    #[inline(always)]
+    fn fence(self) {}
+}
+
+/// Whether a squared norm is close enough to one, lane by lane.
+#[inline]
+pub(super) fn unit_norm(norm_squared: Vec4) -> BVec4A {
+    (norm_squared - Vec4::ONE)
+        .abs()
+        .cmple(Vec4::splat(ROTATION_NORM_TOLERANCE))
+}
+
+/// The bone pass in glam: the rows exactly as long as `bones`.
+#[inline]
+pub(super) fn bone_pass(
+    bones: &[BoneTransform],
+    reach: &[[f32; 4]],
+    translations: &mut [StoredTranslation],
+    rotations: &mut [StoredRotation],
+) -> BonePass {
+    let n = bones.len();
+    let (translations, rotations, reach) =
+        (&mut translations[..n], &mut rotations[..n], &reach[..n]);
+    let max_coordinate = Vec3A::splat(MAX_COORDINATE);
+    let mut in_range = BVec3A::TRUE;
+    let mut rotations_ok = BVec4A::TRUE;
+    let mut unit_scale = BVec3A::TRUE;
+    let mut lo = Vec3A::INFINITY;
+    let mut hi = Vec3A::NEG_INFINITY;
+    let mut copy_one = |i: usize| {
+        let transform = &bones[i];
+        let t = Vec3A::from(transform.translation);
+        in_range &= t.abs().cmple(max_coordinate);
+        unit_scale &= Vec3A::from(transform.scale).cmpeq(Vec3A::ONE);
+        translations[i] = transform.translation.to_array();
+        rotations[i] = transform.rotation.to_array();
+        let r = Vec3A::splat(reach[i][0]);
+        lo = lo.min(t - r);
+        hi = hi.max(t + r);
+    };
+    let whole = n - n % 4;
+    for i in (0..whole).step_by(4) {
+        for k in i..i + 4 {
+            copy_one(k);
+        }
+        let columns = Mat4::from_cols(
+            Vec4::from(bones[i].rotation),
+            Vec4::from(bones[i + 1].rotation),
+            Vec4::from(bones[i + 2].rotation),
+            Vec4::from(bones[i + 3].rotation),
+        )
+        .transpose();
+        let (x, y, z, w) = (
+            columns.x_axis,
+            columns.y_axis,
+            columns.z_axis,
+            columns.w_axis,
+        );
+        rotations_ok &= unit_norm(x * x + y * y + z * z + w * w);
+    }
+    for (i, transform) in bones.iter().enumerate().skip(whole) {
+        copy_one(i);
+        rotations_ok &= unit_norm(Vec4::splat(transform.rotation.length_squared()));
+    }
+    BonePass {
+        lo,
+        hi,
+        clean: in_range.all() && rotations_ok.all() && unit_scale.all(),
+    }
+}
