@@ -24,10 +24,11 @@
 use glam::{Vec3, Vec3A, Vec4, Vec4Swizzles};
 
 use crate::math::{Aabb, slab_interval};
+use crate::simd::{self, Isa, KernelBody, Kernels, min_into};
 
-mod flat;
+pub(crate) mod flat;
 
-pub(crate) use flat::FLAT_LANE_STEP;
+pub(crate) use flat::{FLAT_LANE_STEP, FlatFrames, FlatRay, Survivors};
 
 /// Most items a [`TemporalBvh`] keeps flat (no tree) when its shape is chosen by size.
 ///
@@ -221,47 +222,8 @@ fn ray_near_pair(pair: &[NodeBox; 2], ray: &PairRay, t_max: f32) -> (u32, [f32; 
 /// Two boxes as `[xs, ys, zs]`, each `[min 0, min 1, neg_max 0, neg_max 1]`.
 #[inline(always)]
 fn pair_lanes(pair: &[NodeBox; 2]) -> [Vec4; 3] {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{__m128, _mm_shuffle_ps};
-        let f = floats(pair);
-        // a = min0 neg0.x, b = neg0.yz min1.xy, c = min1.z neg1.
-        let a: __m128 = Vec4::from_slice(&f[0..4]).into();
-        let b: __m128 = Vec4::from_slice(&f[4..8]).into();
-        let c: __m128 = Vec4::from_slice(&f[8..12]).into();
-        // `_mm_shuffle_ps::<M>(p, q)` is `[p[M & 3], p[M >> 2 & 3], q[M >> 4 & 3], q[M >> 6]]`.
-        // SAFETY: SSE is enabled on every x86_64 target (it is part of the baseline ABI);
-        // the shuffles only move lanes between registers and touch no memory.
-        unsafe {
-            let x_min = _mm_shuffle_ps::<0b10_10_00_00>(a, b); // a0 a0 b2 b2
-            let x_max = _mm_shuffle_ps::<0b01_01_11_11>(a, c); // a3 a3 c1 c1
-            let y_min = _mm_shuffle_ps::<0b11_11_01_01>(a, b); // a1 a1 b3 b3
-            let y_max = _mm_shuffle_ps::<0b10_10_00_00>(b, c); // b0 b0 c2 c2
-            let z_min = _mm_shuffle_ps::<0b00_00_10_10>(a, c); // a2 a2 c0 c0
-            let z_max = _mm_shuffle_ps::<0b11_11_01_01>(b, c); // b1 b1 c3 c3
-            [
-                _mm_shuffle_ps::<0b10_00_10_00>(x_min, x_max).into(),
-                _mm_shuffle_ps::<0b10_00_10_00>(y_min, y_max).into(),
-                _mm_shuffle_ps::<0b10_00_10_00>(z_min, z_max).into(),
-            ]
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let [p, q] = pair;
-        let lane = |k: usize| Vec4::new(p.min[k], q.min[k], p.neg_max[k], q.neg_max[k]);
-        [lane(0), lane(1), lane(2)]
-    }
-}
-
-/// `into[i] = min(into[i], from[i])`; `<` rather than `f32::min` because boxes hold no NaN
-/// and the plain comparison compiles to one `minss`/`minps`.
-#[inline]
-fn min_into<'a>(into: impl IntoIterator<Item = &'a mut f32>, from: &[f32]) {
-    for (a, &b) in into.into_iter().zip(from) {
-        // An unconditional store, so that the loop vectorizes.
-        *a = if b < *a { b } else { *a };
-    }
+    let f: &[f32; 12] = floats(pair).try_into().expect("two boxes of six floats");
+    simd::pair_lanes(f)
 }
 
 /// The union of sibling boxes `first` and `first + 1` (the same minimums as
@@ -289,71 +251,6 @@ fn grown(a: &NodeBox, b: &NodeBox) -> NodeBox {
         min: [out[0], out[1], out[2]],
         neg_max: [out[3], out[4], out[5]],
     }
-}
-
-/// Grows every box in `into` by the box at the same index in `from`: per float `b < a ? b :
-/// a`, as [`min_into`].
-///
-/// PERF: explicit packed minimums on x86_64. The plain loop of [`min_into`], compiled for
-/// AVX2, became a compare and a *masked store* per eight floats (`vcmpltps` +
-/// `vmaskmovps`: LLVM turned the unconditional store back into a conditional one), and a
-/// masked store costs many times a plain one. `minps(b, a)` returns `a` unless `b < a`,
-/// which is exactly `b < a ? b : a` (signed zeros included), so the bits are unchanged.
-#[inline]
-fn grow_all(into: &mut [f32], from: &[f32]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2.
-            unsafe { grow_all_avx2(into, from) };
-        } else {
-            grow_all_sse(into, from);
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    min_into(into, from);
-}
-
-/// [`grow_all`] on SSE lanes, four floats per minimum.
-#[cfg(target_arch = "x86_64")]
-fn grow_all_sse(into: &mut [f32], from: &[f32]) {
-    use std::arch::x86_64::{_mm_loadu_ps, _mm_min_ps, _mm_storeu_ps};
-    let n = into.len().min(from.len());
-    let whole = n - n % 4;
-    let (dst, src) = (into.as_mut_ptr(), from.as_ptr());
-    for i in (0..whole).step_by(4) {
-        // SAFETY: `i + 4 <= n`, inside both slices; SSE is part of x86_64's baseline.
-        unsafe {
-            let (a, b) = (_mm_loadu_ps(dst.add(i)), _mm_loadu_ps(src.add(i)));
-            _mm_storeu_ps(dst.add(i), _mm_min_ps(b, a));
-        }
-    }
-    min_into(&mut into[whole..n], &from[whole..n]);
-}
-
-/// [`grow_all`] compiled for AVX2: the same minimums, eight floats per instruction.
-///
-/// PERF: widening a frame's spans is one of the two passes over the tree every tick
-/// (callgrind, 64 entities: about 1,050 instructions with SSE, 530 with AVX2 as a plain
-/// loop, which compiled to masked stores; see [`grow_all`]).
-///
-/// # Safety
-/// The CPU supports AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn grow_all_avx2(into: &mut [f32], from: &[f32]) {
-    use std::arch::x86_64::{_mm256_loadu_ps, _mm256_min_ps, _mm256_storeu_ps};
-    let n = into.len().min(from.len());
-    let whole = n - n % 8;
-    let (dst, src) = (into.as_mut_ptr(), from.as_ptr());
-    for i in (0..whole).step_by(8) {
-        // SAFETY: `i + 8 <= n`, inside both slices; the CPU has AVX2 (caller's contract).
-        unsafe {
-            let (a, b) = (_mm256_loadu_ps(dst.add(i)), _mm256_loadu_ps(src.add(i)));
-            _mm256_storeu_ps(dst.add(i), _mm256_min_ps(b, a));
-        }
-    }
-    min_into(&mut into[whole..n], &from[whole..n]);
 }
 
 /// The two children at `first` and `first + 1`.
@@ -1134,45 +1031,16 @@ impl ChildBoxes {
 
     /// The union of the four children's boxes: the node's own box.
     ///
-    /// PERF: every tick's refit runs this once per node. On x86_64 the planes are reduced
-    /// four (then two) at a time by interleaving them (`unpcklps`/`unpckhps`), so that
-    /// three packed minimums give four planes' minimums over the children; elsewhere a
-    /// plain horizontal minimum. Minimums are exact, so both give the same numbers.
+    /// PERF: every tick's refit runs this once per node: the six planes' minimums over the
+    /// children together (`simd::lane_minimums`: three packed minimums on x86_64).
     #[inline]
     fn union(&self) -> NodeBox {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{
-                __m128, _mm_min_ps, _mm_movehl_ps, _mm_movelh_ps, _mm_unpackhi_ps, _mm_unpacklo_ps,
-            };
-            let p = |side: usize, axis: usize| -> __m128 { self.plane(side, axis).into() };
-            // SAFETY: SSE is enabled on every x86_64 target (it is part of the baseline
-            // ABI); these only move lanes between registers and take minimums.
-            let (xy, z) = unsafe {
-                let (a, b, c, d) = (p(0, 0), p(0, 1), p(1, 0), p(1, 1));
-                // a0 b0 a1 b1 and a2 b2 a3 b3: pairwise, then the halves.
-                let ab = _mm_min_ps(_mm_unpacklo_ps(a, b), _mm_unpackhi_ps(a, b));
-                let cd = _mm_min_ps(_mm_unpacklo_ps(c, d), _mm_unpackhi_ps(c, d));
-                let xy = _mm_min_ps(_mm_movelh_ps(ab, cd), _mm_movehl_ps(cd, ab));
-                let (e, f) = (p(0, 2), p(1, 2));
-                let ef = _mm_min_ps(_mm_unpacklo_ps(e, f), _mm_unpackhi_ps(e, f));
-                (
-                    Vec4::from(xy),
-                    Vec4::from(_mm_min_ps(ef, _mm_movehl_ps(ef, ef))),
-                )
-            };
-            NodeBox {
-                min: [xy.x, xy.y, z.x],
-                neg_max: [xy.z, xy.w, z.y],
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let m = |side: usize, axis: usize| self.plane(side, axis).min_element();
-            NodeBox {
-                min: [m(0, 0), m(0, 1), m(0, 2)],
-                neg_max: [m(1, 0), m(1, 1), m(1, 2)],
-            }
+        let p = |side: usize, axis: usize| self.plane(side, axis);
+        let [x, y, z, nx, ny, nz] =
+            simd::lane_minimums([p(0, 0), p(0, 1), p(0, 2), p(1, 0), p(1, 1), p(1, 2)]);
+        NodeBox {
+            min: [x, y, z],
+            neg_max: [nx, ny, nz],
         }
     }
 
@@ -1578,18 +1446,19 @@ impl TemporalBvh {
 
     /// Completes ring frame `frame` after its leaves were grown: refits its internal nodes
     /// (the tree) and widens the previous frame's spans (ring slot `previous`) to reach it.
-    pub(crate) fn finish_frame(&mut self, frame: usize, previous: Option<usize>) {
+    pub(crate) fn finish_frame(&mut self, kernels: Kernels, frame: usize, previous: Option<usize>) {
         if !self.is_flat() {
             let n = self.per_frame;
             refit_internal(
+                kernels,
                 &self.parent_lane,
                 &mut self.spans[frame * n..(frame + 1) * n],
             );
         }
-        self.widen(frame, previous);
+        self.widen(kernels, frame, previous);
     }
 
-    fn widen(&mut self, frame: usize, previous: Option<usize>) {
+    fn widen(&mut self, kernels: Kernels, frame: usize, previous: Option<usize>) {
         let n = self.per_frame;
         if let Some(p) = previous {
             let (into, from) = if p < frame {
@@ -1599,7 +1468,7 @@ impl TemporalBvh {
                 let (head, tail) = self.spans.split_at_mut(p * n);
                 (&mut tail[..n], &head[frame * n..(frame + 1) * n])
             };
-            grow_all(child_floats_mut(into), child_floats(from));
+            kernels.grow_all(child_floats_mut(into), child_floats(from));
         }
     }
 
@@ -1641,6 +1510,7 @@ impl TemporalBvh {
     #[cfg(test)]
     pub(crate) fn refit_frame(
         &mut self,
+        kernels: Kernels,
         frame: usize,
         previous: Option<usize>,
         item_box: impl Fn(u32) -> NodeBox,
@@ -1659,9 +1529,9 @@ impl TemporalBvh {
             }
         }
         if !flat {
-            refit_internal(&self.parent_lane, boxes);
+            refit_internal(kernels, &self.parent_lane, boxes);
         }
-        self.widen(frame, previous);
+        self.widen(kernels, frame, previous);
     }
 
     /// The boxes of node `i`'s children over the range (the union of their spans: two or
@@ -1695,6 +1565,7 @@ impl TemporalBvh {
     #[inline]
     pub(crate) fn cast(
         &self,
+        kernels: Kernels,
         range: SpanRange,
         origin: Vec3,
         inv_dir: Vec3,
@@ -1704,7 +1575,7 @@ impl TemporalBvh {
         visit: impl FnMut(u32, f32) -> f32,
     ) {
         if self.is_flat() {
-            self.cast_flat(range, origin, inv_dir, margin, t_max, ahead, visit);
+            self.cast_flat(kernels, range, origin, inv_dir, margin, t_max, ahead, visit);
             return;
         }
         let ray = WideRay::new(origin, inv_dir, margin);
@@ -1747,6 +1618,7 @@ impl TemporalBvh {
     #[inline]
     fn cast_flat(
         &self,
+        kernels: Kernels,
         range: SpanRange,
         origin: Vec3,
         inv_dir: Vec3,
@@ -1764,9 +1636,9 @@ impl TemporalBvh {
         // most lanes), and written before read: a query allocates and clears nothing.
         let mut keys = [std::mem::MaybeUninit::<u64>::uninit(); flat::FLAT_CAPACITY];
         let found = if margin.to_bits() == 0 {
-            flat::scan::<false>(&frames, &ray, t_max, &mut keys)
+            flat::scan::<false>(kernels, &frames, &ray, t_max, &mut keys)
         } else {
-            flat::scan::<true>(&frames, &ray, t_max, &mut keys)
+            flat::scan::<true>(kernels, &frames, &ray, t_max, &mut keys)
         };
         let keys = &keys[..found];
         for key in keys {
@@ -2007,29 +1879,28 @@ fn leaf_link(at: u32) -> (usize, usize) {
 
 /// Writes every internal node's box into its parent's lane, children before parents,
 /// keeping the items' boxes as they are.
-fn refit_internal(parent_lane: &[u32], boxes: &mut [ChildBoxes]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2.
-        unsafe { refit_internal_avx2(parent_lane, boxes) };
-        return;
-    }
-    refit_internal_with(parent_lane, boxes);
+///
+/// PERF: compiled for the history's kernels: with AVX2, the same unions (the same SSE
+/// operations) in the VEX encoding, whose three-operand instructions drop the register
+/// copies the two-operand SSE forms need around the union's interleaves: callgrind, 64
+/// entities, 54 -> 44 instructions per node.
+fn refit_internal(kernels: Kernels, parent_lane: &[u32], boxes: &mut [ChildBoxes]) {
+    kernels.run(RefitInternal { parent_lane, boxes });
 }
 
-/// [`refit_internal`] compiled for AVX2: the same unions (the same SSE operations), in the
-/// VEX encoding.
-///
-/// PERF: three-operand instructions drop the register copies the two-operand SSE forms
-/// need around the union's interleaves: callgrind, 64 entities, 54 -> 44 instructions per
-/// node.
-///
-/// # Safety
-/// The CPU supports AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn refit_internal_avx2(parent_lane: &[u32], boxes: &mut [ChildBoxes]) {
-    refit_internal_with(parent_lane, boxes);
+/// [`refit_internal`] as a body compiled per instruction set.
+struct RefitInternal<'a> {
+    parent_lane: &'a [u32],
+    boxes: &'a mut [ChildBoxes],
+}
+
+impl KernelBody for RefitInternal<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run<K: Isa>(self, _: K) {
+        refit_internal_with(self.parent_lane, self.boxes);
+    }
 }
 
 /// The body of [`refit_internal`].
@@ -2138,8 +2009,12 @@ mod tests {
         // find the boxes of either, one at a single frame only that frame's.
         let (f0, f1) = (boxes(200, 0.0), boxes(200, 40.0));
         bvh.build(2, 0..200, |i| f0[i as usize].center());
-        bvh.refit_frame(0, None, |i| NodeBox::from_aabb(f0[i as usize]));
-        bvh.refit_frame(1, Some(0), |i| NodeBox::from_aabb(f1[i as usize]));
+        bvh.refit_frame(Kernels::detect(), 0, None, |i| {
+            NodeBox::from_aabb(f0[i as usize])
+        });
+        bvh.refit_frame(Kernels::detect(), 1, Some(0), |i| {
+            NodeBox::from_aabb(f1[i as usize])
+        });
         let union: Vec<Aabb> = f0.iter().zip(&f1).map(|(a, b)| a.union(b)).collect();
         for k in 0..40 {
             let origin = Vec3::new(-5.0, k as f32 * 1.7 - 3.0, 2.0);
@@ -2153,7 +2028,18 @@ mod tests {
                 (span(0, 2), &union),
             ] {
                 let found = cast_all(
-                    |v| bvh.cast(frames, origin, inv, 0.0, 100.0, |_| {}, &mut *v),
+                    |v| {
+                        bvh.cast(
+                            Kernels::detect(),
+                            frames,
+                            origin,
+                            inv,
+                            0.0,
+                            100.0,
+                            |_| {},
+                            &mut *v,
+                        )
+                    },
                     bounds,
                     origin,
                     inv,
@@ -2340,7 +2226,7 @@ mod tests {
                     grown.grow_leaf(slot, i, *b);
                 }
             }
-            grown.finish_frame(slot, (f > 0).then(|| (f - 1) % ring));
+            grown.finish_frame(Kernels::detect(), slot, (f > 0).then(|| (f - 1) % ring));
             if f + 1 < ring {
                 continue;
             }
@@ -2350,7 +2236,9 @@ mod tests {
             });
             for (g, frame_boxes) in boxes_at.iter().enumerate().take(f + 1).skip(f + 1 - ring) {
                 let previous = (g > f + 1 - ring).then(|| (g - 1) % ring);
-                scratch.refit_frame(g % ring, previous, |i| frame_boxes[i as usize]);
+                scratch.refit_frame(Kernels::detect(), g % ring, previous, |i| {
+                    frame_boxes[i as usize]
+                });
             }
             assert_eq!(grown.is_flat(), flat, "{shape}");
             assert_eq!(grown.spans, scratch.spans, "{shape}: after frame {f}");
@@ -2369,7 +2257,11 @@ mod tests {
                 );
             }
             for g in f + 1 - ring..=f {
-                rebuilt.finish_frame(g % ring, (g > f + 1 - ring).then(|| (g - 1) % ring));
+                rebuilt.finish_frame(
+                    Kernels::detect(),
+                    g % ring,
+                    (g > f + 1 - ring).then(|| (g - 1) % ring),
+                );
             }
             assert_eq!(
                 rebuilt.spans, scratch.spans,
@@ -2452,7 +2344,7 @@ mod tests {
             let b = NodeBox::from_aabb(Aabb::around_sphere(centre(i), 0.5));
             tree.grow_leaf(0, i as usize, b);
         }
-        tree.finish_frame(0, None);
+        tree.finish_frame(Kernels::detect(), 0, None);
         // The far end of the row from the empty leaf's item: a spawn just beside item `near`.
         let near = if first_scanned < items / 2 {
             items - 3
@@ -2500,7 +2392,7 @@ mod tests {
         let many = boxes(before, 0.0);
         bvh.build(ring, 0..before as u32, |i| many[i as usize].center());
         for f in 0..ring {
-            bvh.refit_frame(f, f.checked_sub(1), |i| {
+            bvh.refit_frame(Kernels::detect(), f, f.checked_sub(1), |i| {
                 NodeBox::from_aabb(many[i as usize])
             });
         }
@@ -2511,7 +2403,7 @@ mod tests {
             bvh.set_leaf_in_every_frame(i, std::iter::repeat(NodeBox::from_aabb(*b)));
         }
         for f in 0..ring {
-            bvh.finish_frame(f, f.checked_sub(1));
+            bvh.finish_frame(Kernels::detect(), f, f.checked_sub(1));
         }
         for k in 0..60 {
             let origin = Vec3::new(-5.0, k as f32 * 0.9 - 3.0, (k % 5) as f32);
@@ -2520,6 +2412,7 @@ mod tests {
                 let span = SpanRange { first: 0, count };
                 let mut found = Vec::new();
                 bvh.cast(
+                    Kernels::detect(),
                     span,
                     origin,
                     inv,
@@ -2564,7 +2457,7 @@ mod tests {
         let bounds = boxes(200, 0.0);
         bvh.build(ring, 0..200, |i| bounds[i as usize].center());
         for f in 0..ring {
-            bvh.refit_frame(f, f.checked_sub(1), |i| {
+            bvh.refit_frame(Kernels::detect(), f, f.checked_sub(1), |i| {
                 NodeBox::from_aabb(bounds[i as usize])
             });
         }
@@ -2576,6 +2469,7 @@ mod tests {
                 let span = SpanRange { first: 0, count };
                 let announced = std::cell::RefCell::new(Vec::new());
                 bvh.cast(
+                    Kernels::detect(),
                     span,
                     origin,
                     inv,
@@ -2646,7 +2540,7 @@ mod tests {
                     leaves.set(i, *b);
                 }
             }
-            bvh.finish_frame(slot, (f > 0).then(|| (f - 1) % ring));
+            bvh.finish_frame(Kernels::detect(), slot, (f > 0).then(|| (f - 1) % ring));
         }
         assert_eq!(bvh.is_flat(), flat);
         (bvh, frames)
@@ -2712,6 +2606,7 @@ mod tests {
                 let passed = histories.each_ref().map(|(bvh, _)| {
                     let mut found = Vec::new();
                     bvh.cast(
+                        Kernels::detect(),
                         range,
                         origin,
                         inv,
@@ -2749,6 +2644,7 @@ mod tests {
                 let closest = histories.each_ref().map(|(bvh, _)| {
                     let mut best: Option<(f32, u32)> = None;
                     bvh.cast(
+                        Kernels::detect(),
                         range,
                         origin,
                         inv,

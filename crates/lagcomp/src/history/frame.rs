@@ -39,7 +39,8 @@ impl History {
             // The leaves were grown as entities were recorded.
             let newest = self.newest_seq;
             let previous = (newest > self.oldest_seq()).then(|| self.ring(newest - 1));
-            self.tree.finish_frame(self.ring(newest), previous);
+            self.tree
+                .finish_frame(self.kernels, self.ring(newest), previous);
         }
     }
 
@@ -147,7 +148,7 @@ impl History {
         }
         for seq in from..=newest {
             let previous = (seq > from).then(|| self.ring(seq - 1));
-            tree.finish_frame(self.ring(seq), previous);
+            tree.finish_frame(self.kernels, self.ring(seq), previous);
         }
         // The next build goes into the older tree's memory (or this one's): sized now, so
         // that rebuilding at a steady size allocates nothing.

@@ -52,7 +52,7 @@ mod stamp;
 
 pub(crate) use bone_pass::{BonePass, assert_one_length};
 pub use recorder::FrameRecorder;
-pub(crate) use sample::{Bracket, EntitySample, EntityView, LineLanes};
+pub(crate) use sample::{Bracket, EntitySample, EntityView, LineLanes, cull4};
 pub use sample::{NearestReason, Sample, SampleKind};
 
 use std::fmt;

@@ -1009,7 +1009,7 @@ fn every_frame_a_tree_answers_for_is_its_refit_from_the_records() {
                 let ring = history.ring(seq);
                 reference.clear_frame(ring);
                 let previous = (seq > from).then(|| history.ring(seq - 1));
-                reference.refit_frame(ring, previous, |i| {
+                reference.refit_frame(Kernels::detect(), ring, previous, |i| {
                     let i = i as usize;
                     if history.recorded_at(i, seq, ring) {
                         let f = history.entity_frame(i, ring);

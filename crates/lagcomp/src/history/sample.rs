@@ -8,6 +8,7 @@ use super::{
 };
 use crate::bvh::SpanRange;
 use crate::math::{Aabb, BoneTransform, lerp, slerp};
+use crate::simd::{self, Isa, KernelBody, Kernels};
 use crate::time::{RewindError, RewindTarget, Tick, WindowPolicy, WindowSide};
 
 /// How an entity's pose at the rewound time was obtained.
@@ -737,10 +738,16 @@ impl EntityView<'_> {
         line: &LineLanes,
         t_max: f32,
     ) -> u64 {
-        #[cfg(target_arch = "x86_64")]
-        if line.avx2 {
-            // SAFETY: `line.avx2` is only set when the CPU has AVX2.
-            return unsafe { self.cull_bones_avx2(first, carrying, reach, line, t_max) };
+        let eight = CullBones8 {
+            view: self,
+            first,
+            carrying,
+            reach,
+            line,
+            t_max,
+        };
+        if let Some(mask) = line.kernels.run_eight_lanes(eight) {
+            return mask;
         }
         self.cull_bones_sse(first, carrying, reach, line, t_max)
     }
@@ -767,37 +774,16 @@ impl EntityView<'_> {
         }
     }
 
-    /// [`EntityView::cull_bones`] eight bones at a time; the last bones that do not fill
-    /// eight lanes go through the four-lane groups.
-    ///
-    /// # Safety
-    /// The CPU supports AVX2.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    #[inline(never)]
-    unsafe fn cull_bones_avx2(
+    /// [`EntityView::cull_range`] with whole groups of eight on the kernels' eight lanes;
+    /// the last bones that do not fill eight lanes go through the four-lane groups.
+    #[inline(always)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the kernels and the arguments of `cull_range`"
+    )]
+    fn cull_range8<K: Isa, const SINGLE: bool>(
         &self,
-        first: usize,
-        carrying: &[u8],
-        reach: &[f32],
-        line: &LineLanes,
-        t_max: f32,
-    ) -> u64 {
-        debug_assert!(!self.has_scale() && first.is_multiple_of(64));
-        let end = (first + 64).min(self.a.0.len());
-        if self.single {
-            self.cull_range8::<true>(first, end, carrying, reach, line, t_max)
-        } else {
-            self.cull_range8::<false>(first, end, carrying, reach, line, t_max)
-        }
-    }
-
-    /// [`EntityView::cull_range`] with whole groups of eight on AVX2 lanes.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    fn cull_range8<const SINGLE: bool>(
-        &self,
+        isa: K,
         first: usize,
         end: usize,
         carrying: &[u8],
@@ -805,22 +791,10 @@ impl EntityView<'_> {
         line: &LineLanes,
         t_max: f32,
     ) -> u64 {
-        use std::arch::x86_64::{_mm256_broadcastss_ps, _mm256_set1_ps};
         let (ta, tb) = (&self.a.0[first..end], &self.b.0[first..end]);
         let reach_of = &reach[first..end];
         let carried_of = &carrying[first / 4..];
-        let wide = Line8 {
-            ox: _mm256_broadcastss_ps(line.ox.into()),
-            oy: _mm256_broadcastss_ps(line.oy.into()),
-            oz: _mm256_broadcastss_ps(line.oz.into()),
-            dx: _mm256_broadcastss_ps(line.dx.into()),
-            dy: _mm256_broadcastss_ps(line.dy.into()),
-            dz: _mm256_broadcastss_ps(line.dz.into()),
-            radius: _mm256_broadcastss_ps(line.radius.into()),
-            t_max: _mm256_set1_ps(t_max),
-            wa: _mm256_set1_ps(1.0 - self.alpha),
-            wb: _mm256_set1_ps(self.alpha),
-        };
+        let wide = isa.line8(line, t_max, self.alpha);
         let mut mask = 0_u64;
         let (ta8, _) = ta.as_chunks::<8>();
         let (tb8, _) = tb.as_chunks::<8>();
@@ -830,7 +804,7 @@ impl EntityView<'_> {
         for (g, (((ta, tb), reach), &[c0, c1])) in groups.enumerate() {
             let carried = u32::from(c0) | u32::from(c1) << 4;
             if carried != 0 {
-                let kept = cull_group8::<SINGLE>(ta, tb, reach, &wide);
+                let kept = isa.cull8::<SINGLE>(ta, tb, reach, &wide);
                 mask |= u64::from(kept & carried) << (8 * g);
             }
         }
@@ -896,26 +870,74 @@ impl EntityView<'_> {
         line: &LineLanes,
         t_max: f32,
     ) -> u32 {
-        let [px, py, pz] = if SINGLE {
-            transpose(load_rows(ta))
+        cull4::<SINGLE>(ta, tb, reach, line, t_max, self.alpha)
+    }
+}
+
+/// [`EntityView::cull_bones`] for four bones (translations in the two frames, blended by
+/// `alpha` unless `SINGLE`, and their reaches) on four lanes: the scalar cull's arithmetic,
+/// lane by lane. Also the portable kernels' eight-lane cull, as two of these.
+#[inline(always)]
+pub(crate) fn cull4<const SINGLE: bool>(
+    ta: &[StoredTranslation; 4],
+    tb: &[StoredTranslation; 4],
+    reach: &[f32; 4],
+    line: &LineLanes,
+    t_max: f32,
+    alpha: f32,
+) -> u32 {
+    let [px, py, pz] = if SINGLE {
+        transpose(load_rows(ta))
+    } else {
+        // `math::lerp`, element by element, before the transpose (which only moves
+        // elements): the same numbers as lerping lanes, for one transpose instead of two.
+        let (wa, wb) = (Vec4::splat(1.0 - alpha), Vec4::splat(alpha));
+        let ([a0, a1, a2], [b0, b1, b2]) = (load_rows(ta), load_rows(tb));
+        transpose([a0 * wa + b0 * wb, a1 * wa + b1 * wb, a2 * wa + b2 * wb])
+    };
+    let (to_x, to_y, to_z) = (px - line.ox, py - line.oy, pz - line.oz);
+    let (dx, dy, dz) = (line.dx, line.dy, line.dz);
+    let along = to_x * dx + to_y * dy + to_z * dz;
+    let (px, py, pz) = (to_x - dx * along, to_y - dy * along, to_z - dz * along);
+    let off_line = px * px + py * py + pz * pz;
+    let reach = Vec4::from_array(*reach) + line.radius;
+    let keep = along.cmpge(-reach)
+        & (along - reach).cmple(Vec4::splat(t_max))
+        & off_line.cmple(reach * reach);
+    // Lanes past the last bone repeat it; `carrying` has no bits there.
+    keep.bitmask()
+}
+
+/// [`EntityView::cull_bones`] on the kernels' eight lanes (`Kernels::run_eight_lanes`).
+struct CullBones8<'v, 'a, 'l> {
+    view: &'v EntityView<'a>,
+    first: usize,
+    carrying: &'l [u8],
+    reach: &'l [f32],
+    line: &'l LineLanes,
+    t_max: f32,
+}
+
+impl KernelBody for CullBones8<'_, '_, '_> {
+    type Output = u64;
+
+    #[inline(always)]
+    fn run<K: Isa>(self, isa: K) -> u64 {
+        let Self {
+            view,
+            first,
+            carrying,
+            reach,
+            line,
+            t_max,
+        } = self;
+        debug_assert!(!view.has_scale() && first.is_multiple_of(64));
+        let end = (first + 64).min(view.a.0.len());
+        if view.single {
+            view.cull_range8::<K, true>(isa, first, end, carrying, reach, line, t_max)
         } else {
-            // `math::lerp`, element by element, before the transpose (which only moves
-            // elements): the same numbers as lerping lanes, for one transpose instead of two.
-            let (wa, wb) = (Vec4::splat(1.0 - self.alpha), Vec4::splat(self.alpha));
-            let ([a0, a1, a2], [b0, b1, b2]) = (load_rows(ta), load_rows(tb));
-            transpose([a0 * wa + b0 * wb, a1 * wa + b1 * wb, a2 * wa + b2 * wb])
-        };
-        let (to_x, to_y, to_z) = (px - line.ox, py - line.oy, pz - line.oz);
-        let (dx, dy, dz) = (line.dx, line.dy, line.dz);
-        let along = to_x * dx + to_y * dy + to_z * dz;
-        let (px, py, pz) = (to_x - dx * along, to_y - dy * along, to_z - dz * along);
-        let off_line = px * px + py * py + pz * pz;
-        let reach = Vec4::from_array(*reach) + line.radius;
-        let keep = along.cmpge(-reach)
-            & (along - reach).cmple(Vec4::splat(t_max))
-            & off_line.cmple(reach * reach);
-        // Lanes past the last bone repeat it; `carrying` has no bits there.
-        keep.bitmask()
+            view.cull_range8::<K, false>(isa, first, end, carrying, reach, line, t_max)
+        }
     }
 }
 
@@ -923,28 +945,25 @@ impl EntityView<'_> {
 /// [`EntityView::cull_bones`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LineLanes {
-    ox: Vec4,
-    oy: Vec4,
-    oz: Vec4,
-    dx: Vec4,
-    dy: Vec4,
-    dz: Vec4,
-    radius: Vec4,
-    /// Whether the CPU has AVX2 (the bone cull then runs eight lanes per step).
-    #[cfg(target_arch = "x86_64")]
-    avx2: bool,
+    pub(crate) ox: Vec4,
+    pub(crate) oy: Vec4,
+    pub(crate) oz: Vec4,
+    pub(crate) dx: Vec4,
+    pub(crate) dy: Vec4,
+    pub(crate) dz: Vec4,
+    pub(crate) radius: Vec4,
+    /// The history's kernels (where they have eight lanes, the bone cull runs eight bones
+    /// per step).
+    kernels: Kernels,
 }
 
 impl LineLanes {
-    /// The line from `origin` along unit `dir`, grown by `radius`; `avx2`: the CPU has
-    /// AVX2 ([`History::query_avx2`]).
+    /// The line from `origin` along unit `dir`, grown by `radius`, culled with `kernels`
+    /// ([`History::kernels`]).
     #[inline]
-    pub(crate) fn new(origin: Vec3, dir: Vec3, radius: f32, avx2: bool) -> Self {
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = avx2;
+    pub(crate) fn new(origin: Vec3, dir: Vec3, radius: f32, kernels: Kernels) -> Self {
         Self {
-            #[cfg(target_arch = "x86_64")]
-            avx2,
+            kernels,
             ox: Vec4::splat(origin.x),
             oy: Vec4::splat(origin.y),
             oz: Vec4::splat(origin.z),
@@ -954,115 +973,6 @@ impl LineLanes {
             radius: Vec4::splat(radius),
         }
     }
-}
-
-/// A trace's line on eight lanes, with the blend weights, for one AVX2 cull.
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy)]
-struct Line8 {
-    ox: std::arch::x86_64::__m256,
-    oy: std::arch::x86_64::__m256,
-    oz: std::arch::x86_64::__m256,
-    dx: std::arch::x86_64::__m256,
-    dy: std::arch::x86_64::__m256,
-    dz: std::arch::x86_64::__m256,
-    radius: std::arch::x86_64::__m256,
-    t_max: std::arch::x86_64::__m256,
-    /// `1 - alpha` and `alpha`, for a blended entity.
-    wa: std::arch::x86_64::__m256,
-    wb: std::arch::x86_64::__m256,
-}
-
-/// [`EntityView::cull_group`] for eight bones on AVX2 lanes: lane by lane the same
-/// operations in the same order (the rows lerped element by element, then transposed;
-/// the four-lane transpose's shuffles act on each 128-bit half, which holds four bones).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-fn cull_group8<const SINGLE: bool>(
-    ta: &[StoredTranslation; 8],
-    tb: &[StoredTranslation; 8],
-    reach: &[f32; 8],
-    line: &Line8,
-) -> u32 {
-    use std::arch::x86_64::{
-        _CMP_GE_OQ, _CMP_LE_OQ, _mm256_add_ps, _mm256_and_ps, _mm256_cmp_ps, _mm256_loadu_ps,
-        _mm256_movemask_ps, _mm256_mul_ps, _mm256_set1_ps, _mm256_sub_ps, _mm256_xor_ps,
-    };
-    let [px, py, pz] = if SINGLE {
-        transpose8(load_rows8(ta))
-    } else {
-        let ([a0, a1, a2], [b0, b1, b2]) = (load_rows8(ta), load_rows8(tb));
-        let lerp = |a, b| _mm256_add_ps(_mm256_mul_ps(a, line.wa), _mm256_mul_ps(b, line.wb));
-        transpose8([lerp(a0, b0), lerp(a1, b1), lerp(a2, b2)])
-    };
-    let (to_x, to_y, to_z) = (
-        _mm256_sub_ps(px, line.ox),
-        _mm256_sub_ps(py, line.oy),
-        _mm256_sub_ps(pz, line.oz),
-    );
-    let along = _mm256_add_ps(
-        _mm256_add_ps(_mm256_mul_ps(to_x, line.dx), _mm256_mul_ps(to_y, line.dy)),
-        _mm256_mul_ps(to_z, line.dz),
-    );
-    let (px, py, pz) = (
-        _mm256_sub_ps(to_x, _mm256_mul_ps(line.dx, along)),
-        _mm256_sub_ps(to_y, _mm256_mul_ps(line.dy, along)),
-        _mm256_sub_ps(to_z, _mm256_mul_ps(line.dz, along)),
-    );
-    let off_line = _mm256_add_ps(
-        _mm256_add_ps(_mm256_mul_ps(px, px), _mm256_mul_ps(py, py)),
-        _mm256_mul_ps(pz, pz),
-    );
-    // SAFETY: `reach` is eight floats; the CPU has AVX2.
-    let reach = _mm256_add_ps(unsafe { _mm256_loadu_ps(reach.as_ptr()) }, line.radius);
-    // `-reach` as glam's negation: the sign bit flipped.
-    let neg_reach = _mm256_xor_ps(reach, _mm256_set1_ps(-0.0));
-    let keep = _mm256_and_ps(
-        _mm256_and_ps(
-            _mm256_cmp_ps::<_CMP_GE_OQ>(along, neg_reach),
-            _mm256_cmp_ps::<_CMP_LE_OQ>(_mm256_sub_ps(along, reach), line.t_max),
-        ),
-        _mm256_cmp_ps::<_CMP_LE_OQ>(off_line, _mm256_mul_ps(reach, reach)),
-    );
-    _mm256_movemask_ps(keep) as u32
-}
-
-/// Eight points' 24 coordinates on three 256-bit vectors, each 128-bit half as
-/// [`load_rows`] gives four points: `[x0 y0 z0 x1 | x4 y4 z4 x5]`, `[y1 z1 x2 y2 | y5 z5
-/// x6 y6]`, `[z2 x3 y3 z3 | z6 x7 y7 z7]`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-fn load_rows8(rows: &[StoredTranslation; 8]) -> [std::arch::x86_64::__m256; 3] {
-    use std::arch::x86_64::_mm256_loadu2_m128;
-    let f: &[f32; 24] = rows.as_flattened().try_into().expect("eight rows of three");
-    let p = f.as_ptr();
-    // SAFETY: each load reads four floats at `p + k` with `k + 4 <= 24`; the CPU has AVX2.
-    unsafe {
-        [
-            _mm256_loadu2_m128(p.add(12), p),
-            _mm256_loadu2_m128(p.add(16), p.add(4)),
-            _mm256_loadu2_m128(p.add(20), p.add(8)),
-        ]
-    }
-}
-
-/// [`transpose`] on both 128-bit halves at once: `[xs, ys, zs]` of eight points.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-fn transpose8([r0, r1, r2]: [std::arch::x86_64::__m256; 3]) -> [std::arch::x86_64::__m256; 3] {
-    use std::arch::x86_64::_mm256_shuffle_ps;
-    // The same immediates as `transpose`: `_mm256_shuffle_ps` applies them to each half.
-    let x23 = _mm256_shuffle_ps::<0b01_01_10_10>(r1, r2);
-    let xs = _mm256_shuffle_ps::<0b10_00_11_00>(r0, x23);
-    let y01 = _mm256_shuffle_ps::<0b00_00_01_01>(r0, r1);
-    let y23 = _mm256_shuffle_ps::<0b10_10_11_11>(r1, r2);
-    let ys = _mm256_shuffle_ps::<0b10_00_10_00>(y01, y23);
-    let z01 = _mm256_shuffle_ps::<0b01_01_10_10>(r0, r1);
-    let zs = _mm256_shuffle_ps::<0b11_00_10_00>(z01, r2);
-    [xs, ys, zs]
 }
 
 /// The x, y and z coordinates of bones `first..first + 4` on four lanes each (the last
@@ -1080,59 +990,13 @@ fn lanes_of_four(rows: &[StoredTranslation], first: usize) -> [Vec4; 3] {
 #[inline(always)]
 fn load_rows(rows: &[StoredTranslation; 4]) -> [Vec4; 3] {
     let f: &[f32; 12] = rows.as_flattened().try_into().expect("four rows of three");
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::_mm_loadu_ps;
-        // PERF: vector loads spelled out: built from slices, the compiler folded the
-        // transpose's shuffles into twelve scalar loads and nine inserts.
-        // SAFETY: SSE is enabled on every x86_64 target (it is part of the baseline ABI);
-        // the unaligned loads read `f[0..4]`, `f[4..8]` and `f[8..12]` of a 12-float array.
-        unsafe {
-            [
-                _mm_loadu_ps(f.as_ptr()).into(),
-                _mm_loadu_ps(f.as_ptr().add(4)).into(),
-                _mm_loadu_ps(f.as_ptr().add(8)).into(),
-            ]
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let row = |k: usize| Vec4::from_slice(&f[4 * k..4 * k + 4]);
-        [row(0), row(1), row(2)]
-    }
+    simd::load_rows(f)
 }
 
 /// Four points, from rows (as [`load_rows`] gives them) to lanes: `[xs, ys, zs]`.
-///
-/// PERF: on x86_64, seven shuffles (SSE, part of the baseline every x86_64 build targets)
-/// instead of twelve scalar loads and nine inserts.
 #[inline(always)]
-fn transpose([r0, r1, r2]: [Vec4; 3]) -> [Vec4; 3] {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{__m128, _mm_shuffle_ps};
-        let (r0, r1, r2): (__m128, __m128, __m128) = (r0.into(), r1.into(), r2.into());
-        // `_mm_shuffle_ps::<M>(a, b)` is `[a[M & 3], a[M >> 2 & 3], b[M >> 4 & 3], b[M >> 6]]`.
-        // SAFETY: SSE is enabled on every x86_64 target (it is part of the baseline ABI);
-        // the shuffles only move lanes between registers and touch no memory.
-        unsafe {
-            let x23 = _mm_shuffle_ps::<0b01_01_10_10>(r1, r2); // x2 x2 x3 x3
-            let xs = _mm_shuffle_ps::<0b10_00_11_00>(r0, x23); // x0 x1 x2 x3
-            let y01 = _mm_shuffle_ps::<0b00_00_01_01>(r0, r1); // y0 y0 y1 y1
-            let y23 = _mm_shuffle_ps::<0b10_10_11_11>(r1, r2); // y2 y2 y3 y3
-            let ys = _mm_shuffle_ps::<0b10_00_10_00>(y01, y23); // y0 y1 y2 y3
-            let z01 = _mm_shuffle_ps::<0b01_01_10_10>(r0, r1); // z0 z0 z1 z1
-            let zs = _mm_shuffle_ps::<0b11_00_10_00>(z01, r2); // z0 z1 z2 z3
-            [xs.into(), ys.into(), zs.into()]
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let f = [r0.to_array(), r1.to_array(), r2.to_array()];
-        let f = f.as_flattened();
-        let lane = |axis: usize| Vec4::from_array(std::array::from_fn(|k| f[3 * k + axis]));
-        [lane(0), lane(1), lane(2)]
-    }
+fn transpose(rows: [Vec4; 3]) -> [Vec4; 3] {
+    simd::transpose(rows)
 }
 
 /// `rows[first..first + 4]`, the last row repeated where the slice runs out (the caller masks
@@ -1182,8 +1046,7 @@ mod tests {
         // mask equals the SSE kernel's bit for bit, for exact and blended entities, any
         // bone count (whole groups of eight, a whole four and a partial four after them),
         // and rays that graze, pass and miss the bones.
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
+        for kernels in Kernels::available() {
             use rand::{Rng as _, SeedableRng as _};
             let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(14);
             let (mut compared, mut set) = (0, 0);
@@ -1218,14 +1081,12 @@ mod tests {
                 };
                 let origin = Vec3::from_array(point(&mut rng)) * 4.0;
                 let dir = (Vec3::from_array(point(&mut rng)) - origin).normalize_or(Vec3::X);
-                let mut line = LineLanes::new(origin, dir, rng.random_range(0.0..0.3), true);
-                assert!(line.avx2);
+                let line = LineLanes::new(origin, dir, rng.random_range(0.0..0.3), kernels);
                 let t_max = rng.random_range(0.0..20.0);
                 for first in (0..bones).step_by(64) {
-                    line.avx2 = true;
+                    // The eight lanes (where these kernels have them) against the four.
                     let wide = view.cull_bones(first, &carrying, &reach, &line, t_max);
-                    line.avx2 = false;
-                    let narrow = view.cull_bones(first, &carrying, &reach, &line, t_max);
+                    let narrow = view.cull_bones_sse(first, &carrying, &reach, &line, t_max);
                     assert_eq!(wide, narrow, "round {round} first {first}");
                     compared += 1;
                     set += wide.count_ones();

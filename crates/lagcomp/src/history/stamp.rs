@@ -479,6 +479,8 @@ impl DenseBatch {
 impl KernelBody for StampDenseStreaming<'_, '_> {
     type Output = ();
 
+    // Inlined into the kernels' build (`Kernels::run`), whose instruction set it needs.
+    #[inline(always)]
     fn run<K: Isa>(self, isa: K) {
         let Self {
             slots,

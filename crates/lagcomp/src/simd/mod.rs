@@ -24,11 +24,12 @@ mod x86;
 
 use std::sync::OnceLock;
 
-use glam::Vec3A;
+use glam::{Vec3A, Vec4};
 
-use crate::history::{BonePass, StoredRotation, StoredTranslation};
+use crate::bvh::{FlatFrames, FlatRay, Survivors};
+use crate::history::{BonePass, LineLanes, StoredRotation, StoredTranslation};
 use crate::math::BoneTransform;
-pub(crate) use portable::Portable;
+pub(crate) use portable::{Portable, min_into};
 
 /// Which kernels run: the widest instruction set this CPU offers that the crate has kernels
 /// for, or the portable ones when forced (see the module docs).
@@ -41,6 +42,10 @@ pub(crate) struct Kernels(Level);
 
 /// The instruction sets, narrowest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(
+    all(not(test), not(all(target_arch = "x86_64", not(feature = "portable")))),
+    expect(dead_code, reason = "only x86_64 builds have SIMD kernels to choose")
+)]
 enum Level {
     /// glam and plain Rust, any target.
     Portable,
@@ -101,14 +106,6 @@ impl Kernels {
             .collect()
     }
 
-    /// Whether these are the AVX2 kernels or their AVX-512 builds (the eight-lane query
-    /// kernels run).
-    #[must_use]
-    #[inline]
-    pub(crate) fn eight_lanes(self) -> bool {
-        self.0 >= Level::Avx2
-    }
-
     /// Runs `body` with these kernels, compiled for their instruction set (the body's
     /// kernels inline into it).
     #[inline(always)]
@@ -126,6 +123,64 @@ impl Kernels {
             _ => body.run(Portable),
         }
     }
+
+    /// Runs `body` compiled for these kernels if they have eight-lane (AVX2) forms of the
+    /// query's kernels; `None` otherwise (the caller runs its four-lane form).
+    #[inline(always)]
+    pub(crate) fn run_eight_lanes<B: KernelBody>(self, body: B) -> Option<B::Output> {
+        match self.0 {
+            #[cfg(all(target_arch = "x86_64", not(feature = "portable")))]
+            // SAFETY: `Level::Avx2` and `Level::Avx512` are only made on a CPU with AVX2.
+            Level::Avx2 | Level::Avx512 => Some(unsafe { x86::with_avx2(body) }),
+            _ => {
+                let _ = body;
+                None
+            }
+        }
+    }
+
+    /// Grows every float of `into` by the one at the same index of `from`: per float `b <
+    /// a ? b : a` (so `into` ends as the union of the boxes both hold).
+    ///
+    /// PERF: explicit packed minimums on x86_64. The plain loop, compiled for AVX2, became
+    /// a compare and a *masked store* per eight floats (`vcmpltps` + `vmaskmovps`: LLVM
+    /// turned the unconditional store back into a conditional one), and a masked store
+    /// costs many times a plain one. `minps(b, a)` returns `a` unless `b < a`, which is
+    /// exactly `b < a ? b : a` (signed zeros included), so the bits are unchanged.
+    #[inline]
+    pub(crate) fn grow_all(self, into: &mut [f32], from: &[f32]) {
+        match self.0 {
+            #[cfg(all(target_arch = "x86_64", not(feature = "portable")))]
+            // SAFETY: `Level::Avx2` and `Level::Avx512` are only made on a CPU with AVX2.
+            Level::Avx2 | Level::Avx512 => unsafe { x86::grow_all_avx2(into, from) },
+            #[cfg(all(target_arch = "x86_64", not(feature = "portable")))]
+            Level::Sse2 => x86::grow_all_sse(into, from),
+            _ => portable::min_into(into, from),
+        }
+    }
+
+    /// The flat form's scan of one frame on eight lanes (`bvh/flat.rs`, `scan`), where
+    /// these kernels have it; `None` otherwise.
+    #[inline]
+    pub(crate) fn flat_scan8<const GROWN: bool>(
+        self,
+        frames: &FlatFrames<'_>,
+        ray: &FlatRay,
+        t_max: f32,
+        out: &mut Survivors,
+    ) -> Option<usize> {
+        match self.0 {
+            #[cfg(all(target_arch = "x86_64", not(feature = "portable")))]
+            Level::Avx2 | Level::Avx512 => {
+                // SAFETY: `Level::Avx2` and `Level::Avx512` are only made on a CPU with AVX2.
+                Some(unsafe { x86::flat_scan8::<GROWN>(frames, ray, t_max, out) })
+            }
+            _ => {
+                let _ = (frames, ray, t_max, out);
+                None
+            }
+        }
+    }
 }
 
 /// Code written once over [`Isa`] and compiled for each instruction set
@@ -135,6 +190,10 @@ pub(crate) trait KernelBody {
     type Output;
     /// Whether the body runs its AVX-512 build where the CPU has one (otherwise the AVX2
     /// build runs there).
+    #[cfg_attr(
+        not(all(target_arch = "x86_64", not(feature = "portable"))),
+        expect(dead_code, reason = "only x86_64 builds have an AVX-512 build")
+    )]
     const WIDE: bool = false;
     /// The body, with `isa`'s kernels.
     fn run<K: Isa>(self, isa: K) -> Self::Output;
@@ -238,6 +297,23 @@ pub(crate) trait Isa: Copy {
         wide: bool,
     );
 
+    /// A trace's line on this kernel's eight lanes ([`Isa::cull8`]).
+    type Line8: Copy;
+
+    /// `line` and `t_max` for [`Isa::cull8`], with the blend weights of `alpha` (`1 -
+    /// alpha` on the older frame).
+    fn line8(self, line: &LineLanes, t_max: f32, alpha: f32) -> Self::Line8;
+
+    /// The trace's bone cull (`history::cull4`) for eight bones: bit `k` set when bone `k`
+    /// may be hit. The same mask as two four-lane culls.
+    fn cull8<const SINGLE: bool>(
+        self,
+        ta: &[StoredTranslation; 8],
+        tb: &[StoredTranslation; 8],
+        reach: &[f32; 8],
+        line: &Self::Line8,
+    ) -> u32;
+
     /// Stores `v`'s x, y and z at `at`, and may write anything into the float after them
     /// (a whole 16-byte store where the kernel has one).
     ///
@@ -274,4 +350,63 @@ pub(crate) fn prefetch_line(at: *const u8) {
     x86::prefetch_line(at);
     #[cfg(not(all(target_arch = "x86_64", not(feature = "portable"))))]
     let _ = at;
+}
+
+/// Two boxes' twelve floats (box 0's `min`, `neg_max`, then box 1's) as `[xs, ys, zs]`, each
+/// `[min 0, min 1, neg_max 0, neg_max 1]` (the tree walk's two-box slab test).
+#[inline(always)]
+pub(crate) fn pair_lanes(f: &[f32; 12]) -> [Vec4; 3] {
+    #[cfg(all(target_arch = "x86_64", not(feature = "portable")))]
+    {
+        x86::pair_lanes(f)
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(feature = "portable"))))]
+    {
+        portable::pair_lanes(f)
+    }
+}
+
+/// Each plane's smallest lane: `[min p0, ..., min p5]` (a wide node's children's boxes
+/// reduced to the node's own; minimums are exact, so every form gives the same numbers).
+#[inline(always)]
+pub(crate) fn lane_minimums(planes: [Vec4; 6]) -> [f32; 6] {
+    #[cfg(all(target_arch = "x86_64", not(feature = "portable")))]
+    {
+        x86::lane_minimums(planes)
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(feature = "portable"))))]
+    {
+        planes.map(Vec4::min_element)
+    }
+}
+
+/// Four points' twelve coordinates (`[x0 y0 z0 x1 y1 z1 ...]`) on three vectors, as stored:
+/// `[x0 y0 z0 x1, y1 z1 x2 y2, z2 x3 y3 z3]`.
+#[inline(always)]
+pub(crate) fn load_rows(f: &[f32; 12]) -> [Vec4; 3] {
+    #[cfg(all(target_arch = "x86_64", not(feature = "portable")))]
+    {
+        x86::load_rows(f)
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(feature = "portable"))))]
+    {
+        let row = |k: usize| Vec4::from_slice(&f[4 * k..4 * k + 4]);
+        [row(0), row(1), row(2)]
+    }
+}
+
+/// Four points, from rows (as [`load_rows`] gives them) to lanes: `[xs, ys, zs]`.
+#[inline(always)]
+pub(crate) fn transpose(rows: [Vec4; 3]) -> [Vec4; 3] {
+    #[cfg(all(target_arch = "x86_64", not(feature = "portable")))]
+    {
+        x86::transpose(rows)
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(feature = "portable"))))]
+    {
+        let f = rows.map(|row| row.to_array());
+        let f = f.as_flattened();
+        let lane = |axis: usize| Vec4::from_array(std::array::from_fn(|k| f[3 * k + axis]));
+        [lane(0), lane(1), lane(2)]
+    }
 }

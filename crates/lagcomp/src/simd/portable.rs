@@ -4,7 +4,9 @@
 use glam::{BVec3A, BVec4A, Mat4, Vec3A, Vec4};
 
 use super::Isa;
-use crate::history::{BonePass, StoredRotation, StoredTranslation, assert_one_length};
+use crate::history::{
+    BonePass, LineLanes, StoredRotation, StoredTranslation, assert_one_length, cull4,
+};
 use crate::math::{BoneTransform, MAX_COORDINATE, ROTATION_NORM_TOLERANCE};
 
 /// The portable kernels (any CPU).
@@ -98,6 +100,31 @@ impl Isa for Portable {
         unsafe { std::ptr::copy_nonoverlapping(src, dst, bytes) };
     }
 
+    type Line8 = (LineLanes, f32, f32);
+
+    #[inline(always)]
+    fn line8(self, line: &LineLanes, t_max: f32, alpha: f32) -> Self::Line8 {
+        (*line, t_max, alpha)
+    }
+
+    #[inline(always)]
+    fn cull8<const SINGLE: bool>(
+        self,
+        ta: &[StoredTranslation; 8],
+        tb: &[StoredTranslation; 8],
+        reach: &[f32; 8],
+        &(ref line, t_max, alpha): &Self::Line8,
+    ) -> u32 {
+        let half = |k: usize| {
+            let four = |rows: &[StoredTranslation; 8]| -> [StoredTranslation; 4] {
+                std::array::from_fn(|j| rows[4 * k + j])
+            };
+            let reach: [f32; 4] = std::array::from_fn(|j| reach[4 * k + j]);
+            cull4::<SINGLE>(&four(ta), &four(tb), &reach, line, t_max, alpha)
+        };
+        half(0) | half(1) << 4
+    }
+
     #[inline(always)]
     unsafe fn store_corner(self, at: *mut f32, v: Vec3A) {
         // SAFETY: the caller's contract: four floats from `at`.
@@ -177,4 +204,25 @@ pub(super) fn bone_pass(
         hi,
         clean: in_range.all() && rotations_ok.all() && unit_scale.all(),
     }
+}
+
+/// `into[i] = min(into[i], from[i])`; `<` rather than `f32::min` because boxes hold no NaN
+/// and the plain comparison compiles to one `minss`/`minps`.
+#[inline]
+pub(crate) fn min_into<'a>(into: impl IntoIterator<Item = &'a mut f32>, from: &[f32]) {
+    for (a, &b) in into.into_iter().zip(from) {
+        // An unconditional store, so that the loop vectorizes.
+        *a = if b < *a { b } else { *a };
+    }
+}
+
+/// [`super::pair_lanes`] lane by lane.
+#[cfg_attr(
+    all(target_arch = "x86_64", not(feature = "portable")),
+    expect(dead_code, reason = "x86_64 builds shuffle")
+)]
+#[inline(always)]
+pub(super) fn pair_lanes(f: &[f32; 12]) -> [Vec4; 3] {
+    let lane = |k: usize| Vec4::new(f[k], f[6 + k], f[3 + k], f[9 + k]);
+    [lane(0), lane(1), lane(2)]
 }

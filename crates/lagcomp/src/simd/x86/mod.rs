@@ -3,6 +3,7 @@
 
 mod avx512;
 mod bone_pass;
+mod query;
 
 use std::arch::x86_64::{
     __m128, _MM_HINT_T0, _mm_loadu_ps, _mm_prefetch, _mm_sfence, _mm_storeu_ps, _mm_stream_ps,
@@ -16,9 +17,12 @@ use glam::Vec3A;
 
 pub(super) use avx512::with_avx512;
 use bone_pass::{BatchAcc, LAYOUT_MATCHES};
+pub(super) use query::{
+    flat_scan8, grow_all_avx2, grow_all_sse, lane_minimums, load_rows, pair_lanes, transpose,
+};
 
 use super::{Isa, KernelBody, Level, Portable};
-use crate::history::{BonePass, StoredRotation, StoredTranslation, assert_one_length};
+use crate::history::{BonePass, LineLanes, StoredRotation, StoredTranslation, assert_one_length};
 use crate::math::{BoneTransform, PADDING_BASE, PADDING_SLOPE};
 
 /// The widest kernels this CPU runs (std caches the CPUID answers). The SIMD bone passes
@@ -150,6 +154,24 @@ impl Isa for Sse2 {
     ) {
         // SAFETY: the caller's contract.
         unsafe { Portable.stream_copy::<FULL>(dst, src, bytes, head, wide) };
+    }
+
+    type Line8 = <Portable as Isa>::Line8;
+
+    #[inline(always)]
+    fn line8(self, line: &LineLanes, t_max: f32, alpha: f32) -> Self::Line8 {
+        Portable.line8(line, t_max, alpha)
+    }
+
+    #[inline(always)]
+    fn cull8<const SINGLE: bool>(
+        self,
+        ta: &[StoredTranslation; 8],
+        tb: &[StoredTranslation; 8],
+        reach: &[f32; 8],
+        line: &Self::Line8,
+    ) -> u32 {
+        Portable.cull8::<SINGLE>(ta, tb, reach, line)
     }
 
     #[inline(always)]
@@ -317,6 +339,26 @@ impl Isa for Avx2 {
                 std::ptr::copy_nonoverlapping(src.add(at), dst.add(at), bytes - at);
             }
         }
+    }
+
+    type Line8 = query::Line8;
+
+    #[inline(always)]
+    fn line8(self, line: &LineLanes, t_max: f32, alpha: f32) -> query::Line8 {
+        // SAFETY: an `Avx2` exists only on a CPU with AVX2.
+        unsafe { query::Line8::new(line, t_max, alpha) }
+    }
+
+    #[inline(always)]
+    fn cull8<const SINGLE: bool>(
+        self,
+        ta: &[StoredTranslation; 8],
+        tb: &[StoredTranslation; 8],
+        reach: &[f32; 8],
+        line: &query::Line8,
+    ) -> u32 {
+        // SAFETY: an `Avx2` exists only on a CPU with AVX2.
+        unsafe { query::cull_group8::<SINGLE>(ta, tb, reach, line) }
     }
 
     #[inline(always)]
