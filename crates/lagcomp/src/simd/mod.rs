@@ -376,7 +376,7 @@ pub(crate) fn lane_minimums(planes: [Vec4; 6]) -> [f32; 6] {
     }
     #[cfg(not(all(target_arch = "x86_64", not(feature = "portable"))))]
     {
-        planes.map(Vec4::min_element)
+        portable::lane_minimums(planes)
     }
 }
 
@@ -390,8 +390,7 @@ pub(crate) fn load_rows(f: &[f32; 12]) -> [Vec4; 3] {
     }
     #[cfg(not(all(target_arch = "x86_64", not(feature = "portable"))))]
     {
-        let row = |k: usize| Vec4::from_slice(&f[4 * k..4 * k + 4]);
-        [row(0), row(1), row(2)]
+        portable::load_rows(f)
     }
 }
 
@@ -404,9 +403,50 @@ pub(crate) fn transpose(rows: [Vec4; 3]) -> [Vec4; 3] {
     }
     #[cfg(not(all(target_arch = "x86_64", not(feature = "portable"))))]
     {
-        let f = rows.map(|row| row.to_array());
-        let f = f.as_flattened();
-        let lane = |axis: usize| Vec4::from_array(std::array::from_fn(|k| f[3 * k + axis]));
-        [lane(0), lane(1), lane(2)]
+        portable::transpose(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::Vec4;
+    use rand::{Rng, SeedableRng};
+    use rand_pcg::Pcg64Mcg;
+
+    use super::portable;
+
+    /// A float a box or a bone row may hold: any magnitude, either sign, zeros of both
+    /// signs now and then.
+    fn value(rng: &mut Pcg64Mcg) -> f32 {
+        match rng.random_range(0..8) {
+            0 => 0.0,
+            1 => -0.0,
+            _ => rng.random_range(-1.0e3..1.0e3),
+        }
+    }
+
+    /// The lane helpers this build uses (shuffles on x86_64) give what their portable
+    /// forms give: the same lanes bit for bit, the same minimums (equal as numbers: a
+    /// minimum of `0.0` and `-0.0` may be either).
+    #[test]
+    fn the_lane_helpers_give_what_their_portable_forms_give() {
+        let mut rng = Pcg64Mcg::seed_from_u64(0x1a9e);
+        let bits = |v: [Vec4; 3]| v.map(|v| v.to_array().map(f32::to_bits));
+        for _ in 0..10_000 {
+            let f: [f32; 12] = std::array::from_fn(|_| value(&mut rng));
+            assert_eq!(bits(super::pair_lanes(&f)), bits(portable::pair_lanes(&f)));
+            assert_eq!(bits(super::load_rows(&f)), bits(portable::load_rows(&f)));
+            let rows = portable::load_rows(&f);
+            assert_eq!(
+                bits(super::transpose(rows)),
+                bits(portable::transpose(rows))
+            );
+            let planes: [Vec4; 6] =
+                std::array::from_fn(|_| Vec4::from_array(std::array::from_fn(|_| value(&mut rng))));
+            assert_eq!(
+                super::lane_minimums(planes),
+                portable::lane_minimums(planes)
+            );
+        }
     }
 }

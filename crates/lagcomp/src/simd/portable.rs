@@ -218,11 +218,48 @@ pub(crate) fn min_into<'a>(into: impl IntoIterator<Item = &'a mut f32>, from: &[
 
 /// [`super::pair_lanes`] lane by lane.
 #[cfg_attr(
-    all(target_arch = "x86_64", not(feature = "portable")),
-    expect(dead_code, reason = "x86_64 builds shuffle")
+    all(target_arch = "x86_64", not(feature = "portable"), not(test)),
+    expect(dead_code, reason = "x86_64 builds shuffle (the tests compare both)")
 )]
 #[inline(always)]
 pub(super) fn pair_lanes(f: &[f32; 12]) -> [Vec4; 3] {
     let lane = |k: usize| Vec4::new(f[k], f[6 + k], f[3 + k], f[9 + k]);
+    [lane(0), lane(1), lane(2)]
+}
+
+/// [`super::lane_minimums`] plane by plane.
+#[cfg_attr(
+    all(target_arch = "x86_64", not(feature = "portable"), not(test)),
+    expect(dead_code, reason = "x86_64 builds shuffle (the tests compare both)")
+)]
+#[inline(always)]
+pub(super) fn lane_minimums(planes: [Vec4; 6]) -> [f32; 6] {
+    planes.map(Vec4::min_element)
+}
+
+/// [`super::load_rows`] from slices.
+#[cfg_attr(
+    all(target_arch = "x86_64", not(feature = "portable"), not(test)),
+    expect(
+        dead_code,
+        reason = "x86_64 builds load whole registers (the tests compare both)"
+    )
+)]
+#[inline(always)]
+pub(super) fn load_rows(f: &[f32; 12]) -> [Vec4; 3] {
+    let row = |k: usize| Vec4::from_slice(&f[4 * k..4 * k + 4]);
+    [row(0), row(1), row(2)]
+}
+
+/// [`super::transpose`] element by element.
+#[cfg_attr(
+    all(target_arch = "x86_64", not(feature = "portable"), not(test)),
+    expect(dead_code, reason = "x86_64 builds shuffle (the tests compare both)")
+)]
+#[inline(always)]
+pub(super) fn transpose(rows: [Vec4; 3]) -> [Vec4; 3] {
+    let f = rows.map(|row| row.to_array());
+    let f = f.as_flattened();
+    let lane = |axis: usize| Vec4::from_array(std::array::from_fn(|k| f[3 * k + axis]));
     [lane(0), lane(1), lane(2)]
 }
