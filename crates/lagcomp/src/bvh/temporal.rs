@@ -71,7 +71,7 @@ impl TemporalBvh {
     /// PERF: emptying the unused lanes of every frame here (the frames before the ones the
     /// new tree answers for, which the tree's next ticks clear when they begin anyway) was
     /// 160-240 µs of a 5,000-entity rebuild's 0.9-1.2 ms, scattered over 3 MB of boxes
-    /// untouched for a window (BENCHMARKS.md, Record, ninth round).
+    /// untouched for a window.
     pub(crate) fn reshape(
         &mut self,
         frames: usize,
@@ -213,7 +213,7 @@ impl TemporalBvh {
     ///
     /// PERF: a spawn otherwise rebuilds the topology (about 0.8 ms at 5,000 entities) and
     /// refits every frame since the last build; this is one pass over the leaves of one
-    /// frame (BENCHMARKS.md, Record, seventh round).
+    /// frame.
     pub(crate) fn insert(
         &mut self,
         item: u32,

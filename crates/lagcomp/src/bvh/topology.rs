@@ -161,8 +161,7 @@ impl Topology {
     /// branch-free partitions; the longest axis is read off the ends of the lists.
     /// Callgrind, 5,000 items, with the collapse: 5.4 M instructions and 12,300
     /// mispredicted branches, against 4.1 M and 43,500 with a selection per node
-    /// (`select_nth_unstable`); the rebuild tick 110-145 µs faster (alternated runs): see
-    /// BENCHMARKS.md, Record, tenth round.
+    /// (`select_nth_unstable`); the rebuild tick 110-145 µs faster (alternated runs).
     pub(crate) fn build(
         &mut self,
         items: impl IntoIterator<Item = u32>,

@@ -81,8 +81,7 @@ impl History {
         // PERF: versioned, not the whole ring. Frames already recorded keep the tree they
         // were recorded under, which answers for them until they age out; the new tree
         // gets boxes only for the frames from `from` on. Refilling and refitting every
-        // frame of the ring was 1.9 of a 5,000-entity rebuild's 2.5 ms (BENCHMARKS.md,
-        // Record, seventh round).
+        // frame of the ring was 1.9 of a 5,000-entity rebuild's 2.5 ms.
         let from = if self.tree_from > oldest {
             // The tree before the current one still answers for frames before
             // `tree_from`: keep it, and give the current tree's frames the new shape.
@@ -118,7 +117,7 @@ impl History {
         // frame's internal nodes and spans, oldest first.
         // PERF: entity by entity, the refill read one record per ring slot per entity (as
         // many streams as ring slots, a frame lane's block apart) and scattered its writes
-        // over every frame's nodes: see BENCHMARKS.md, Record, sixth round.
+        // over every frame's nodes, each line touched once per entity rather than once.
         let stride = self.lanes.frame_stride;
         debug_assert!(slots.len() <= stride);
         for seq in from..=newest {

@@ -19,7 +19,7 @@
 //!   a tick's rows of every entity are one block, written front to back, and an entity's
 //!   slot holds where its bones sit in each block. Large lanes sit on 2 MiB pages on
 //!   Linux. (Per-entity vectors made a 5,000-entity tick touch three or four 4 KiB pages
-//!   per entity and wait on page walks and cold lines; BENCHMARKS.md, fifth record round.)
+//!   per entity and wait on page walks and cold lines.)
 //! - The broadphase is a BVH over entities (`TemporalBvh`, in the private `bvh` module;
 //!   up to 512 entities it is flat, one SIMD-scanned box per entity, see `bvh::flat`)
 //!   whose boxes are kept per ring frame, each spanning that frame and the next. After
@@ -429,7 +429,7 @@ struct Lanes {
 /// line. A ring slot is rewritten once per window, after every other slot: when the lanes
 /// are larger than the last-level cache (32 MiB on the machine measured), the slot being
 /// written has left the caches, and a plain store waits for its line to be read from
-/// memory (BENCHMARKS.md, Record, sixth round). Smaller lanes keep plain stores: their
+/// memory. Smaller lanes keep plain stores: their
 /// rows are still cached when rewritten, and queries read the newest frames warm.
 pub(super) const STREAM_MIN_BYTES: usize = 32 << 20;
 
@@ -699,8 +699,8 @@ impl History {
 
     /// Makes room for `entities` more entities with `bones` bones between them, so that
     /// spawning them does not lay the history's lanes out again when the next frame begins.
-    /// Growing copies the whole history into new memory: measured 90-120 ms with 5,000
-    /// twenty-bone entities at 30 Hz and a 0.5 s window (57 MB), several ticks of a game
+    /// Growing copies the whole history into new memory (57 MB for 5,000 twenty-bone
+    /// entities at 30 Hz and a 0.5 s window), which can take several ticks of a game
     /// server. A server that knows how many players it takes reserves them before the
     /// match; like `Vec::reserve`, this may hold more than asked.
     ///
@@ -1034,8 +1034,8 @@ impl History {
     /// land here.
     ///
     /// PERF: out of line so that the current-tree test inlined into every query stays
-    /// short; the criterion runs of the seventh record round (BENCHMARKS.md) measured the
-    /// 5,000-entity query with it so.
+    /// short (in line, with the every-entity loop beside it, the choice of tree cost 21-22
+    /// instructions a shot instead of 15-17 under callgrind).
     #[cold]
     #[inline(never)]
     fn older_entity_tree(&self, newer: u64) -> Option<&TemporalBvh> {

@@ -543,12 +543,13 @@ impl History {
     /// with the rest of the walk. The rotation rows are not asked for: only the bones the
     /// cull passes (a few of a rig's) read theirs, and prefetching every line of both rows
     /// for every survivor of the walk (24 prefetches a survivor of a 16-bone rig with
-    /// them, 12 without) cost the walk more than it saved the bones. Stop-19 host, funnel
-    /// (`FUNNEL_SHORT=1`, pinned, alternated with the rotations' form, minima (medians)):
+    /// them, 12 without) cost the walk more than it saved the bones. On an AVX-512 host,
+    /// funnel (`FUNNEL_SHORT=1`, pinned, alternated with the rotations' form, minima
+    /// (medians)):
     /// walk+admit (layers 0) 64x16 71-75 -> 61-63 ns; full query 64x16 153-163 (165-167)
     /// -> 156-162 (161-163) ns, 200x20 234-242 (243-247) -> 220-236 (239-243) ns, 5000x20
     /// 439-460 -> 441-447 ns; callgrind 2,540 -> 2,475 / 3,746 -> 3,642 / 4,675 -> 4,603
-    /// instructions a shot (BENCHMARKS.md, "Query, eleventh round").
+    /// instructions a shot.
     #[inline(always)]
     pub(crate) fn prefetch_rewound(&self, index: usize, bracket: &Bracket) {
         use crate::simd::prefetch_line;

@@ -172,7 +172,7 @@ pub(in crate::simd) unsafe fn flat_scan8<const GROWN: bool>(
     // PERF: each of the ray's floats is read by a 4-byte load of its own (volatile, so the
     // compiler cannot merge them). The caller stores them one by one; splatted from plain
     // reads, two were loaded 8 bytes at a time (`vmovsd`, `vmovddup`), loads the store
-    // buffer cannot forward: on the stop-18 host (Zen 5-like) perf put 17 % of the scan's
+    // buffer cannot forward: on an AVX-512 host (Zen 5-like) perf put 17 % of the scan's
     // samples on one, and a probe there timed such a load at about 25-30 TSC ticks more
     // than a forwarded one. Funnel full query there, pinned, 5 alternated pairs, minima
     // (medians): 64x16 169-175 (177-180) -> 161-165 (166-169) ns, 200x20 247-249
