@@ -355,6 +355,46 @@ pub(crate) fn prefetch_line(at: *const u8) {
     let _ = at;
 }
 
+/// [`Isa::bone_segment`] as one [`Isa::bone_pass`] per entity, for the kernels without a
+/// batch form: the checks are whether every entity's pass was clean.
+///
+/// # Safety
+/// As [`Isa::bone_segment`] (plain stores: `STREAM` is not passed on).
+#[inline(always)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the kernels and the arguments of `Isa::bone_segment`"
+)]
+unsafe fn segment_entity_by_entity<K: Isa>(
+    isa: K,
+    src: *const BoneTransform,
+    reach: *const [f32; 4],
+    t_out: *mut StoredTranslation,
+    r_out: *mut StoredRotation,
+    groups: usize,
+    bounds: &mut [[Vec3A; 2]],
+    checks: &mut bool,
+) {
+    let n = 4 * groups;
+    // SAFETY: the caller's contract: `4 * groups` reaches.
+    let reach = unsafe { std::slice::from_raw_parts(reach, n) };
+    for (k, entity) in bounds.iter_mut().enumerate() {
+        // SAFETY: the caller's contract: entity `k`'s `n` bones and rows are the `k`-th run
+        // of `n`, and the translations have one more after the last run (a pass puts back
+        // what it spills onto the next run's first translation); plain stores.
+        let pass = unsafe {
+            isa.bone_pass::<false>(
+                std::slice::from_raw_parts(src.add(k * n), n),
+                reach,
+                std::slice::from_raw_parts_mut(t_out.add(k * n), n + 1),
+                std::slice::from_raw_parts_mut(r_out.add(k * n), n),
+            )
+        };
+        *entity = [pass.lo, pass.hi];
+        *checks &= pass.clean;
+    }
+}
+
 /// Two boxes' twelve floats (box 0's `min`, `neg_max`, then box 1's) as `[xs, ys, zs]`, each
 /// `[min 0, min 1, neg_max 0, neg_max 1]` (the tree walk's two-box slab test).
 #[inline(always)]

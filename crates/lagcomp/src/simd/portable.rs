@@ -47,22 +47,9 @@ impl Isa for Portable {
         bounds: &mut [[Vec3A; 2]],
         checks: &mut bool,
     ) {
-        let n = 4 * groups;
-        // SAFETY: the caller's contract: `4 * groups` reaches.
-        let reach = unsafe { std::slice::from_raw_parts(reach, n) };
-        for (k, entity) in bounds.iter_mut().enumerate() {
-            // SAFETY: the caller's contract: entity `k`'s `n` bones and rows are the `k`-th
-            // run of `n` of `bounds.len() * n`, and the runs do not overlap each other.
-            let (bones, translations, rotations) = unsafe {
-                (
-                    std::slice::from_raw_parts(src.add(k * n), n),
-                    std::slice::from_raw_parts_mut(t_out.add(k * n), n),
-                    std::slice::from_raw_parts_mut(r_out.add(k * n), n),
-                )
-            };
-            let pass = bone_pass(bones, reach, translations, rotations);
-            *entity = [pass.lo, pass.hi];
-            *checks &= pass.clean;
+        // SAFETY: the caller's contract.
+        unsafe {
+            super::segment_entity_by_entity(self, src, reach, t_out, r_out, groups, bounds, checks);
         }
     }
 

@@ -108,23 +108,9 @@ impl Isa for Sse2 {
         bounds: &mut [[Vec3A; 2]],
         checks: &mut bool,
     ) {
-        let n = 4 * groups;
-        // SAFETY: the caller's contract: `4 * groups` reaches.
-        let reach = unsafe { std::slice::from_raw_parts(reach, n) };
-        for (k, entity) in bounds.iter_mut().enumerate() {
-            // SAFETY: the caller's contract: entity `k`'s `n` bones and rows are the `k`-th
-            // run of `n`, and the translations have one more after the last run (the pass
-            // puts back what it spills onto the next run's first translation).
-            let pass = unsafe {
-                bone_pass::sse2(
-                    std::slice::from_raw_parts(src.add(k * n), n),
-                    reach,
-                    std::slice::from_raw_parts_mut(t_out.add(k * n), n + 1),
-                    std::slice::from_raw_parts_mut(r_out.add(k * n), n),
-                )
-            };
-            *entity = [pass.lo, pass.hi];
-            *checks &= pass.clean;
+        // SAFETY: the caller's contract.
+        unsafe {
+            super::segment_entity_by_entity(self, src, reach, t_out, r_out, groups, bounds, checks);
         }
     }
 
