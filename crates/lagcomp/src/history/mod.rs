@@ -41,6 +41,7 @@
 //!   number it was written at, so a stale slot is recognised instead of erased.
 
 mod bone_pass;
+mod cull;
 mod frame;
 mod lane;
 mod plan;
@@ -51,8 +52,9 @@ mod sample;
 mod stamp;
 
 pub(crate) use bone_pass::{BonePass, assert_one_length};
+pub(crate) use cull::{LineLanes, cull4};
 pub use recorder::FrameRecorder;
-pub(crate) use sample::{Bracket, EntitySample, EntityView, LineLanes, cull4};
+pub(crate) use sample::{Bracket, EntitySample, EntityView};
 pub use sample::{NearestReason, Sample, SampleKind};
 
 use std::fmt;
