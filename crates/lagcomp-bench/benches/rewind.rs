@@ -37,7 +37,7 @@ use lagcomp_bench::{ParryWorld, RapierRewind, SCENES, Scene, SceneSpec};
 /// criterion's by-value `black_box` of the closure's return: for `lagcomp`'s 256-byte
 /// `Result<Trace, _>` that move compiled to a `memcpy` whose wide loads read the answer's
 /// narrow stores straight back (store-to-load forwarding fails), about 30 ns a shot at
-/// 64 entities (BENCHMARKS.md, Query, eighth round), a copy no caller makes. parry's
+/// 64 entities, a copy no caller makes. parry's
 /// 8-byte answer travelled in registers either way.
 fn keep<T>(answer: T) {
     black_box(&answer);

@@ -63,6 +63,7 @@ pub mod rig;
 pub mod time;
 
 mod bvh;
+mod simd;
 
 pub use glam::{Quat, Vec3};
 pub use history::{

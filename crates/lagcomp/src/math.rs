@@ -12,27 +12,6 @@
 
 use glam::{Quat, Vec3, Vec3A, Vec4};
 
-/// Asks the CPU to bring the cache line holding `at` into cache: a hint, which never
-/// faults, whatever the address, and changes nothing a program can observe (on targets
-/// without a prefetch instruction it does nothing).
-///
-/// PERF: a rewound query's data sits in rings larger than the first-level cache (at 200
-/// entities than the second), found by a chain of dependent loads (frame record, bone
-/// rows, the rotations of the bones that pass the cull); a query asks for what it will
-/// read as soon as it knows the address, so the misses overlap instead of queuing.
-#[inline(always)]
-pub(crate) fn prefetch_line(at: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        // SAFETY: SSE is part of the x86_64 baseline; a prefetch is a hint that never
-        // faults and makes no access the program can see, whatever the address.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = at;
-}
-
 /// Largest coordinate magnitude accepted anywhere (metres, or whatever unit the game uses).
 ///
 /// Beyond a million units an `f32` cannot resolve centimetres any more, so a larger value is

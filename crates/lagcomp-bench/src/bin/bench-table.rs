@@ -45,7 +45,7 @@ fn main() {
 /// Cores available, the CPU model, its widest vector extension and its cache sizes, as
 /// `nproc`, `/proc/cpuinfo`, the CPU's feature flags and `/sys` report them. Two hosts that
 /// both call themselves "AMD EPYC" gave record/memcpy 1.89 and 2.83 at 64x16 with the same
-/// code (BENCHMARKS.md, "Stop 18: another machine"): the model name alone does not say
+/// code: the model name alone does not say
 /// which one a table came from.
 fn machine() -> String {
     let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);

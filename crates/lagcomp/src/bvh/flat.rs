@@ -18,12 +18,13 @@ use std::mem::MaybeUninit;
 use glam::{Vec3, Vec4};
 
 use crate::math::Aabb;
+use crate::simd::Kernels;
 
 /// Lanes per block: one AVX2 vector per plane.
-pub(super) const FLAT_LANE_STEP: usize = 8;
+pub(crate) const FLAT_LANE_STEP: usize = 8;
 
 /// Floats per block: six planes of [`FLAT_LANE_STEP`] lanes.
-pub(super) const BLOCK_FLOATS: usize = 6 * FLAT_LANE_STEP;
+pub(crate) const BLOCK_FLOATS: usize = 6 * FLAT_LANE_STEP;
 
 /// Where lane `lane`'s minimum x is among its frame's floats; its plane `k` is
 /// `k * FLAT_LANE_STEP` further.
@@ -45,19 +46,19 @@ pub(super) const FLAT_CAPACITY: usize = 512;
 /// One survivor of a scan: where the ray enters its box (the bits of a non-negative float,
 /// which order like the floats) above its lane, so sorting the keys orders the survivors by
 /// entry distance, ties by lane.
-pub(super) type Survivors = [MaybeUninit<u64>; FLAT_CAPACITY];
+pub(crate) type Survivors = [MaybeUninit<u64>; FLAT_CAPACITY];
 
 /// The blocks a scan reads: `count` consecutive ring frames from `first` (wrapping), each
 /// `frame_floats` long, with `stride` lanes (a multiple of [`FLAT_LANE_STEP`]).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct FlatFrames<'a> {
+pub(crate) struct FlatFrames<'a> {
     /// Every frame of the ring, frame-major.
-    pub(super) floats: &'a [f32],
-    pub(super) frame_floats: usize,
-    pub(super) stride: usize,
+    pub(crate) floats: &'a [f32],
+    pub(crate) frame_floats: usize,
+    pub(crate) stride: usize,
     pub(super) frames: usize,
-    pub(super) first: usize,
-    pub(super) count: usize,
+    pub(crate) first: usize,
+    pub(crate) count: usize,
 }
 
 impl FlatFrames<'_> {
@@ -86,16 +87,16 @@ impl FlatFrames<'_> {
 /// inverse direction signed for the entry plane (the exit plane takes both negated). The
 /// same numbers as the tree's ray (`WideRay`), one float per axis rather than splatted.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct FlatRay {
+pub(crate) struct FlatRay {
     /// Plane index (0..6) per axis of the entry, and of the exit (the other side's).
-    entry_plane: [usize; 3],
-    exit_plane: [usize; 3],
+    pub(crate) entry_plane: [usize; 3],
+    pub(crate) exit_plane: [usize; 3],
     /// The origin, negated on the axes the ray travels towards `-`.
-    origin: [f32; 3],
+    pub(crate) origin: [f32; 3],
     /// The inverse direction's magnitude (never zero: see [`crate::math::ray_recip`]).
-    inv: [f32; 3],
+    pub(crate) inv: [f32; 3],
     /// The margin, negated.
-    neg_margin: f32,
+    pub(crate) neg_margin: f32,
 }
 
 impl FlatRay {
@@ -125,19 +126,17 @@ impl FlatRay {
 /// (adding `-0.0` changes no float).
 #[inline]
 pub(super) fn scan<const GROWN: bool>(
+    kernels: Kernels,
     frames: &FlatFrames<'_>,
     ray: &FlatRay,
     t_max: f32,
     out: &mut Survivors,
 ) -> usize {
-    let found = 'found: {
-        #[cfg(target_arch = "x86_64")]
-        if frames.count == 1 && std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2.
-            break 'found unsafe { scan_avx2::<GROWN>(frames, ray, t_max, out) };
-        }
-        scan4(frames, ray, t_max, out)
-    };
+    // One frame on the eight-lane kernel where the history's kernels have one.
+    let found = (frames.count == 1)
+        .then(|| kernels.flat_scan8::<GROWN>(frames, ray, t_max, out))
+        .flatten()
+        .unwrap_or_else(|| scan4(frames, ray, t_max, out));
     // SAFETY: the scans wrote the first `found` keys.
     let keys = unsafe { &mut *(std::ptr::from_mut(&mut out[..found]) as *mut [u64]) };
     sort_keys(keys);
@@ -174,120 +173,10 @@ fn scan4(frames: &FlatFrames<'_>, ray: &FlatRay, t_max: f32, out: &mut Survivors
     found
 }
 
-/// [`scan`] for one frame, eight lanes per step.
-///
-/// PERF: the query's broadphase for small histories. The exit planes reuse the entry's
-/// origin and inverse direction: the tree computes each exit as
-/// `(plane - (-o)) * (-inv)`, which is exactly `-((plane + o) * inv)` (subtracting is adding
-/// the negation, and rounding is symmetric), and the minimum of negated values is the
-/// negated maximum (`minps(a, b)` is `a < b ? a : b`, `maxps(-a, -b)` is `-a > -b ? -a :
-/// -b`: the same choice), so one sign flip after the maxima gives the tree's `far` bit for
-/// bit with four vector constants fewer, which keeps every constant in a register.
-///
-/// # Safety
-/// The CPU supports AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn scan_avx2<const GROWN: bool>(
-    frames: &FlatFrames<'_>,
-    ray: &FlatRay,
-    t_max: f32,
-    out: &mut Survivors,
-) -> usize {
-    use std::arch::x86_64::{
-        __m256, _CMP_LE_OQ, _mm256_add_ps, _mm256_cmp_ps, _mm256_loadu_ps, _mm256_max_ps,
-        _mm256_min_ps, _mm256_movemask_ps, _mm256_mul_ps, _mm256_set1_ps, _mm256_setzero_ps,
-        _mm256_storeu_ps, _mm256_sub_ps, _mm256_xor_ps,
-    };
-    let stride = frames.stride;
-    let base = frames.first * frames.frame_floats;
-    let Some(blocks) = frames.floats.get(base..base + 6 * stride) else {
-        return 0;
-    };
-    let blocks = blocks.as_ptr();
-    // Plane indices are below 6: each plane is inside its block (the loads below rely on
-    // it).
-    let entry = ray.entry_plane.map(|k| k * FLAT_LANE_STEP);
-    let exit = ray.exit_plane.map(|k| k * FLAT_LANE_STEP);
-    // PERF: each of the ray's floats is read by a 4-byte load of its own (volatile, so the
-    // compiler cannot merge them). The caller stores them one by one; splatted from plain
-    // reads, two were loaded 8 bytes at a time (`vmovsd`, `vmovddup`), loads the store
-    // buffer cannot forward: on the stop-18 host (Zen 5-like) perf put 17 % of the scan's
-    // samples on one, and a probe there timed such a load at about 25-30 TSC ticks more
-    // than a forwarded one. Funnel full query there, pinned, 5 alternated pairs, minima
-    // (medians): 64x16 169-175 (177-180) -> 161-165 (166-169) ns, 200x20 247-249
-    // (251-260) -> 236-241 (246-249) ns; 5000x20 (the tree) runs the same code.
-    let read = |x: &f32| {
-        // SAFETY: a reference to an initialised float.
-        _mm256_set1_ps(unsafe { std::ptr::read_volatile(x) })
-    };
-    let splat = |v: &[f32; 3]| [0, 1, 2].map(|axis| read(&v[axis]));
-    let (origin, inv) = (splat(&ray.origin), splat(&ray.inv));
-    let margin = if GROWN {
-        read(&ray.neg_margin)
-    } else {
-        _mm256_setzero_ps()
-    };
-    let t_max_v = _mm256_set1_ps(t_max);
-    let zero = _mm256_setzero_ps();
-    let sign = _mm256_set1_ps(-0.0);
-    let mut found = 0;
-    let mut block = blocks;
-    // PERF: the survivors are gathered per 64 lanes, after their eight blocks are tested:
-    // each block stores its entry distances and ORs its mask into one word, with no
-    // branch on whether any lane passed (random per shot: callgrind's model mispredicted
-    // that branch 1.8 times a shot at 64 entities); one loop then walks the word's bits.
-    // PERF: not cleared (eight 32-byte stores a scan): each block writes its eight lanes
-    // before the loop below reads any of them.
-    let mut nears = [MaybeUninit::<f32>::uninit(); 64];
-    let mut first = 0;
-    while first < stride {
-        let blocks_here = ((stride - first) / FLAT_LANE_STEP).min(8);
-        let mut passed = 0_u64;
-        for b in 0..blocks_here {
-            let load = |plane: usize| -> __m256 {
-                // SAFETY: `first + 8 * b < stride` (both multiples of eight), so `block` is
-                // the start of one of the frame's `stride / 8` blocks, and `plane + 8 <= 48`
-                // floats are inside it; the CPU has AVX2.
-                let v = unsafe { _mm256_loadu_ps(block.add(plane)) };
-                if GROWN { _mm256_add_ps(v, margin) } else { v }
-            };
-            let e = |axis: usize| {
-                _mm256_mul_ps(_mm256_sub_ps(load(entry[axis]), origin[axis]), inv[axis])
-            };
-            let x = |axis: usize| {
-                _mm256_mul_ps(_mm256_add_ps(load(exit[axis]), origin[axis]), inv[axis])
-            };
-            // The tree's order: `max(max(max(e0, e1), e2), 0)`, `min(min(min(x0, x1), x2),
-            // t)` (the latter through the negated maxima, above).
-            let near = _mm256_max_ps(_mm256_max_ps(_mm256_max_ps(e(0), e(1)), e(2)), zero);
-            let far = _mm256_xor_ps(_mm256_max_ps(_mm256_max_ps(x(0), x(1)), x(2)), sign);
-            let far = _mm256_min_ps(far, t_max_v);
-            let mask = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LE_OQ>(near, far)) as u32;
-            // SAFETY: `b < 8`, so floats `8 * b..8 * b + 8` are inside `nears`; the CPU has
-            // AVX2.
-            unsafe { _mm256_storeu_ps(nears.as_mut_ptr().add(FLAT_LANE_STEP * b).cast(), near) };
-            passed |= u64::from(mask) << (FLAT_LANE_STEP * b);
-            block = block.wrapping_add(BLOCK_FLOATS);
-        }
-        while passed != 0 {
-            let k = passed.trailing_zeros() as usize;
-            passed &= passed - 1;
-            // SAFETY: bit `k` of `passed` is set only for a lane of a block stored above
-            // (`k < 8 * blocks_here`).
-            let near = unsafe { nears[k].assume_init() };
-            out[found].write(key(near, first + k));
-            found += 1;
-        }
-        first += 64;
-    }
-    found
-}
-
 /// The survivor key of lane `lane` entered at `near` (`>= +0.0`, so its bits order as the
 /// floats do).
 #[inline(always)]
-fn key(near: f32, lane: usize) -> u64 {
+pub(crate) fn key(near: f32, lane: usize) -> u64 {
     (u64::from(near.to_bits()) << 32) | lane as u64
 }
 
@@ -392,10 +281,12 @@ mod tests {
             let t_max = rng.random_range(1.0..80.0);
             let mut a = [MaybeUninit::uninit(); FLAT_CAPACITY];
             let mut b = [MaybeUninit::uninit(); FLAT_CAPACITY];
+            // Every kernel this CPU runs, in turn.
+            let kernels = Kernels::available()[round % Kernels::available().len()];
             let found = if margin == 0.0 {
-                scan::<false>(&frames, &ray, t_max, &mut a)
+                scan::<false>(kernels, &frames, &ray, t_max, &mut a)
             } else {
-                scan::<true>(&frames, &ray, t_max, &mut a)
+                scan::<true>(kernels, &frames, &ray, t_max, &mut a)
             };
             let portable = scan4(&frames, &ray, t_max, &mut b);
             assert_eq!(found, portable, "round {round}");

@@ -9,7 +9,7 @@
 //! Why not a `Vec` per entity, as before: a tick writes one row in every entity's ring, and
 //! with thousands of entities those rows sat in thousands of separate 4 KiB-paged
 //! allocations: a 5,000-entity tick touched 15,000 to 20,000 pages, far more than the TLB
-//! holds, and waited on page walks (fourth record round, BENCHMARKS.md). One allocation per
+//! holds, and waited on page walks. One allocation per
 //! lane can be backed by 2 MiB pages.
 
 use std::alloc::{self, Layout};

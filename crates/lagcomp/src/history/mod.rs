@@ -1,8 +1,8 @@
 //! The recorded past: entities, their rigs, and a ring buffer of per-tick bone transforms.
 //!
 //! What lives here: [`History`] (configuration, spawning, despawning, static geometry),
-//! [`FrameRecorder`] (writing one tick; its per-bone copy-check-bound pass, with SSE2 and
-//! runtime-detected AVX2 versions, is `bone_pass`), resolving a [`RewindTarget`] to the
+//! [`FrameRecorder`] (writing one tick; its per-bone copy-check-bound pass is `bone_pass`,
+//! whose kernels live in `crate::simd`), resolving a [`RewindTarget`] to the
 //! frames that bracket it (`bracket`), and rebuilding an entity's bones at that moment
 //! (`sample`).
 //! Queries over the rebuilt past live in [`crate::query`].
@@ -19,7 +19,7 @@
 //!   a tick's rows of every entity are one block, written front to back, and an entity's
 //!   slot holds where its bones sit in each block. Large lanes sit on 2 MiB pages on
 //!   Linux. (Per-entity vectors made a 5,000-entity tick touch three or four 4 KiB pages
-//!   per entity and wait on page walks and cold lines; BENCHMARKS.md, fifth record round.)
+//!   per entity and wait on page walks and cold lines.)
 //! - The broadphase is a BVH over entities (`TemporalBvh`, in the private `bvh` module;
 //!   up to 512 entities it is flat, one SIMD-scanned box per entity, see `bvh::flat`)
 //!   whose boxes are kept per ring frame, each spanning that frame and the next. After
@@ -41,12 +41,20 @@
 //!   number it was written at, so a stale slot is recognised instead of erased.
 
 mod bone_pass;
+mod cull;
+mod frame;
 mod lane;
-mod record;
+mod plan;
+#[cfg(test)]
+mod record_tests;
+mod recorder;
 mod sample;
+mod stamp;
 
-pub use record::FrameRecorder;
-pub(crate) use sample::{Bracket, EntitySample, EntityView, LineLanes};
+pub(crate) use bone_pass::{BonePass, assert_one_length};
+pub(crate) use cull::{LineLanes, cull4};
+pub use recorder::FrameRecorder;
+pub(crate) use sample::{Bracket, EntitySample, EntityView};
 pub use sample::{NearestReason, Sample, SampleKind};
 
 use std::fmt;
@@ -58,6 +66,7 @@ use crate::bvh::{Bvh, TemporalBvh};
 use crate::math::{Aabb, BoneTransform, Pose, TransformError};
 use crate::narrow::PlacedShape;
 use crate::rig::{Rig, Shape, ShapeError};
+use crate::simd::Kernels;
 use crate::time::{RewindError, RewindTarget, Tick, WindowPolicy};
 use lane::{BoneRanges, Lane};
 
@@ -304,8 +313,8 @@ pub struct StaticCollider {
 /// A bone's stored translation and rotation. They live in separate lanes: a query culls
 /// hitboxes by their bone's translation alone and reads rotations only for the few it then
 /// tests exactly.
-type StoredTranslation = [f32; 3];
-type StoredRotation = [f32; 4];
+pub(crate) type StoredTranslation = [f32; 3];
+pub(crate) type StoredRotation = [f32; 4];
 
 // PERF: 28 bytes per bone per frame is the bulk of the history; keeping scale out of it
 // (almost every game records unit scale) holds a hitbox-frame under 32 bytes.
@@ -422,7 +431,7 @@ struct Lanes {
 /// line. A ring slot is rewritten once per window, after every other slot: when the lanes
 /// are larger than the last-level cache (32 MiB on the machine measured), the slot being
 /// written has left the caches, and a plain store waits for its line to be read from
-/// memory (BENCHMARKS.md, Record, sixth round). Smaller lanes keep plain stores: their
+/// memory. Smaller lanes keep plain stores: their
 /// rows are still cached when rewritten, and queries read the newest frames warm.
 pub(super) const STREAM_MIN_BYTES: usize = 32 << 20;
 
@@ -541,23 +550,16 @@ pub struct History {
     statics: Vec<StaticCollider>,
     static_bounds: Vec<Aabb>,
     static_bvh: Bvh,
-    /// How this CPU runs the per-bone pass of recording (detected once).
-    bone_pass: bone_pass::Kernel,
-    /// Whether a planned batch (the AVX2 kernel's steady tick) runs the build of its
-    /// recorder that may also use AVX-512F/VL instructions, and so 32 vector registers
-    /// rather than 16 (`FrameRecorder::record_planned_avx512`): the same intrinsics, no
-    /// spills in the bone pass. Detected once; tests may turn it off.
-    planned_avx512: bool,
-    /// Whether a trace's bone cull may run its eight-lane (AVX2) kernel: decided once
-    /// here, not by a feature check on every trace (about five instructions a shot).
-    query_avx2: bool,
+    /// Which kernels record and query this history (chosen once, when it is created:
+    /// the same algorithm on every CPU, only the kernels differ).
+    kernels: Kernels,
     /// Changes whenever which entities are active, where their rows lie, or whether one
     /// has a scale lane changes (spawn, despawn, a freed slot, the lanes laid out, a first
-    /// scale): a `record::BatchPlan` made under another value no longer holds.
+    /// scale): a `plan::BatchPlan` made under another value no longer holds.
     layout_epoch: u64,
     /// The last batch recorded whole, for the next tick's same batch
     /// (`FrameRecorder::record_all`).
-    plan: record::BatchPlan,
+    plan: plan::BatchPlan,
 }
 
 impl History {
@@ -600,11 +602,9 @@ impl History {
             statics: Vec::new(),
             static_bounds: Vec::new(),
             static_bvh: Bvh::default(),
-            bone_pass: bone_pass::Kernel::detect(),
-            planned_avx512: detect_avx512vl(),
-            query_avx2: detect_avx2(),
+            kernels: Kernels::detect(),
             layout_epoch: 0,
-            plan: record::BatchPlan::default(),
+            plan: plan::BatchPlan::default(),
         })
     }
 
@@ -701,8 +701,8 @@ impl History {
 
     /// Makes room for `entities` more entities with `bones` bones between them, so that
     /// spawning them does not lay the history's lanes out again when the next frame begins.
-    /// Growing copies the whole history into new memory: measured 90-120 ms with 5,000
-    /// twenty-bone entities at 30 Hz and a 0.5 s window (57 MB), several ticks of a game
+    /// Growing copies the whole history into new memory (57 MB for 5,000 twenty-bone
+    /// entities at 30 Hz and a 0.5 s window), which can take several ticks of a game
     /// server. A server that knows how many players it takes reserves them before the
     /// match; like `Vec::reserve`, this may hold more than asked.
     ///
@@ -999,11 +999,10 @@ impl History {
         (&self.static_bvh, &self.statics)
     }
 
-    /// Whether the CPU has AVX2, as detected when the history was built: a trace's bone
-    /// cull may run eight lanes at a time. (The flat scan still checks for itself.)
+    /// The kernels chosen when the history was created.
     #[inline]
-    pub(crate) fn query_avx2(&self) -> bool {
-        self.query_avx2
+    pub(crate) fn kernels(&self) -> Kernels {
+        self.kernels
     }
 
     /// The entity tree that holds the boxes of every frame of `bracket` (`older..=newer`):
@@ -1037,8 +1036,8 @@ impl History {
     /// land here.
     ///
     /// PERF: out of line so that the current-tree test inlined into every query stays
-    /// short; the criterion runs of the seventh record round (BENCHMARKS.md) measured the
-    /// 5,000-entity query with it so.
+    /// short (in line, with the every-entity loop beside it, the choice of tree cost 21-22
+    /// instructions a shot instead of 15-17 under callgrind).
     #[cold]
     #[inline(never)]
     fn older_entity_tree(&self, newer: u64) -> Option<&TemporalBvh> {
@@ -1072,30 +1071,5 @@ impl BoneTransform {
             rotation: Quat::from_array(*rotation),
             scale,
         }
-    }
-}
-
-/// Whether the CPU running this has AVX-512F and AVX-512VL (always false off x86_64).
-fn detect_avx512vl() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512vl")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
-/// Whether the CPU running this has AVX2 (always false off x86_64).
-fn detect_avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
     }
 }

@@ -1,7 +1,7 @@
 //! Rebuilding the past: from a rewind target to bracketing frames, and from those to an
 //! entity's bones at that moment.
 
-use glam::{Vec3, Vec4};
+use glam::Vec3;
 
 use super::{
     ALIVE, EntityState, History, LAG_COMPENSATED, StoredRotation, StoredTranslation, TELEPORTED,
@@ -533,7 +533,7 @@ impl History {
 
     /// Prefetches what a trace reads first of the entity in slot `index` at the bracket:
     /// its frame records and translation rows in the bracket's two frames (the same frame
-    /// twice for an exact one). Only a hint (see [`crate::math::prefetch_line`]): nothing
+    /// twice for an exact one). Only a hint (see [`crate::simd::prefetch_line`]): nothing
     /// is read, so nothing is checked beyond the slot index.
     ///
     /// PERF: a trace reads the frame records, then (after their checks) the translation
@@ -542,15 +542,16 @@ impl History {
     /// with the rest of the walk. The rotation rows are not asked for: only the bones the
     /// cull passes (a few of a rig's) read theirs, and prefetching every line of both rows
     /// for every survivor of the walk (24 prefetches a survivor of a 16-bone rig with
-    /// them, 12 without) cost the walk more than it saved the bones. Stop-19 host, funnel
-    /// (`FUNNEL_SHORT=1`, pinned, alternated with the rotations' form, minima (medians)):
+    /// them, 12 without) cost the walk more than it saved the bones. On an AVX-512 host,
+    /// funnel (`FUNNEL_SHORT=1`, pinned, alternated with the rotations' form, minima
+    /// (medians)):
     /// walk+admit (layers 0) 64x16 71-75 -> 61-63 ns; full query 64x16 153-163 (165-167)
     /// -> 156-162 (161-163) ns, 200x20 234-242 (243-247) -> 220-236 (239-243) ns, 5000x20
     /// 439-460 -> 441-447 ns; callgrind 2,540 -> 2,475 / 3,746 -> 3,642 / 4,675 -> 4,603
-    /// instructions a shot (BENCHMARKS.md, "Query, eleventh round").
+    /// instructions a shot.
     #[inline(always)]
     pub(crate) fn prefetch_rewound(&self, index: usize, bracket: &Bracket) {
-        use crate::math::prefetch_line;
+        use crate::simd::prefetch_line;
         let Some(slot) = self.slots.get(index) else {
             return;
         };
@@ -632,12 +633,12 @@ impl History {
 /// is used), borrowed from its rings.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct EntityView<'h> {
-    a: (&'h [StoredTranslation], &'h [StoredRotation]),
-    b: (&'h [StoredTranslation], &'h [StoredRotation]),
-    scales_a: Option<&'h [[f32; 3]]>,
-    scales_b: Option<&'h [[f32; 3]]>,
-    alpha: f32,
-    single: bool,
+    pub(super) a: (&'h [StoredTranslation], &'h [StoredRotation]),
+    pub(super) b: (&'h [StoredTranslation], &'h [StoredRotation]),
+    pub(super) scales_a: Option<&'h [[f32; 3]]>,
+    pub(super) scales_b: Option<&'h [[f32; 3]]>,
+    pub(super) alpha: f32,
+    pub(super) single: bool,
 }
 
 impl EntityView<'_> {
@@ -712,446 +713,14 @@ impl EntityView<'_> {
     pub(crate) fn has_scale(&self) -> bool {
         self.scales_a.is_some()
     }
-
-    /// The bone-level cull for bones `first..first + 64` (those that exist; `first` a
-    /// multiple of 64): bit `k` is set when bone `first + k` carries a hitbox (`carrying`,
-    /// one bit per bone in bytes of four groups, as [`crate::rig::Rig`] keeps it) and the
-    /// trace's line passes within `reach[bone]` plus the trace's radius of its origin, no
-    /// further than `t_max` along. Unscaled entities only.
-    ///
-    /// PERF: the trace's per-bone cull, four bones per instruction (eight with AVX2, which
-    /// [`LineLanes`] detects once per trace). It computes, lane by lane, exactly the
-    /// arithmetic of [`EntityView::bone_origin`] and the scalar cull (the same operations
-    /// in the same order, no fused multiply-add), and a bone's reach is the largest of its
-    /// hitboxes', so every hitbox that passes the scalar test has its bit set: a pure
-    /// prefilter that cannot change an answer, and the same mask from either kernel.
-    /// Whether the entity is blended is decided once for all its groups, and the groups'
-    /// results are gathered before any is used: the branches per group were mispredicted
-    /// often enough to matter.
-    #[inline(always)]
-    pub(crate) fn cull_bones(
-        &self,
-        first: usize,
-        carrying: &[u8],
-        reach: &[f32],
-        line: &LineLanes,
-        t_max: f32,
-    ) -> u64 {
-        #[cfg(target_arch = "x86_64")]
-        if line.avx2 {
-            // SAFETY: `line.avx2` is only set when the CPU has AVX2.
-            return unsafe { self.cull_bones_avx2(first, carrying, reach, line, t_max) };
-        }
-        self.cull_bones_sse(first, carrying, reach, line, t_max)
-    }
-
-    /// [`EntityView::cull_bones`] four bones at a time.
-    ///
-    /// PERF: out of line: inlined into the entity loop the same code measured 3,694
-    /// instructions per shot at 64x16 against 3,479, from spills around it.
-    #[inline(never)]
-    fn cull_bones_sse(
-        &self,
-        first: usize,
-        carrying: &[u8],
-        reach: &[f32],
-        line: &LineLanes,
-        t_max: f32,
-    ) -> u64 {
-        debug_assert!(!self.has_scale() && first.is_multiple_of(64));
-        let end = (first + 64).min(self.a.0.len());
-        if self.single {
-            self.cull_range::<true>(first, end, carrying, reach, line, t_max)
-        } else {
-            self.cull_range::<false>(first, end, carrying, reach, line, t_max)
-        }
-    }
-
-    /// [`EntityView::cull_bones`] eight bones at a time; the last bones that do not fill
-    /// eight lanes go through the four-lane groups.
-    ///
-    /// # Safety
-    /// The CPU supports AVX2.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    #[inline(never)]
-    unsafe fn cull_bones_avx2(
-        &self,
-        first: usize,
-        carrying: &[u8],
-        reach: &[f32],
-        line: &LineLanes,
-        t_max: f32,
-    ) -> u64 {
-        debug_assert!(!self.has_scale() && first.is_multiple_of(64));
-        let end = (first + 64).min(self.a.0.len());
-        if self.single {
-            self.cull_range8::<true>(first, end, carrying, reach, line, t_max)
-        } else {
-            self.cull_range8::<false>(first, end, carrying, reach, line, t_max)
-        }
-    }
-
-    /// [`EntityView::cull_range`] with whole groups of eight on AVX2 lanes.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    fn cull_range8<const SINGLE: bool>(
-        &self,
-        first: usize,
-        end: usize,
-        carrying: &[u8],
-        reach: &[f32],
-        line: &LineLanes,
-        t_max: f32,
-    ) -> u64 {
-        use std::arch::x86_64::{_mm256_broadcastss_ps, _mm256_set1_ps};
-        let (ta, tb) = (&self.a.0[first..end], &self.b.0[first..end]);
-        let reach_of = &reach[first..end];
-        let carried_of = &carrying[first / 4..];
-        let wide = Line8 {
-            ox: _mm256_broadcastss_ps(line.ox.into()),
-            oy: _mm256_broadcastss_ps(line.oy.into()),
-            oz: _mm256_broadcastss_ps(line.oz.into()),
-            dx: _mm256_broadcastss_ps(line.dx.into()),
-            dy: _mm256_broadcastss_ps(line.dy.into()),
-            dz: _mm256_broadcastss_ps(line.dz.into()),
-            radius: _mm256_broadcastss_ps(line.radius.into()),
-            t_max: _mm256_set1_ps(t_max),
-            wa: _mm256_set1_ps(1.0 - self.alpha),
-            wb: _mm256_set1_ps(self.alpha),
-        };
-        let mut mask = 0_u64;
-        let (ta8, _) = ta.as_chunks::<8>();
-        let (tb8, _) = tb.as_chunks::<8>();
-        let (reach8, _) = reach_of.as_chunks::<8>();
-        let (carried8, _) = carried_of.as_chunks::<2>();
-        let groups = ta8.iter().zip(tb8).zip(reach8).zip(carried8);
-        for (g, (((ta, tb), reach), &[c0, c1])) in groups.enumerate() {
-            let carried = u32::from(c0) | u32::from(c1) << 4;
-            if carried != 0 {
-                let kept = cull_group8::<SINGLE>(ta, tb, reach, &wide);
-                mask |= u64::from(kept & carried) << (8 * g);
-            }
-        }
-        // The rest (fewer than eight bones) on four lanes: the same arithmetic per lane.
-        let whole = (end - first) / 8 * 8;
-        if whole < end - first {
-            mask |= self.cull_range::<SINGLE>(first + whole, end, carrying, reach, line, t_max)
-                << whole;
-        }
-        mask
-    }
-
-    #[inline(always)]
-    fn cull_range<const SINGLE: bool>(
-        &self,
-        first: usize,
-        end: usize,
-        carrying: &[u8],
-        reach: &[f32],
-        line: &LineLanes,
-        t_max: f32,
-    ) -> u64 {
-        // PERF: whole groups of four walk exact chunks, and the last partial group (if any)
-        // is padded apart. A group that may run past the end on the same path made the
-        // compiler select every lane's address separately and load scalars (21 loads and
-        // shuffles per frame instead of 10).
-        let (ta, tb) = (&self.a.0[first..end], &self.b.0[first..end]);
-        let reach = &reach[first..end];
-        let carrying = &carrying[first / 4..];
-        let mut mask = 0_u64;
-        let (ta4, _) = ta.as_chunks::<4>();
-        let (tb4, _) = tb.as_chunks::<4>();
-        let (reach4, _) = reach.as_chunks::<4>();
-        let groups = ta4.iter().zip(tb4).zip(reach4).zip(carrying);
-        for (g, (((ta, tb), reach), &carried)) in groups.enumerate() {
-            if carried != 0 {
-                let kept = self.cull_group::<SINGLE>(ta, tb, reach, line, t_max);
-                mask |= u64::from(kept & u32::from(carried)) << (4 * g);
-            }
-        }
-        let whole = (end - first) / 4 * 4;
-        if whole < end - first {
-            let carried = carrying[whole / 4];
-            if carried != 0 {
-                let ta = group_of_four(ta, whole);
-                let tb = group_of_four(tb, whole);
-                let reach = group_of_four(reach, whole);
-                let kept = self.cull_group::<SINGLE>(&ta, &tb, &reach, line, t_max);
-                mask |= u64::from(kept & u32::from(carried)) << whole;
-            }
-        }
-        mask
-    }
-
-    /// [`EntityView::cull_bones`] for one group of four bones: their translations in the
-    /// two frames and their reaches.
-    #[inline(always)]
-    fn cull_group<const SINGLE: bool>(
-        &self,
-        ta: &[StoredTranslation; 4],
-        tb: &[StoredTranslation; 4],
-        reach: &[f32; 4],
-        line: &LineLanes,
-        t_max: f32,
-    ) -> u32 {
-        let [px, py, pz] = if SINGLE {
-            transpose(load_rows(ta))
-        } else {
-            // `math::lerp`, element by element, before the transpose (which only moves
-            // elements): the same numbers as lerping lanes, for one transpose instead of two.
-            let (wa, wb) = (Vec4::splat(1.0 - self.alpha), Vec4::splat(self.alpha));
-            let ([a0, a1, a2], [b0, b1, b2]) = (load_rows(ta), load_rows(tb));
-            transpose([a0 * wa + b0 * wb, a1 * wa + b1 * wb, a2 * wa + b2 * wb])
-        };
-        let (to_x, to_y, to_z) = (px - line.ox, py - line.oy, pz - line.oz);
-        let (dx, dy, dz) = (line.dx, line.dy, line.dz);
-        let along = to_x * dx + to_y * dy + to_z * dz;
-        let (px, py, pz) = (to_x - dx * along, to_y - dy * along, to_z - dz * along);
-        let off_line = px * px + py * py + pz * pz;
-        let reach = Vec4::from_array(*reach) + line.radius;
-        let keep = along.cmpge(-reach)
-            & (along - reach).cmple(Vec4::splat(t_max))
-            & off_line.cmple(reach * reach);
-        // Lanes past the last bone repeat it; `carrying` has no bits there.
-        keep.bitmask()
-    }
-}
-
-/// A trace's line with every component on four lanes, splatted once per trace for
-/// [`EntityView::cull_bones`].
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct LineLanes {
-    ox: Vec4,
-    oy: Vec4,
-    oz: Vec4,
-    dx: Vec4,
-    dy: Vec4,
-    dz: Vec4,
-    radius: Vec4,
-    /// Whether the CPU has AVX2 (the bone cull then runs eight lanes per step).
-    #[cfg(target_arch = "x86_64")]
-    avx2: bool,
-}
-
-impl LineLanes {
-    /// The line from `origin` along unit `dir`, grown by `radius`; `avx2`: the CPU has
-    /// AVX2 ([`History::query_avx2`]).
-    #[inline]
-    pub(crate) fn new(origin: Vec3, dir: Vec3, radius: f32, avx2: bool) -> Self {
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = avx2;
-        Self {
-            #[cfg(target_arch = "x86_64")]
-            avx2,
-            ox: Vec4::splat(origin.x),
-            oy: Vec4::splat(origin.y),
-            oz: Vec4::splat(origin.z),
-            dx: Vec4::splat(dir.x),
-            dy: Vec4::splat(dir.y),
-            dz: Vec4::splat(dir.z),
-            radius: Vec4::splat(radius),
-        }
-    }
-}
-
-/// A trace's line on eight lanes, with the blend weights, for one AVX2 cull.
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy)]
-struct Line8 {
-    ox: std::arch::x86_64::__m256,
-    oy: std::arch::x86_64::__m256,
-    oz: std::arch::x86_64::__m256,
-    dx: std::arch::x86_64::__m256,
-    dy: std::arch::x86_64::__m256,
-    dz: std::arch::x86_64::__m256,
-    radius: std::arch::x86_64::__m256,
-    t_max: std::arch::x86_64::__m256,
-    /// `1 - alpha` and `alpha`, for a blended entity.
-    wa: std::arch::x86_64::__m256,
-    wb: std::arch::x86_64::__m256,
-}
-
-/// [`EntityView::cull_group`] for eight bones on AVX2 lanes: lane by lane the same
-/// operations in the same order (the rows lerped element by element, then transposed;
-/// the four-lane transpose's shuffles act on each 128-bit half, which holds four bones).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-fn cull_group8<const SINGLE: bool>(
-    ta: &[StoredTranslation; 8],
-    tb: &[StoredTranslation; 8],
-    reach: &[f32; 8],
-    line: &Line8,
-) -> u32 {
-    use std::arch::x86_64::{
-        _CMP_GE_OQ, _CMP_LE_OQ, _mm256_add_ps, _mm256_and_ps, _mm256_cmp_ps, _mm256_loadu_ps,
-        _mm256_movemask_ps, _mm256_mul_ps, _mm256_set1_ps, _mm256_sub_ps, _mm256_xor_ps,
-    };
-    let [px, py, pz] = if SINGLE {
-        transpose8(load_rows8(ta))
-    } else {
-        let ([a0, a1, a2], [b0, b1, b2]) = (load_rows8(ta), load_rows8(tb));
-        let lerp = |a, b| _mm256_add_ps(_mm256_mul_ps(a, line.wa), _mm256_mul_ps(b, line.wb));
-        transpose8([lerp(a0, b0), lerp(a1, b1), lerp(a2, b2)])
-    };
-    let (to_x, to_y, to_z) = (
-        _mm256_sub_ps(px, line.ox),
-        _mm256_sub_ps(py, line.oy),
-        _mm256_sub_ps(pz, line.oz),
-    );
-    let along = _mm256_add_ps(
-        _mm256_add_ps(_mm256_mul_ps(to_x, line.dx), _mm256_mul_ps(to_y, line.dy)),
-        _mm256_mul_ps(to_z, line.dz),
-    );
-    let (px, py, pz) = (
-        _mm256_sub_ps(to_x, _mm256_mul_ps(line.dx, along)),
-        _mm256_sub_ps(to_y, _mm256_mul_ps(line.dy, along)),
-        _mm256_sub_ps(to_z, _mm256_mul_ps(line.dz, along)),
-    );
-    let off_line = _mm256_add_ps(
-        _mm256_add_ps(_mm256_mul_ps(px, px), _mm256_mul_ps(py, py)),
-        _mm256_mul_ps(pz, pz),
-    );
-    // SAFETY: `reach` is eight floats; the CPU has AVX2.
-    let reach = _mm256_add_ps(unsafe { _mm256_loadu_ps(reach.as_ptr()) }, line.radius);
-    // `-reach` as glam's negation: the sign bit flipped.
-    let neg_reach = _mm256_xor_ps(reach, _mm256_set1_ps(-0.0));
-    let keep = _mm256_and_ps(
-        _mm256_and_ps(
-            _mm256_cmp_ps::<_CMP_GE_OQ>(along, neg_reach),
-            _mm256_cmp_ps::<_CMP_LE_OQ>(_mm256_sub_ps(along, reach), line.t_max),
-        ),
-        _mm256_cmp_ps::<_CMP_LE_OQ>(off_line, _mm256_mul_ps(reach, reach)),
-    );
-    _mm256_movemask_ps(keep) as u32
-}
-
-/// Eight points' 24 coordinates on three 256-bit vectors, each 128-bit half as
-/// [`load_rows`] gives four points: `[x0 y0 z0 x1 | x4 y4 z4 x5]`, `[y1 z1 x2 y2 | y5 z5
-/// x6 y6]`, `[z2 x3 y3 z3 | z6 x7 y7 z7]`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-fn load_rows8(rows: &[StoredTranslation; 8]) -> [std::arch::x86_64::__m256; 3] {
-    use std::arch::x86_64::_mm256_loadu2_m128;
-    let f: &[f32; 24] = rows.as_flattened().try_into().expect("eight rows of three");
-    let p = f.as_ptr();
-    // SAFETY: each load reads four floats at `p + k` with `k + 4 <= 24`; the CPU has AVX2.
-    unsafe {
-        [
-            _mm256_loadu2_m128(p.add(12), p),
-            _mm256_loadu2_m128(p.add(16), p.add(4)),
-            _mm256_loadu2_m128(p.add(20), p.add(8)),
-        ]
-    }
-}
-
-/// [`transpose`] on both 128-bit halves at once: `[xs, ys, zs]` of eight points.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-fn transpose8([r0, r1, r2]: [std::arch::x86_64::__m256; 3]) -> [std::arch::x86_64::__m256; 3] {
-    use std::arch::x86_64::_mm256_shuffle_ps;
-    // The same immediates as `transpose`: `_mm256_shuffle_ps` applies them to each half.
-    let x23 = _mm256_shuffle_ps::<0b01_01_10_10>(r1, r2);
-    let xs = _mm256_shuffle_ps::<0b10_00_11_00>(r0, x23);
-    let y01 = _mm256_shuffle_ps::<0b00_00_01_01>(r0, r1);
-    let y23 = _mm256_shuffle_ps::<0b10_10_11_11>(r1, r2);
-    let ys = _mm256_shuffle_ps::<0b10_00_10_00>(y01, y23);
-    let z01 = _mm256_shuffle_ps::<0b01_01_10_10>(r0, r1);
-    let zs = _mm256_shuffle_ps::<0b11_00_10_00>(z01, r2);
-    [xs, ys, zs]
-}
-
-/// The x, y and z coordinates of bones `first..first + 4` on four lanes each (the last
-/// bone repeated where the slice runs out; the caller masks those lanes off).
-#[cfg(test)]
-fn lanes_of_four(rows: &[StoredTranslation], first: usize) -> [Vec4; 3] {
-    match rows.get(first..first + 4) {
-        Some(four) => transpose(load_rows(four.try_into().expect("four rows"))),
-        None => transpose(load_rows(&group_of_four(rows, first))),
-    }
-}
-
-/// Four points' twelve coordinates on three vectors, as stored:
-/// `[x0 y0 z0 x1, y1 z1 x2 y2, z2 x3 y3 z3]`.
-#[inline(always)]
-fn load_rows(rows: &[StoredTranslation; 4]) -> [Vec4; 3] {
-    let f: &[f32; 12] = rows.as_flattened().try_into().expect("four rows of three");
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::_mm_loadu_ps;
-        // PERF: vector loads spelled out: built from slices, the compiler folded the
-        // transpose's shuffles into twelve scalar loads and nine inserts.
-        // SAFETY: SSE is enabled on every x86_64 target (it is part of the baseline ABI);
-        // the unaligned loads read `f[0..4]`, `f[4..8]` and `f[8..12]` of a 12-float array.
-        unsafe {
-            [
-                _mm_loadu_ps(f.as_ptr()).into(),
-                _mm_loadu_ps(f.as_ptr().add(4)).into(),
-                _mm_loadu_ps(f.as_ptr().add(8)).into(),
-            ]
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let row = |k: usize| Vec4::from_slice(&f[4 * k..4 * k + 4]);
-        [row(0), row(1), row(2)]
-    }
-}
-
-/// Four points, from rows (as [`load_rows`] gives them) to lanes: `[xs, ys, zs]`.
-///
-/// PERF: on x86_64, seven shuffles (SSE, part of the baseline every x86_64 build targets)
-/// instead of twelve scalar loads and nine inserts.
-#[inline(always)]
-fn transpose([r0, r1, r2]: [Vec4; 3]) -> [Vec4; 3] {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{__m128, _mm_shuffle_ps};
-        let (r0, r1, r2): (__m128, __m128, __m128) = (r0.into(), r1.into(), r2.into());
-        // `_mm_shuffle_ps::<M>(a, b)` is `[a[M & 3], a[M >> 2 & 3], b[M >> 4 & 3], b[M >> 6]]`.
-        // SAFETY: SSE is enabled on every x86_64 target (it is part of the baseline ABI);
-        // the shuffles only move lanes between registers and touch no memory.
-        unsafe {
-            let x23 = _mm_shuffle_ps::<0b01_01_10_10>(r1, r2); // x2 x2 x3 x3
-            let xs = _mm_shuffle_ps::<0b10_00_11_00>(r0, x23); // x0 x1 x2 x3
-            let y01 = _mm_shuffle_ps::<0b00_00_01_01>(r0, r1); // y0 y0 y1 y1
-            let y23 = _mm_shuffle_ps::<0b10_10_11_11>(r1, r2); // y2 y2 y3 y3
-            let ys = _mm_shuffle_ps::<0b10_00_10_00>(y01, y23); // y0 y1 y2 y3
-            let z01 = _mm_shuffle_ps::<0b01_01_10_10>(r0, r1); // z0 z0 z1 z1
-            let zs = _mm_shuffle_ps::<0b11_00_10_00>(z01, r2); // z0 z1 z2 z3
-            [xs.into(), ys.into(), zs.into()]
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let f = [r0.to_array(), r1.to_array(), r2.to_array()];
-        let f = f.as_flattened();
-        let lane = |axis: usize| Vec4::from_array(std::array::from_fn(|k| f[3 * k + axis]));
-        [lane(0), lane(1), lane(2)]
-    }
-}
-
-/// `rows[first..first + 4]`, the last row repeated where the slice runs out (the caller masks
-/// those lanes off). `first` must be in bounds.
-#[inline]
-fn group_of_four<T: Copy>(rows: &[T], first: usize) -> [T; 4] {
-    match rows.get(first..first + 4) {
-        Some(&[a, b, c, d]) => [a, b, c, d],
-        _ => {
-            let last = rows.len() - 1;
-            std::array::from_fn(|k| rows[(first + k).min(last)])
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::cull::*;
     use super::*;
     use crate::history::HistoryConfig;
+    use crate::simd::Kernels;
 
     /// A history of frames only (no entities) at these times, ticks 1, 2, 3, ...
     fn frames_at(times: &[f64]) -> History {
@@ -1182,8 +751,7 @@ mod tests {
         // mask equals the SSE kernel's bit for bit, for exact and blended entities, any
         // bone count (whole groups of eight, a whole four and a partial four after them),
         // and rays that graze, pass and miss the bones.
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
+        for kernels in Kernels::available() {
             use rand::{Rng as _, SeedableRng as _};
             let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(14);
             let (mut compared, mut set) = (0, 0);
@@ -1218,14 +786,12 @@ mod tests {
                 };
                 let origin = Vec3::from_array(point(&mut rng)) * 4.0;
                 let dir = (Vec3::from_array(point(&mut rng)) - origin).normalize_or(Vec3::X);
-                let mut line = LineLanes::new(origin, dir, rng.random_range(0.0..0.3), true);
-                assert!(line.avx2);
+                let line = LineLanes::new(origin, dir, rng.random_range(0.0..0.3), kernels);
                 let t_max = rng.random_range(0.0..20.0);
                 for first in (0..bones).step_by(64) {
-                    line.avx2 = true;
+                    // The eight lanes (where these kernels have them) against the four.
                     let wide = view.cull_bones(first, &carrying, &reach, &line, t_max);
-                    line.avx2 = false;
-                    let narrow = view.cull_bones(first, &carrying, &reach, &line, t_max);
+                    let narrow = view.cull_bones_sse(first, &carrying, &reach, &line, t_max);
                     assert_eq!(wide, narrow, "round {round} first {first}");
                     compared += 1;
                     set += wide.count_ones();

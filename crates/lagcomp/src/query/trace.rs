@@ -224,7 +224,7 @@ impl<O: QueryObserver> Query<'_, '_, O> {
             radius,
             layers: self.layers,
             ignore: self.ignore,
-            lanes: LineLanes::new(ray.origin(), ray.dir(), radius, history.query_avx2()),
+            lanes: LineLanes::new(ray.origin(), ray.dir(), radius, history.kernels()),
         };
         let observer = &mut self.observer;
         if O::ENABLED {
@@ -236,6 +236,7 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         } else {
             let mut t_max = reach;
             tree.cast(
+                history.kernels(),
                 bracket.spans,
                 ctx.origin,
                 inv_dir,
