@@ -8,6 +8,7 @@
 //!
 //! Units everywhere: seconds and metres; +Y is up, a view looks along its bone's -Z.
 
+// ANCHOR: all
 // ANCHOR: imports
 use std::sync::Arc;
 
@@ -268,3 +269,4 @@ fn validator_without_timing(m: &Match) -> Result<Validator, Box<dyn std::error::
     );
     Ok(validator)
 }
+// ANCHOR_END: all
