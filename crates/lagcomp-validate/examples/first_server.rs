@@ -13,8 +13,8 @@
 use std::sync::Arc;
 
 use lagcomp::{
-    BoneTransform, EntityId, EntityState, History, HistoryConfig, Hitbox, HitboxId, Quat, Rig,
-    Shape, Tick, Vec3, Zone,
+    BoneTransform, EntityId, EntityState, History, HistoryConfig, Hitbox, HitboxId, Pose, Quat,
+    Rig, Shape, Tick, Vec3, Zone,
 };
 use lagcomp_validate::{
     ClaimedHit, ClientTiming, Outcome, Participant, RejectReason, RenderTime, RuleSet, ShotClaim,
@@ -84,6 +84,21 @@ fn target_feet(time: f64) -> Vec3 {
 fn target_head(time: f64) -> Vec3 {
     target_feet(time) + Vec3::new(0.0, 1.6, 0.0)
 }
+
+/// Top of the low wall in front of the target, metres: above its pelvis, below its head.
+const WALL_TOP: f32 = 1.2;
+
+/// The level's static geometry, added once before the match: a low wall 20 m wide and
+/// 20 cm thick, 1 m in front of the target's line. Its layers (`u32::MAX`) block every
+/// trace.
+fn add_level(history: &mut History) -> Result<(), lagcomp::StaticError> {
+    history.add_static(
+        Shape::cuboid(Vec3::new(10.0, WALL_TOP / 2.0, 0.1)),
+        Pose::from_translation(Vec3::new(0.0, WALL_TOP / 2.0, -19.0)),
+        u32::MAX,
+    )?;
+    Ok(())
+}
 // ANCHOR_END: world
 
 // ANCHOR: rules
@@ -123,6 +138,7 @@ fn record_match() -> Result<Match, Box<dyn std::error::Error>> {
     let rig = Arc::new(player_rig()?);
     let shooter = history.spawn(Arc::clone(&rig));
     let target = history.spawn(rig);
+    add_level(&mut history)?;
 
     for tick in 0..=64_u32 {
         let time = f64::from(tick) / TICK_RATE;
@@ -253,6 +269,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(v.outcome.reason(), Some(RejectReason::OriginTooFar));
     println!("aim bone at pelvis: {}", v.outcome.label());
     // ANCHOR_END: forgotten
+
+    // ANCHOR: blocked
+    // The same moment, aimed at the pelvis (1 m up): the low wall is in the way.
+    let mut low = head_shot(&m, received_at);
+    low.direction += Vec3::new(0.0, -0.6, 0.0);
+    low.hit = None;
+    let v = set_up_validator(&m)?.validate(&m.history, &low, received_at);
+    assert!(
+        matches!(v.outcome, Outcome::Blocked { .. }),
+        "{:?}",
+        v.outcome
+    );
+    println!("at the pelvis:      {}", v.outcome.label());
+    // ANCHOR_END: blocked
     Ok(())
 }
 
