@@ -18,7 +18,10 @@
 //! - [`stats`]: the tick-time histogram.
 //! - `stance`: the humanoid's stance between the simulator and the wire (what the server
 //!   sends instead of bones, and the client's rebuild of the bones from it).
-//! - `transport`: the server's end of netcode on its socket, sending once a tick.
+//! - `transport`: the server's end of netcode on its socket, sending once a tick;
+//!   `framing` checks every datagram's netcode framing before netcode sees it,
+//!   [`admission`] rate-limits connection requests, `arrival` takes each datagram's
+//!   arrival time from the kernel.
 //!
 //! # Example
 //!
@@ -46,9 +49,12 @@
 //! # }
 //! ```
 
+pub mod admission;
+mod arrival;
 pub mod bots;
 pub mod channel;
 pub mod client;
+mod framing;
 pub mod proxy;
 pub mod server;
 mod stance;

@@ -72,6 +72,7 @@ use renet::{ClientId, RenetServer, ServerEvent};
 use renet_netcode::{ServerAuthentication, ServerConfig};
 use renetcode::NETCODE_MAX_PAYLOAD_BYTES;
 
+use crate::arrival::ArrivalClock;
 use crate::channel::{
     NetcodeKey, PROTOCOL_ID, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
     widen_receive_buffer,
@@ -333,6 +334,18 @@ pub struct Status {
     pub malformed: u64,
     /// Clients disconnected for them.
     pub kicked: u64,
+    /// Datagrams dropped before netcode because they were not netcode's framing (a
+    /// prefix byte naming no packet type or a sequence longer than 8 bytes, a length
+    /// their packet type never has): noise, or an attack on the netcode library.
+    pub framing_drops: u64,
+    /// Connection requests dropped before netcode: over the rate limits (per source IP
+    /// and for everyone), or, in unsecure mode, with a token that expires further ahead
+    /// than `lagcomp_udp::admission::UNSECURE_EXPIRY_LIMIT_SECS`.
+    pub refused_requests: u64,
+    /// Datagrams whose processing panicked inside netcode or renet and was contained
+    /// (dropped, the sender disconnected if a client, logged at error level). No known
+    /// input gets here; one that does is a bug to report.
+    pub contained_panics: u64,
     /// Snapshots sent (one per client whose turn it was, in however many parts).
     pub snapshots: u64,
     /// Snapshot parts sent (messages).
@@ -404,6 +417,13 @@ impl std::fmt::Display for Status {
         if self.kicked > 0 {
             write!(f, " ({} disconnected)", self.kicked)?;
         }
+        if self.framing_drops + self.refused_requests + self.contained_panics > 0 {
+            write!(
+                f,
+                " | dropped: {} not netcode, {} connection requests, {} panics contained",
+                self.framing_drops, self.refused_requests, self.contained_panics
+            )?;
+        }
         Ok(())
     }
 }
@@ -430,6 +450,9 @@ struct Counters {
     verdicts: BTreeMap<&'static str, u64>,
     malformed: u64,
     kicked: u64,
+    framing_drops: u64,
+    refused_requests: u64,
+    contained_panics: u64,
     snapshots: u64,
     snapshot_parts: u64,
     snapshot_entities: u64,
@@ -462,6 +485,9 @@ impl Counters {
             verdicts: self.verdicts.clone(),
             malformed: self.malformed,
             kicked: self.kicked,
+            framing_drops: self.framing_drops,
+            refused_requests: self.refused_requests,
+            contained_panics: self.contained_panics,
             snapshots: self.snapshots,
             snapshot_parts: self.snapshot_parts,
             snapshot_entities: self.snapshot_entities,
@@ -554,8 +580,6 @@ pub struct GameServer {
     renet_updated: f64,
     /// The send thread's CPU time for the latest tick's datagrams, if it has a clock.
     send_cpu: Option<f64>,
-    /// Scratch: the clients heard from at a read.
-    heard: Vec<ClientId>,
     next_tick: u32,
     next_phase: u32,
 }
@@ -709,7 +733,6 @@ impl GameServer {
             last_update: 0.0,
             renet_updated: 0.0,
             send_cpu: None,
-            heard: Vec::new(),
             next_tick: 0,
             next_phase: 0,
         })
@@ -864,13 +887,35 @@ impl GameServer {
     }
 
     /// Reads the socket: connections, disconnections and inputs (answering pings at
-    /// once), then sends what is queued.
+    /// once), then sends what is queued. Each datagram's messages are read before the
+    /// next datagram, with the time it arrived ([`ArrivalClock`]): a burst queued while
+    /// the server was busy keeps its spacing.
     fn pump(&mut self, now: f64) -> Result<(), ServeError> {
         let delta = Duration::from_secs_f64((now - self.last_update).max(0.0));
+        let clock = ArrivalClock::at(now, self.last_update);
         self.last_update = now;
-        self.transport
-            .receive(delta, &mut self.renet)
-            .map_err(ServeError::Socket)?;
+        self.transport.begin_receive(delta);
+        loop {
+            let heard = self
+                .transport
+                .next_payload(&mut self.renet)
+                .map_err(ServeError::Socket)?;
+            self.handle_events()?;
+            let Some((client, stamp)) = heard else { break };
+            self.read_messages(client, clock.arrival(stamp), now)?;
+        }
+        self.transport.end_receive(&mut self.renet);
+        let refused = self.transport.take_refused();
+        for counters in [&mut self.second, &mut self.total] {
+            counters.framing_drops += refused.framing;
+            counters.refused_requests += refused.requests;
+            counters.contained_panics += refused.panics;
+        }
+        self.handle_events()
+    }
+
+    /// Renet's connections and disconnections so far.
+    fn handle_events(&mut self) -> Result<(), ServeError> {
         while let Some(event) = self.renet.get_event() {
             match event {
                 ServerEvent::ClientConnected { client_id } => self.connect(client_id)?,
@@ -879,66 +924,58 @@ impl GameServer {
                 }
             }
         }
-        // Only the clients heard from have messages waiting (at 200 clients and thousands
-        // of reads a second, asking every connection was most of the reads' work).
-        let mut heard = std::mem::take(&mut self.heard);
-        heard.clear();
-        heard.extend_from_slice(self.transport.heard());
-        let result = self.read_messages(&heard, now);
-        self.heard = heard;
-        result
+        Ok(())
     }
 
-    /// Every message waiting from `clients`: inputs into the core (a ping answered at
-    /// once), malformed ones counted.
-    fn read_messages(&mut self, clients: &[ClientId], now: f64) -> Result<(), ServeError> {
-        for &heard in clients {
-            let Some(i) = self.connections.iter().position(|c| c.client == heard) else {
-                continue;
-            };
-            let Connection { client, entity, .. } = self.connections[i];
-            while let Some(bytes) = self.renet.receive_message(client, UNRELIABLE) {
-                self.connections[i].ready = true;
-                match ClientMessage::decode(&bytes) {
-                    Ok(ClientMessage::Input(input)) => {
-                        if let Some(received) = input.verdicts_received {
-                            self.connections[i].verdicts.acknowledge(received);
-                        }
-                        let input = ClientInput {
-                            frame: input.frame,
-                            aim: input.aim,
-                            ping: input.ping,
-                            probe_reply: input.probe_reply.map(|r| r.id),
-                            shots: input.shots,
-                            interp_delay: input.interp_delay,
-                            newest_tick: input.newest_tick,
-                        };
-                        if let Some(pong) = self.core.receive(entity, input, now) {
-                            // At once, so its times are the ping's arrival and the answer's
-                            // departure; to this client alone (everyone else's packets go
-                            // out with the tick).
-                            ServerMessage::Pong(pong).encode(&mut self.scratch)?;
-                            self.datagram.clear();
-                            if self.datagram.push(Record::Message(&self.scratch)) {
-                                self.transport.send_payload(
-                                    client,
-                                    self.datagram.as_bytes(),
-                                    Route::Now,
-                                );
-                            }
-                            self.datagram.clear();
-                        }
+    /// Every message waiting from `heard`, which arrived at server time `arrival` (read
+    /// at `now`): inputs into the core (a ping answered at once), malformed ones counted.
+    fn read_messages(&mut self, heard: ClientId, arrival: f64, now: f64) -> Result<(), ServeError> {
+        let Some(i) = self.connections.iter().position(|c| c.client == heard) else {
+            return Ok(());
+        };
+        let Connection { client, entity, .. } = self.connections[i];
+        while let Some(bytes) = self.renet.receive_message(client, UNRELIABLE) {
+            self.connections[i].ready = true;
+            match ClientMessage::decode(&bytes) {
+                Ok(ClientMessage::Input(input)) => {
+                    if let Some(received) = input.verdicts_received {
+                        self.connections[i].verdicts.acknowledge(received);
                     }
-                    Err(error) => {
-                        self.second.malformed += 1;
-                        self.total.malformed += 1;
-                        let penalty = self.guard.record(client, now);
-                        if error.is_incompatible() || penalty == Penalty::Disconnect {
-                            self.second.kicked += 1;
-                            self.total.kicked += 1;
-                            self.renet.disconnect(client);
-                            break;
+                    let input = ClientInput {
+                        frame: input.frame,
+                        aim: input.aim,
+                        ping: input.ping,
+                        probe_reply: input.probe_reply.map(|r| r.id),
+                        shots: input.shots,
+                        interp_delay: input.interp_delay,
+                        newest_tick: input.newest_tick,
+                    };
+                    if let Some(mut pong) = self.core.receive(entity, input, arrival) {
+                        pong.server_send = now;
+                        // At once, so its times are the ping's arrival and the answer's
+                        // departure; to this client alone (everyone else's packets go
+                        // out with the tick).
+                        ServerMessage::Pong(pong).encode(&mut self.scratch)?;
+                        self.datagram.clear();
+                        if self.datagram.push(Record::Message(&self.scratch)) {
+                            self.transport.send_payload(
+                                client,
+                                self.datagram.as_bytes(),
+                                Route::Now,
+                            );
                         }
+                        self.datagram.clear();
+                    }
+                }
+                Err(error) => {
+                    self.second.malformed += 1;
+                    self.total.malformed += 1;
+                    let penalty = self.guard.record(client, now);
+                    if error.is_incompatible() || penalty == Penalty::Disconnect {
+                        self.second.kicked += 1;
+                        self.total.kicked += 1;
+                        self.renet.disconnect(client);
+                        break;
                     }
                 }
             }
