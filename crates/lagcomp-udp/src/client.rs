@@ -61,6 +61,49 @@ impl Messages {
     }
 }
 
+/// A datagram `bytes` from the server's address: its framing checked
+/// ([`crate::framing`]: renetcode 2.0.0 panics on some datagrams whose framing is wrong,
+/// and anyone can forge the server's address), then netcode's, then renet's (`client`)
+/// or kept as wire messages (`inbox`; datagrams of records that do not decode counted in
+/// `malformed`). A panic in netcode or renet (none is known) is contained: the datagram
+/// is dropped and counted in `refused`, as a framing failure is, and the client plays on.
+pub(crate) fn take_datagram(
+    netcode: &mut NetcodeClient,
+    client: &mut RenetClient,
+    bytes: &mut [u8],
+    inbox: &mut Messages,
+    malformed: &mut u64,
+    refused: &mut u64,
+) {
+    if framing::check(bytes, Direction::ToClient).is_err() {
+        *refused += 1;
+        return;
+    }
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let Some(payload) = netcode.process_packet(bytes) else {
+            return;
+        };
+        if !datagram::is_datagram(payload) {
+            client.process_packet(payload);
+            return;
+        }
+        for record in datagram::records(payload) {
+            match record {
+                Ok(Record::Message(bytes)) => inbox.push(bytes),
+                Ok(Record::Transport(packet)) => client.process_packet(packet),
+                Err(_) => *malformed += 1,
+            }
+        }
+    }));
+    if outcome.is_err() {
+        *refused += 1;
+        tracing::error!(
+            server = %netcode.server_addr(),
+            "a datagram from the server's address panicked netcode or renet; dropped it"
+        );
+    }
+}
+
 /// Netcode on a client's socket (see the [module documentation](self)).
 pub struct ClientTransport {
     socket: UdpSocket,
@@ -149,43 +192,20 @@ impl ClientTransport {
         Ok(())
     }
 
-    /// The first `len` bytes of the buffer, a datagram from the server's address: its
-    /// framing checked ([`crate::framing`]: renetcode 2.0.0 panics on some datagrams
-    /// whose framing is wrong, and anyone can forge the server's address), then netcode's,
-    /// then renet's or kept as wire messages. A panic in netcode or renet (none is known)
-    /// is contained: the datagram is dropped and counted, and the bot plays on.
+    /// The first `len` bytes of the buffer, a datagram from the server's address
+    /// ([`take_datagram`]).
     fn take_datagram(&mut self, len: usize, client: &mut RenetClient) {
         let Some(bytes) = self.buffer.get_mut(..len) else {
             return;
         };
-        if framing::check(bytes, Direction::ToClient).is_err() {
-            self.refused += 1;
-            return;
-        }
-        let (netcode, inbox, malformed) = (&mut self.netcode, &mut self.inbox, &mut self.malformed);
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let Some(payload) = netcode.process_packet(bytes) else {
-                return;
-            };
-            if !datagram::is_datagram(payload) {
-                client.process_packet(payload);
-                return;
-            }
-            for record in datagram::records(payload) {
-                match record {
-                    Ok(Record::Message(bytes)) => inbox.push(bytes),
-                    Ok(Record::Transport(packet)) => client.process_packet(packet),
-                    Err(_) => *malformed += 1,
-                }
-            }
-        }));
-        if outcome.is_err() {
-            self.refused += 1;
-            tracing::error!(
-                server = %self.netcode.server_addr(),
-                "a datagram from the server's address panicked netcode or renet; dropped it"
-            );
-        }
+        take_datagram(
+            &mut self.netcode,
+            client,
+            bytes,
+            &mut self.inbox,
+            &mut self.malformed,
+            &mut self.refused,
+        );
     }
 
     /// Datagrams from the server's address dropped before netcode because they were not

@@ -55,6 +55,8 @@ pub mod bots;
 pub mod channel;
 pub mod client;
 mod framing;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod proxy;
 pub mod server;
 mod stance;

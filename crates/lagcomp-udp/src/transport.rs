@@ -568,7 +568,7 @@ fn send(socket: &UdpSocket, payload: &[u8], addr: SocketAddr) -> io::Result<()> 
 
 /// What netcode made of a datagram or an update: a packet to send back (by `send`), a
 /// payload for renet, a connection or a disconnection.
-fn handle(
+pub(crate) fn handle(
     result: ServerResult<'_, '_>,
     renet: &mut RenetServer,
     send: &mut dyn FnMut(&[u8], SocketAddr),
