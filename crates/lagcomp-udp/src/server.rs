@@ -86,8 +86,22 @@ pub const MAX_TICK_RATE: f64 = 128.0;
 /// Netcode's own limit on connected clients.
 pub const MAX_CLIENTS: usize = 1024;
 
-/// The most overdue ticks run back to back; beyond that they are skipped.
+/// The most overdue ticks run back to back; beyond that they are skipped (unless the
+/// server only stalled: [`MAX_STALL_REPLAY`]).
 pub const MAX_CATCH_UP: usize = 4;
+
+/// The longest stall whose ticks are all run afterwards, seconds. A server that stopped
+/// (a swap, a virtual machine losing its core, a debugger) while its ticks are cheap runs
+/// every tick it missed, with the inputs that arrived meanwhile, each shot judged at the
+/// first tick at or after its arrival, so the stall costs no honest shot; a longer
+/// stall, or ticks that cost more than [`REPLAY_LOAD`] of their interval (an overloaded
+/// server), skip ticks past [`MAX_CATCH_UP`] instead.
+pub const MAX_STALL_REPLAY: f64 = 3.0;
+
+/// The share of a tick interval the ticks of a catch-up may take each, on average, for
+/// the catch-up to go on past [`MAX_CATCH_UP`]: above it the server is overloaded, not
+/// stalled, and running every missed tick would put it further behind.
+pub const REPLAY_LOAD: f64 = 0.5;
 
 /// How often a client is sent renet's acknowledgement of what it sent (about; see
 /// `transport.rs`): it sends nothing reliable, so they only keep renet's statistics.
@@ -564,6 +578,9 @@ pub struct GameServer {
     /// This tick's entities, each encoded once, for every client's view.
     encoded: EntityScratch,
     claims: Vec<(ShotClaim, f64)>,
+    /// Shots that arrived after the latest tick's time, in arrival order, with their
+    /// arrival: a later tick judges them.
+    waiting: Vec<(ShotClaim, f64)>,
     scratch: Vec<u8>,
     /// The datagram of records being filled for a client.
     datagram: DatagramWriter,
@@ -722,6 +739,7 @@ impl GameServer {
             interest,
             encoded: EntityScratch::default(),
             claims: Vec::new(),
+            waiting: Vec::new(),
             scratch: Vec::new(),
             datagram: DatagramWriter::new(NETCODE_MAX_PAYLOAD_BYTES),
             packets: Vec::new(),
@@ -837,15 +855,30 @@ impl GameServer {
     }
 
     /// Runs the ticks whose deadlines have passed: more than one only after a stall, and
-    /// at most [`MAX_CATCH_UP`]; a server further behind than that skips the rest (the
-    /// next tick is the one due now), so an overloaded server falls behind by dropped
-    /// ticks instead of sinking ever further behind the clock its clients sync to.
+    /// at most [`MAX_CATCH_UP`], or every one of a stall up to [`MAX_STALL_REPLAY`] while
+    /// they are cheap ([`REPLAY_LOAD`]; only the last of those sends snapshots); a server
+    /// further behind than that skips the rest (the next tick is the one due now), so an
+    /// overloaded server falls behind by dropped ticks instead of sinking ever further
+    /// behind the clock its clients sync to.
     fn catch_up(&mut self, start: &Instant, dt: f64) -> Result<(), ServeError> {
-        for _ in 0..MAX_CATCH_UP {
+        let mut ran = 0_usize;
+        let mut replay_began = None;
+        loop {
             let deadline = f64::from(self.next_tick) * dt;
             let began = start.elapsed().as_secs_f64();
             if began < deadline {
                 return Ok(());
+            }
+            let replaying = ran >= MAX_CATCH_UP;
+            if replaying {
+                // The first ticks of a catch-up read what queued meanwhile; the replay's
+                // pace is measured from its own start, with a few ticks' grace for a
+                // thread that lost its core for a moment.
+                let since = began - *replay_began.get_or_insert(began);
+                let replayed = ran as f64;
+                if began - deadline > MAX_STALL_REPLAY || since > replayed * dt * REPLAY_LOAD {
+                    break;
+                }
             }
             let tick = Tick(self.next_tick);
             self.next_tick += 1;
@@ -853,7 +886,11 @@ impl GameServer {
             // Inputs that arrived up to now are in before the tick.
             self.pump(began)?;
             let datagrams = self.transport.datagrams();
-            self.tick(tick, deadline, began)?;
+            // A tick replaying a stall sends no snapshot unless it is the last due: its
+            // world is gone by the time it would arrive.
+            let snapshot = !replaying || began < f64::from(self.next_tick) * dt;
+            self.tick(tick, deadline, began, snapshot)?;
+            ran += 1;
             let took = start.elapsed().as_secs_f64() - began;
             let send_cpu = self.send_cpu.take();
             let cpu = thread_cpu_time()
@@ -1062,16 +1099,26 @@ impl GameServer {
     }
 
     /// One tick: move and record, validate, answer shooters, send the snapshot.
-    fn tick(&mut self, tick: Tick, time: f64, now: f64) -> Result<(), ServeError> {
+    fn tick(&mut self, tick: Tick, time: f64, now: f64, snapshot: bool) -> Result<(), ServeError> {
         let dt = 1.0 / self.config.tick_rate;
         let began = Instant::now();
         let mut rng = Pcg64Mcg::seed_from_u64(self.config.seed ^ (u64::from(tick.0) << 20));
         let queue = self.core.tick(tick, time, dt, &mut rng)?;
         self.record_frame(tick, time)?;
         let recorded = Instant::now();
-        self.claims.clear();
-        self.claims
+        // Each shot is judged at the first tick at or after its arrival: after a stall,
+        // the ticks replaying it judge each against the world as it was when it arrived.
+        self.waiting
             .extend(queue.into_iter().map(|q| (q.claim, q.received)));
+        self.claims.clear();
+        let claims = &mut self.claims;
+        self.waiting.retain(|&(claim, received)| {
+            let due = received <= time;
+            if due {
+                claims.push((claim, received));
+            }
+            !due
+        });
         if !self.claims.is_empty() {
             let claims = std::mem::take(&mut self.claims);
             if self.config.parallel_validation {
@@ -1089,7 +1136,9 @@ impl GameServer {
             self.claims = claims;
         }
         let validated = Instant::now();
-        self.send_snapshot(tick, time, now)?;
+        if snapshot {
+            self.send_snapshot(tick, time, now)?;
+        }
         // Renet's clock (reliable resends, its statistics) once a tick, not at every read:
         // it walks every connection.
         self.renet
