@@ -550,3 +550,69 @@ fn bad_arguments_are_refused_and_a_timed_server_stops_by_itself() {
     assert!(out.contains("lagcomp serve: stopped after 1.5 s"), "{out}");
     assert!(out.contains("shots validated: 0"), "{out}");
 }
+
+/// Sends `signal` to `process`.
+fn signal(process: &Process, signal: rustix::process::Signal) {
+    let pid = i32::try_from(process.child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .expect("a process id");
+    rustix::process::kill_process(pid, signal)
+        .unwrap_or_else(|e| panic!("{signal:?} to {}: {e}", process.name));
+}
+
+#[test]
+fn a_server_stalled_for_two_seconds_mid_match_rejects_no_honest_shot() {
+    let mut server = Process::start(
+        "lagcomp serve",
+        &["serve", "--listen", "127.0.0.1:0", "--duration", "600"],
+    );
+    let server_addr = server.address("lagcomp serve: listening on ");
+    let bots = Process::start(
+        "honest bots",
+        &[
+            "bots",
+            "--server",
+            &server_addr,
+            "--count",
+            "8",
+            "--duration",
+            "12",
+            "--json",
+        ],
+    );
+    // Mid-match: the bots are past their 2 s warm-up and shooting. The server stops
+    // dead for 2 s (as on a host that swaps, or a virtual machine losing its core) while
+    // the bots' inputs queue in its socket.
+    thread::sleep(Duration::from_secs(6));
+    signal(&server, rustix::process::Signal::STOP);
+    thread::sleep(Duration::from_secs(2));
+    signal(&server, rustix::process::Signal::CONT);
+    let (bots_status, bots_out, bots_err) = bots.wait(Duration::from_secs(120));
+    server.terminate();
+    let (status, server_out, server_err) = server.wait(Duration::from_secs(60));
+    eprintln!("{bots_err}\n{server_out}\n{server_err}");
+    assert!(bots_status.success(), "bots: {bots_status}");
+    assert!(status.success(), "server: {status}");
+    let report: serde_json::Value = serde_json::from_str(&bots_out).expect("--json output");
+    assert_eq!(report["connected"], 8, "{report}");
+    assert_eq!(report["dropped"], serde_json::json!([]), "{report}");
+    // Every shot was answered.
+    let arrived = number(&report, &["honest", "shots_arrived"]);
+    assert!(arrived >= 40.0, "only {arrived} shots: {report}");
+    assert_eq!(number(&report, &["unanswered"]), 0.0, "{report}");
+    // Each shot judged by when it reached the machine, not when the server woke up.
+    assert_eq!(
+        report["honest"]["rejections"],
+        serde_json::json!({}),
+        "honest shots rejected: {report}"
+    );
+    // The stall happened, and the server ran every tick it missed rather than skip them.
+    let ticks = server_out
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("ticks: "))
+        .unwrap_or_else(|| panic!("no tick summary: {server_out}"));
+    let late = after(ticks, "(") as u64;
+    assert!(late >= 100, "only {late} late ticks: {ticks}");
+    assert!(ticks.contains(" 0 skipped"), "{ticks}");
+}

@@ -202,6 +202,17 @@ impl ArrivalClock {
         }
     }
 
+    /// The wall-clock time (since the Unix epoch) of server time `time`.
+    pub(crate) fn wall_at(&self, time: f64) -> Duration {
+        let ahead = time - self.now;
+        if ahead >= 0.0 {
+            self.wall + Duration::try_from_secs_f64(ahead).unwrap_or(Duration::MAX - self.wall)
+        } else {
+            self.wall
+                .saturating_sub(Duration::try_from_secs_f64(-ahead).unwrap_or(Duration::MAX))
+        }
+    }
+
     /// Server time, seconds, of a datagram stamped `stamp`: the read time without one.
     pub(crate) fn arrival(&self, stamp: Option<Duration>) -> f64 {
         let Some(stamp) = stamp else {

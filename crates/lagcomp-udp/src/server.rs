@@ -98,6 +98,11 @@ pub const MAX_CATCH_UP: usize = 4;
 /// server), skip ticks past [`MAX_CATCH_UP`] instead.
 pub const MAX_STALL_REPLAY: f64 = 3.0;
 
+/// A tick replaying a stall sends its snapshot if its time is at most this far behind
+/// the present, seconds: as far back as clients draw (a client's interpolation delay is
+/// taken up to 0.3 s).
+const REPLAY_SNAPSHOTS: f64 = 0.3;
+
 /// The share of a tick interval the ticks of a catch-up may take each, on average, for
 /// the catch-up to go on past [`MAX_CATCH_UP`]: above it the server is overloaded, not
 /// stalled, and running every missed tick would put it further behind.
@@ -578,9 +583,6 @@ pub struct GameServer {
     /// This tick's entities, each encoded once, for every client's view.
     encoded: EntityScratch,
     claims: Vec<(ShotClaim, f64)>,
-    /// Shots that arrived after the latest tick's time, in arrival order, with their
-    /// arrival: a later tick judges them.
-    waiting: Vec<(ShotClaim, f64)>,
     scratch: Vec<u8>,
     /// The datagram of records being filled for a client.
     datagram: DatagramWriter,
@@ -593,6 +595,8 @@ pub struct GameServer {
     second: Counters,
     total: Counters,
     last_update: f64,
+    /// Server time up to which every datagram has been read (see `pump`).
+    read_until: f64,
     /// When renet's clock was last advanced.
     renet_updated: f64,
     /// The send thread's CPU time for the latest tick's datagrams, if it has a clock.
@@ -739,7 +743,6 @@ impl GameServer {
             interest,
             encoded: EntityScratch::default(),
             claims: Vec::new(),
-            waiting: Vec::new(),
             scratch: Vec::new(),
             datagram: DatagramWriter::new(NETCODE_MAX_PAYLOAD_BYTES),
             packets: Vec::new(),
@@ -749,6 +752,7 @@ impl GameServer {
             second: Counters::default(),
             total: Counters::default(),
             last_update: 0.0,
+            read_until: 0.0,
             renet_updated: 0.0,
             send_cpu: None,
             next_tick: 0,
@@ -792,7 +796,7 @@ impl GameServer {
             if stop.load(Ordering::Acquire) || end.is_some_and(|end| now >= end) {
                 break Ok(());
             }
-            if let Err(error) = self.pump(now) {
+            if let Err(error) = self.pump(now, dt) {
                 break Err(error);
             }
             if let Err(error) = self.catch_up(&start, dt) {
@@ -810,7 +814,10 @@ impl GameServer {
                 .chain(end)
                 .fold(f64::INFINITY, f64::min);
             let timeout = Duration::from_secs_f64((wake - now).clamp(0.0, 1.0));
-            let waited = if self.config.busy_poll {
+            let waited = if self.transport.has_kept() {
+                // A datagram read early waits for the next tick, which is due.
+                Ok(())
+            } else if self.config.busy_poll {
                 spin_until_readable(&self.socket[0], &start, wake)
             } else {
                 wait_readable(&self.socket, timeout, &mut ready)
@@ -856,7 +863,8 @@ impl GameServer {
 
     /// Runs the ticks whose deadlines have passed: more than one only after a stall, and
     /// at most [`MAX_CATCH_UP`], or every one of a stall up to [`MAX_STALL_REPLAY`] while
-    /// they are cheap ([`REPLAY_LOAD`]; only the last of those sends snapshots); a server
+    /// they are cheap ([`REPLAY_LOAD`]; only the most recent of those send snapshots); a
+    /// server
     /// further behind than that skips the rest (the next tick is the one due now), so an
     /// overloaded server falls behind by dropped ticks instead of sinking ever further
     /// behind the clock its clients sync to.
@@ -883,12 +891,14 @@ impl GameServer {
             let tick = Tick(self.next_tick);
             self.next_tick += 1;
             let cpu_began = thread_cpu_time();
-            // Inputs that arrived up to now are in before the tick.
-            self.pump(began)?;
+            // Inputs that arrived before the tick are in before it.
+            self.pump(began, dt)?;
             let datagrams = self.transport.datagrams();
-            // A tick replaying a stall sends no snapshot unless it is the last due: its
-            // world is gone by the time it would arrive.
-            let snapshot = !replaying || began < f64::from(self.next_tick) * dt;
+            // A tick replaying a stall sends its snapshot only if it is recent enough for
+            // a client to draw (the rest are gone by the time they would arrive), so the
+            // clients have snapshots to interpolate between on both sides of their
+            // present again rather than one from before the stall and one after.
+            let snapshot = !replaying || began - deadline <= REPLAY_SNAPSHOTS;
             self.tick(tick, deadline, began, snapshot)?;
             ran += 1;
             let took = start.elapsed().as_secs_f64() - began;
@@ -927,15 +937,26 @@ impl GameServer {
     /// once), then sends what is queued. Each datagram's messages are read before the
     /// next datagram, with the time it arrived ([`ArrivalClock`]): a burst queued while
     /// the server was busy keeps its spacing.
-    fn pump(&mut self, now: f64) -> Result<(), ServeError> {
+    fn pump(&mut self, now: f64, dt: f64) -> Result<(), ServeError> {
         let delta = Duration::from_secs_f64((now - self.last_update).max(0.0));
-        let clock = ArrivalClock::at(now, self.last_update);
         self.last_update = now;
+        // With a tick due, what arrived after its deadline waits for the tick after it:
+        // after a stall, each tick replaying it reads what arrived before it
+        // (`catch_up`), so its inputs and shots meet the world as it was.
+        let deadline = f64::from(self.next_tick) * dt;
+        let clock = ArrivalClock::at(now, self.read_until);
+        let wall_until = if now < deadline {
+            self.read_until = now;
+            Duration::MAX
+        } else {
+            self.read_until = deadline;
+            clock.wall_at(deadline)
+        };
         self.transport.begin_receive(delta);
         loop {
             let heard = self
                 .transport
-                .next_payload(&mut self.renet)
+                .next_payload(&mut self.renet, wall_until)
                 .map_err(ServeError::Socket)?;
             self.handle_events()?;
             let Some((client, stamp)) = heard else { break };
@@ -1106,19 +1127,9 @@ impl GameServer {
         let queue = self.core.tick(tick, time, dt, &mut rng)?;
         self.record_frame(tick, time)?;
         let recorded = Instant::now();
-        // Each shot is judged at the first tick at or after its arrival: after a stall,
-        // the ticks replaying it judge each against the world as it was when it arrived.
-        self.waiting
-            .extend(queue.into_iter().map(|q| (q.claim, q.received)));
         self.claims.clear();
-        let claims = &mut self.claims;
-        self.waiting.retain(|&(claim, received)| {
-            let due = received <= time;
-            if due {
-                claims.push((claim, received));
-            }
-            !due
-        });
+        self.claims
+            .extend(queue.into_iter().map(|q| (q.claim, q.received)));
         if !self.claims.is_empty() {
             let claims = std::mem::take(&mut self.claims);
             if self.config.parallel_validation {

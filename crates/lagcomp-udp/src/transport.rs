@@ -297,6 +297,9 @@ pub(crate) struct ServerTransport {
     maintain_turn: usize,
     /// What goes through to netcode, and what was refused.
     gate: Gate,
+    /// A datagram read but left for a later read (it arrived after the read's limit); its
+    /// bytes are in `buffer`.
+    kept: Option<arrival::Datagram>,
 }
 
 impl std::fmt::Debug for ServerTransport {
@@ -328,6 +331,7 @@ impl ServerTransport {
             clients: Vec::new(),
             maintain_turn: 0,
             gate,
+            kept: None,
         })
     }
 
@@ -370,7 +374,9 @@ impl ServerTransport {
     /// connections and disconnections reach `renet` on the way. The client the payload
     /// came from and the datagram's arrival stamp (time since the Unix epoch, the
     /// kernel's: `None` where there is none), so its messages can be read with the time
-    /// it arrived before the next datagram is; `None` once nothing is waiting.
+    /// it arrived before the next datagram is; `None` once nothing is waiting that arrived
+    /// by `until` (wall-clock time since the Unix epoch): the first datagram stamped later
+    /// is kept, unread, for the next call.
     ///
     /// Every datagram is checked ([`framing`], and connection requests by [`Admission`])
     /// before netcode sees it; what fails is dropped and counted ([`Self::take_refused`]).
@@ -380,16 +386,25 @@ impl ServerTransport {
     pub(crate) fn next_payload(
         &mut self,
         renet: &mut RenetServer,
+        until: Duration,
     ) -> io::Result<Option<(ClientId, Option<Duration>)>> {
         loop {
-            let datagram = match arrival::receive(&self.socket, &mut self.buffer[..]) {
-                Ok(datagram) => datagram,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(None),
-                // An ICMP "port unreachable" for an earlier datagram: not this read's.
-                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => continue,
-                Err(e) => return Err(e),
+            let datagram = match self.kept.take() {
+                Some(kept) => kept,
+                None => match arrival::receive(&self.socket, &mut self.buffer[..]) {
+                    Ok(datagram) => datagram,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(None),
+                    // An ICMP "port unreachable" for an earlier datagram: not this read's.
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionReset => continue,
+                    Err(e) => return Err(e),
+                },
             };
+            if datagram.stamp.is_some_and(|stamp| stamp > until) {
+                // Its bytes stay in the buffer until it is read.
+                self.kept = Some(datagram);
+                return Ok(None);
+            }
             let len = if datagram.truncated {
                 // Longer than any netcode packet: framing refuses it by its length.
                 NETCODE_MAX_PACKET_BYTES + 1
@@ -410,6 +425,11 @@ impl ServerTransport {
                 return Ok(Some((client, datagram.stamp)));
             }
         }
+    }
+
+    /// Whether a datagram was read but kept for a later read ([`Self::next_payload`]).
+    pub(crate) fn has_kept(&self) -> bool {
+        self.kept.is_some()
     }
 
     /// After a read of the socket: the clients renet disconnected are told so.
