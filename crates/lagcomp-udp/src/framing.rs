@@ -13,10 +13,22 @@
 //! request), and from `NetcodeClient::process_packet` for any datagram from the server's
 //! address.
 //!
-//! Note for upstream (renetcode 2.0.0, `Packet::decode` in `src/packet.rs`): check
-//! `sequence_len <= 8` and `buffer.len() >= 1 + sequence_len + NETCODE_MAC_BYTES` before
-//! reading. Reproduction, on a server with a client connected from `addr`:
-//! `server.process_packet(addr, &mut [0x95; 21])` panics.
+//! A third, found by the fuzz target over the server's receive path (`fuzz/`):
+//! `ReplayProtection::already_received` (`src/replay_protection.rs`) adds 256 to the
+//! packet's sequence number before it is authenticated, which overflows for a sequence
+//! within 256 of `u64::MAX`: a panic where overflow is checked (debug and test builds), a
+//! wrapped sum and a dropped packet in release builds. No honest sequence comes near it
+//! (both ends count up from 0), so such a sequence fails the check here too.
+//!
+//! Notes for upstream (renetcode 2.0.0):
+//! - `Packet::decode` in `src/packet.rs`: check `sequence_len <= 8` and
+//!   `buffer.len() >= 1 + sequence_len + NETCODE_MAC_BYTES` before reading. Reproduction,
+//!   on a server with a client connected from `addr`:
+//!   `server.process_packet(addr, &mut [0x95; 21])` panics.
+//! - `ReplayProtection::already_received` in `src/replay_protection.rs`: compare with
+//!   `sequence.saturating_add(256)`. Reproduction (debug build), the same server:
+//!   `server.process_packet(addr, &mut [[0x85].as_slice(), &[0xff; 8], &[0; 17]].concat())`
+//!   panics with "attempt to add with overflow".
 //!
 //! The lengths below are renetcode's own encoder's (`Packet::write` plus the tag), not
 //! only the netcode standard's: renetcode writes a packet numbered 0 with no sequence
@@ -43,6 +55,10 @@ pub(crate) const REQUEST_EXPIRY: std::ops::Range<usize> = 1 + 13 + 8..1 + 13 + 8
 
 /// The longest datagram netcode sends (`renetcode::NETCODE_MAX_PACKET_BYTES`).
 pub(crate) const LONGEST: usize = renetcode::NETCODE_MAX_PACKET_BYTES;
+
+/// Packets renetcode's replay protection remembers (`NETCODE_REPLAY_BUFFER_SIZE`): it adds
+/// this to a packet's sequence number.
+const REPLAY_WINDOW: u64 = 256;
 
 /// Bytes of a challenge token in a challenge or a response packet.
 const CHALLENGE_TOKEN_BYTES: usize = 300;
@@ -134,6 +150,10 @@ pub(crate) enum FramingError {
     /// A sequence number longer than 8 bytes.
     #[error("prefix {0:#04x}: a sequence number of more than 8 bytes")]
     SequenceLength(u8),
+    /// A sequence number within [`REPLAY_WINDOW`] of the largest: never sent (both ends
+    /// count up from 0), and renetcode's replay check overflows on it.
+    #[error("sequence number {0:#x}: within the replay window of the largest")]
+    SequenceOverflow(u64),
     /// Not the length its packet type has.
     #[error("a {kind:?} packet of {len} bytes (it takes {fewest} to {most})")]
     Length {
@@ -181,6 +201,14 @@ pub(crate) fn check(datagram: &[u8], direction: Direction) -> Result<PacketKind,
             return Err(FramingError::SequenceLength(prefix));
         }
         let head = 1 + sequence;
+        let mut number = [0_u8; 8];
+        if let Some(bytes) = datagram.get(1..head) {
+            number[..bytes.len()].copy_from_slice(bytes);
+        }
+        let number = u64::from_le_bytes(number);
+        if number > u64::MAX - REPLAY_WINDOW {
+            return Err(FramingError::SequenceOverflow(number));
+        }
         (
             (head + body_fewest + MAC_BYTES).max(SHORTEST),
             head + body_most + MAC_BYTES,
@@ -269,6 +297,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_sequence_number_renetcodes_replay_check_overflows_on_is_refused() {
+        // An 8-byte sequence of 2^64 - 1, and one just inside the replay window of it.
+        for sequence in [u64::MAX, u64::MAX - 255] {
+            let mut bytes = vec![0x85];
+            bytes.extend(sequence.to_le_bytes());
+            bytes.extend([0; 17]);
+            assert_eq!(
+                check(&bytes, ToServer),
+                Err(FramingError::SequenceOverflow(sequence))
+            );
+        }
+        // The largest accepted.
+        let mut bytes = vec![0x85];
+        bytes.extend((u64::MAX - 256).to_le_bytes());
+        bytes.extend([0; 17]);
+        assert_eq!(check(&bytes, ToServer), Ok(Payload));
     }
 
     #[test]

@@ -828,13 +828,17 @@ mod tests {
         receiver.datagram(half_open, &request);
         assert_eq!(receiver.sent.len(), 1, "challenged");
         let attack: Vec<u8> = std::iter::once(0x95).chain([0x41; 20]).collect();
+        // A payload numbered 2^64 - 1: renetcode's replay check adds 256 to it (a panic
+        // where overflow is checked, as in this test build).
+        let overflow: Vec<u8> = [&[0x85][..], &[0xff; 8], &[0x41; 17]].concat();
         for from in [player, half_open] {
             assert_eq!(receiver.datagram(from, &attack), None);
+            assert_eq!(receiver.datagram(from, &overflow), None);
         }
         assert_eq!(
             receiver.gate.refused(),
             Refused {
-                framing: 2,
+                framing: 4,
                 requests: 0,
                 panics: 0
             }
