@@ -616,3 +616,88 @@ fn a_server_stalled_for_two_seconds_mid_match_rejects_no_honest_shot() {
     assert!(late >= 100, "only {late} late ticks: {ticks}");
     assert!(ticks.contains(" 0 skipped"), "{ticks}");
 }
+
+/// Sends unsecure connection requests to `server` from 127.0.0.2, each from a port of
+/// its own and with a token of its own (netcode refuses a token seen from another
+/// address), at `per_second` until `stop` is set: one host trying to fill netcode's
+/// table of half-open connections. How many it sent.
+fn flood_connection_requests(
+    server: std::net::SocketAddr,
+    per_second: u32,
+    stop: &std::sync::atomic::AtomicBool,
+) -> u64 {
+    use std::net::UdpSocket;
+    use std::sync::atomic::Ordering;
+    let epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970");
+    // Requests made before the flood starts, so the flood runs at its rate: valid ones,
+    // with tokens of lagcomp's own short expiry, so only the rate limits stop them; more
+    // than netcode's 4,096 half-open connections (a token it saw from another address
+    // it refuses, as long as it remembers it).
+    let requests: Vec<Vec<u8>> = (0..6_000_u64)
+        .map(|i| {
+            let token = lagcomp_udp::channel::unsecure_token(1_000_000 + i, server, epoch)
+                .expect("a token");
+            let mut client = renetcode::NetcodeClient::new(
+                epoch,
+                renetcode::ClientAuthentication::Secure {
+                    connect_token: token,
+                },
+            )
+            .expect("a netcode client");
+            let (request, _) = client.update(Duration::ZERO).expect("a request");
+            request.to_vec()
+        })
+        .collect();
+    let start = Instant::now();
+    let mut sent = 0_u64;
+    while !stop.load(Ordering::Acquire) && start.elapsed() < Duration::from_secs(60) {
+        let due = (start.elapsed().as_secs_f64() * f64::from(per_second)) as u64;
+        while sent < due {
+            let from = UdpSocket::bind("127.0.0.2:0").expect("a socket on 127.0.0.2");
+            // A refused send (a full buffer) is as good as sent for a flood.
+            let _ = from.send_to(&requests[sent as usize % requests.len()], server);
+            sent += 1;
+        }
+        thread::sleep(Duration::from_millis(2));
+    }
+    sent
+}
+
+#[test]
+fn a_flood_of_connection_requests_from_one_host_locks_no_one_else_out() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut server = Process::start(
+        "lagcomp serve",
+        &["serve", "--listen", "127.0.0.1:0", "--duration", "600"],
+    );
+    let server_addr: std::net::SocketAddr = server
+        .address("lagcomp serve: listening on ")
+        .parse()
+        .expect("an address");
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let flood = thread::spawn(move || flood_connection_requests(server_addr, 4_000, &flag));
+    // Two seconds of flood first: 8,000 requests, twice what netcode has room for.
+    thread::sleep(Duration::from_secs(2));
+    // Eight players from another address (127.0.0.1), each given 2 s to be welcomed.
+    let mut config = lagcomp_udp::BotsConfig::new(server_addr, 8, 5.0);
+    config.connect_timeout = 2.0;
+    let report = lagcomp_udp::bots::run(&config).expect("the bots run");
+    stop.store(true, Ordering::Release);
+    let sent = flood.join().expect("the flood's thread");
+    server.terminate();
+    let (status, server_out, server_err) = server.wait(Duration::from_secs(60));
+    eprintln!("{server_out}\n{server_err}");
+    assert!(status.success(), "server: {status}");
+    assert!(sent >= 10_000, "only {sent} requests sent");
+    assert_eq!(report.connected, 8, "{report:?}");
+    assert!(report.dropped.is_empty(), "{report:?}");
+    assert!(report.honest.shots_arrived >= 10, "{report:?}");
+    assert_eq!(report.unanswered, 0, "{report:?}");
+    // The flood's requests were dropped before netcode, all but a few a second.
+    let refused = after(&server_out, "connection requests refused: ") as u64;
+    assert!(refused * 10 >= sent * 9, "{refused} of {sent} refused");
+}
