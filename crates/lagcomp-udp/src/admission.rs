@@ -16,9 +16,10 @@
 //! never grows and nothing is allocated per datagram.
 
 use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::net::IpAddr;
 
+use crate::channel::UNSECURE_EXPIRY_LIMIT_SECS;
 use crate::framing::REQUEST_EXPIRY;
 
 /// A token bucket's rate (tokens a second) and depth (tokens it holds at most).
@@ -44,13 +45,8 @@ pub(crate) const GLOBAL: Rate = Rate {
     burst: 128.0,
 };
 
-/// In unsecure mode, the furthest ahead of the server's clock a request's token may
-/// expire, seconds: the clients of this crate make theirs for
-/// [`crate::channel::UNSECURE_TOKEN_EXPIRY_SECS`], and a clock a little ahead is allowed
-/// for. [`GLOBAL`]'s burst plus its rate over this long stays under netcode's 4,096
-/// pending entries.
-pub const UNSECURE_EXPIRY_LIMIT_SECS: u64 = 45;
-
+// The global rate's burst plus its rate over the longest unsecure expiry stays under
+// netcode's 4,096 pending entries.
 const _: () = assert!(
     (GLOBAL.burst as u64) + (GLOBAL.per_second as u64) * (UNSECURE_EXPIRY_LIMIT_SECS + 1) < 4096
 );
@@ -178,9 +174,7 @@ impl Admission {
 
     /// `ip`'s entry: found, or made in its set's slot idle longest.
     fn host(&mut self, ip: IpAddr, now: f64) -> &mut Host {
-        let mut hasher = self.hasher.build_hasher();
-        ip.hash(&mut hasher);
-        let set = (hasher.finish() as usize % (HOSTS / WAYS)) * WAYS;
+        let set = (self.hasher.hash_one(ip) as usize % (HOSTS / WAYS)) * WAYS;
         let ways = set..set + WAYS;
         let slot = ways
             .clone()

@@ -11,7 +11,7 @@
 //! client may send; packets are "encrypted" with keys anyone can read from the request,
 //! so anyone on the path can read and forge them. That is fine for a test server and bots
 //! on one machine or a lab network, not for a game on the internet. Its tokens must
-//! expire within [`crate::admission::UNSECURE_EXPIRY_LIMIT_SECS`] (this crate's clients
+//! expire within [`UNSECURE_EXPIRY_LIMIT_SECS`] (this crate's clients
 //! make them for [`UNSECURE_TOKEN_EXPIRY_SECS`]: [`unsecure_token`]); renet's own
 //! unsecure clients make them for 300 s and are refused.
 
@@ -107,10 +107,16 @@ pub fn connect_token(
     )
 }
 
+/// In unsecure mode, the furthest ahead of the server's clock a connection request's token
+/// may expire, seconds: requests with later ones are refused before netcode (which would
+/// keep their half-open connections that long). This crate's clients make theirs for
+/// [`UNSECURE_TOKEN_EXPIRY_SECS`]; a client clock a little ahead is allowed for.
+pub const UNSECURE_EXPIRY_LIMIT_SECS: u64 = 45;
+
 /// How long an unsecure client's own token may be used to connect, seconds: netcode keeps
 /// a half-open connection until its token expires, and in unsecure mode anyone makes
 /// tokens, so the server refuses those that expire far ahead
-/// ([`crate::admission::UNSECURE_EXPIRY_LIMIT_SECS`]).
+/// ([`UNSECURE_EXPIRY_LIMIT_SECS`]).
 pub const UNSECURE_TOKEN_EXPIRY_SECS: u64 = 30;
 
 /// The token a client makes for itself to join `server` in unsecure mode as `client_id`,

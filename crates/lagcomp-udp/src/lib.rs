@@ -20,7 +20,7 @@
 //!   sends instead of bones, and the client's rebuild of the bones from it).
 //! - `transport`: the server's end of netcode on its socket, sending once a tick;
 //!   `framing` checks every datagram's netcode framing before netcode sees it,
-//!   [`admission`] rate-limits connection requests, `arrival` takes each datagram's
+//!   `admission` rate-limits connection requests, `arrival` takes each datagram's
 //!   arrival time from the kernel.
 //!
 //! # Example
@@ -49,7 +49,7 @@
 //! # }
 //! ```
 
-pub mod admission;
+mod admission;
 mod arrival;
 pub mod bots;
 pub mod channel;

@@ -359,7 +359,7 @@ pub struct Status {
     pub framing_drops: u64,
     /// Connection requests dropped before netcode: over the rate limits (per source IP
     /// and for everyone), or, in unsecure mode, with a token that expires further ahead
-    /// than `lagcomp_udp::admission::UNSECURE_EXPIRY_LIMIT_SECS`.
+    /// than [`crate::channel::UNSECURE_EXPIRY_LIMIT_SECS`].
     pub refused_requests: u64,
     /// Datagrams whose processing panicked inside netcode or renet and was contained
     /// (dropped, the sender disconnected if a client, logged at error level). No known
