@@ -95,10 +95,22 @@ pub fn connect_token(
     server: SocketAddr,
     now: Duration,
 ) -> Result<ConnectToken, renetcode::TokenGenerationError> {
+    token(key, TOKEN_EXPIRY_SECS, client_id, server, now)
+}
+
+/// A token of this protocol for `client_id` and `server`, encrypted with `key`, usable to
+/// connect for `expiry` seconds from `now`.
+fn token(
+    key: &NetcodeKey,
+    expiry: u64,
+    client_id: u64,
+    server: SocketAddr,
+    now: Duration,
+) -> Result<ConnectToken, renetcode::TokenGenerationError> {
     ConnectToken::generate(
         now,
         PROTOCOL_ID,
-        TOKEN_EXPIRY_SECS,
+        expiry,
         client_id,
         CONNECTION_TIMEOUT_SECS,
         vec![server],
@@ -130,16 +142,13 @@ pub fn unsecure_token(
     server: SocketAddr,
     now: Duration,
 ) -> Result<ConnectToken, renetcode::TokenGenerationError> {
-    ConnectToken::generate(
-        now,
-        PROTOCOL_ID,
+    // The key of netcode's unsecure mode.
+    token(
+        &[0; NETCODE_KEY_BYTES],
         UNSECURE_TOKEN_EXPIRY_SECS,
         client_id,
-        CONNECTION_TIMEOUT_SECS,
-        vec![server],
-        None,
-        // The key of netcode's unsecure mode.
-        &[0; NETCODE_KEY_BYTES],
+        server,
+        now,
     )
 }
 

@@ -282,17 +282,22 @@ fn connect_then_fall_silent(server: SocketAddr) -> bool {
     let start = Instant::now();
     let mut last = start;
     while start.elapsed() < Duration::from_secs(5) && !client.is_connected() {
-        let now = Instant::now();
-        client.update(now - last);
-        if transport.update(now - last, &mut client).is_err()
-            || transport.send_packets(&mut client).is_err()
-        {
+        if !step(&mut transport, &mut client, &mut last) {
             return false;
         }
-        last = now;
-        thread::sleep(Duration::from_millis(5));
     }
     client.is_connected()
+}
+
+/// One step of a raw client's connection (`last` is when the previous one was), then
+/// 5 ms of sleep: whether the connection still stands.
+fn step(transport: &mut ClientTransport, client: &mut RenetClient, last: &mut Instant) -> bool {
+    let now = Instant::now();
+    let elapsed = now - std::mem::replace(last, now);
+    client.update(elapsed);
+    let alive = transport.update(elapsed, client).is_ok() && transport.send_packets(client).is_ok();
+    thread::sleep(Duration::from_millis(5));
+    alive
 }
 
 #[test]
@@ -552,14 +557,9 @@ fn keep_connected(
     let start = Instant::now();
     let mut last = start;
     while start.elapsed() < limit {
-        let now = Instant::now();
-        client.update(now - last);
-        if transport.update(now - last, client).is_err() || transport.send_packets(client).is_err()
-        {
+        if !step(transport, client, &mut last) {
             return false;
         }
-        last = now;
-        thread::sleep(Duration::from_millis(5));
     }
     client.is_connected()
 }
