@@ -3,8 +3,9 @@
 //!
 //! One thread. It waits on the socket with `ppoll(2)` until a datagram arrives or the next
 //! tick is due (or, with [`ServeConfig::busy_poll`], polls without sleeping), so every
-//! input is timestamped when it arrives (not at the next tick) and a clock-sync ping is
-//! answered at once. Each tick at its deadline: every body moves, the
+//! input is timestamped when it arrives (by the kernel's receive stamp where there is
+//! one, not when it is read, nor at the next tick) and a clock-sync ping is answered at
+//! once. Each tick at its deadline: every body moves, the
 //! frame is recorded in the history (and the recording), the shots that arrived since the
 //! last tick are validated in arrival order on this thread (or, with
 //! [`ServeConfig::parallel_validation`], together on rayon's threads:
@@ -23,9 +24,10 @@
 //! renet keeps the connection, the welcome and the inputs. Everything goes out once a
 //! tick, through this crate's own netcode transport; only a clock-sync answer goes out at
 //! once, to its client alone. How long each tick's work took is measured, from the
-//! deadline's wake-up to the last packet handed to the socket. A server more than
-//! [`MAX_CATCH_UP`] ticks behind skips ticks rather than fall ever further behind, and
-//! counts them.
+//! deadline's wake-up to the last packet handed to the socket. A server that stalled runs
+//! the ticks it missed (up to [`MAX_STALL_REPLAY`]), each with the inputs that arrived
+//! before it; one more than [`MAX_CATCH_UP`] ticks behind because its ticks are slow
+//! skips ticks rather than fall ever further behind, and counts them.
 //!
 //! Where a tick's time goes with 200 clients (perf, 20 m view, one datagram per client
 //! per tick): about 42 % in the kernel sending datagrams (loopback delivery included),
