@@ -696,6 +696,8 @@ impl Gate {
         }
         #[cfg(test)]
         let fault = self.fault == Some(kind);
+        // Containment needs panics to unwind: the workspace's profiles do (none sets
+        // `panic = "abort"`); a build that aborts ends the process here as before.
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             #[cfg(test)]
             assert!(!fault, "a fault planted for {kind:?}");
