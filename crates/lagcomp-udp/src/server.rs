@@ -105,9 +105,10 @@ pub const MAX_STALL_REPLAY: f64 = 3.0;
 /// taken up to 0.3 s).
 const REPLAY_SNAPSHOTS: f64 = 0.3;
 
-/// The share of a tick interval the ticks of a catch-up may take each, on average, for
-/// the catch-up to go on past [`MAX_CATCH_UP`]: above it the server is overloaded, not
-/// stalled, and running every missed tick would put it further behind.
+/// The share of a tick interval the ticks of a catch-up may take each, on average (the
+/// thread's CPU time where it has a clock), for the catch-up to go on past
+/// [`MAX_CATCH_UP`]: above it the server is overloaded, not stalled, and running every
+/// missed tick would put it further behind.
 pub const REPLAY_LOAD: f64 = 0.5;
 
 /// How often a client is sent renet's acknowledgement of what it sent (about; see
@@ -881,20 +882,22 @@ impl GameServer {
             }
             let replaying = ran >= MAX_CATCH_UP;
             if replaying {
-                // The first ticks of a catch-up read what queued meanwhile; the replay's
-                // pace is measured from its own start, with a few ticks' grace for a
-                // thread that lost its core for a moment.
-                let since = began - *replay_began.get_or_insert(began);
+                // The replay's cost is measured from its own start, in the thread's CPU
+                // time where there is a clock for it (on a busy machine the wall time
+                // counts the waits for a core, which say nothing of the server's load),
+                // with a few ticks' grace.
+                let spent = thread_cpu_time().unwrap_or(began);
+                let since = spent - *replay_began.get_or_insert(spent);
                 let replayed = ran as f64;
                 if began - deadline > MAX_STALL_REPLAY || since > replayed * dt * REPLAY_LOAD {
                     break;
                 }
             }
-            let tick = Tick(self.next_tick);
-            self.next_tick += 1;
             let cpu_began = thread_cpu_time();
             // Inputs that arrived before the tick are in before it.
             self.pump(began, dt)?;
+            let tick = Tick(self.next_tick);
+            self.next_tick += 1;
             let datagrams = self.transport.datagrams();
             // A tick replaying a stall sends its snapshot only if it is recent enough for
             // a client to draw (the rest are gone by the time they would arrive), so the
