@@ -5,6 +5,8 @@
 //! pass port 0 and read the port), a status line every second, and the run's totals when
 //! it stops: on Ctrl-C, SIGTERM or SIGHUP, or after `--duration`. The recording (if
 //! `--record`) is complete then, and `lagcomp validate` re-runs it to the same verdicts.
+//! Both files are flushed once a tick as well: a server killed outright loses at most the
+//! tick it was in, and the readers use every line before a torn last one.
 //! The server itself is `lagcomp_udp::server`.
 
 use std::fs::File;
@@ -311,7 +313,16 @@ fn print_summary(out: &mut impl Write, s: &Status) -> io::Result<()> {
             format!(" ({})", verdicts.join(", "))
         },
         s.verdicts_given_up
-    )
+    )?;
+    if s.copies_answered > 0 || s.verdicts_capped > 0 {
+        writeln!(
+            out,
+            "  replayed copies answered from memory (not validated or written again): {}; \
+             shots dropped over the cap of verdicts a second per client: {}",
+            s.copies_answered, s.verdicts_capped
+        )?;
+    }
+    Ok(())
 }
 
 /// The first address `text` (HOST:PORT) resolves to.

@@ -40,6 +40,11 @@ pub(crate) struct Args {
     /// Print the whole result as JSON on stdout (the table goes to stderr).
     #[arg(long)]
     json: bool,
+    /// Trust the round trip measured from probes alone, without holding it to what the
+    /// bots' snapshot acknowledgements show (the fake-latency defence): to measure what
+    /// the defence changes.
+    #[arg(long)]
+    no_echo_ceiling: bool,
     /// Where the report goes.
     #[arg(long, default_value = "report")]
     out: PathBuf,
@@ -47,6 +52,7 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let mut scenario = Scenario::named(&args.scenario)?;
+    scenario.echo_ceiling = !args.no_echo_ceiling;
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }

@@ -42,6 +42,13 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         .with_context(|| format!("opening {}", args.recording.display()))?;
     let recording = Recording::read(BufReader::new(file))
         .with_context(|| format!("in {}", args.recording.display()))?;
+    if let Some(torn) = recording.torn {
+        // A server killed mid-write: what it finished writing is still worth checking.
+        eprintln!(
+            "lagcomp validate: warning: {}: {torn}",
+            args.recording.display()
+        );
+    }
 
     let bar = ProgressBar::new(recording.claims() as u64).with_style(
         ProgressStyle::with_template("{spinner} validating {pos}/{len} claims {wide_bar} {eta}")

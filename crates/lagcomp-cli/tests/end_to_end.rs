@@ -1,5 +1,5 @@
 //! The network programs end to end, as separate processes on 127.0.0.1: `lagcomp serve`,
-//! `lagcomp proxy --preset 100/25/2%` in front of it, eight honest bots and nine cheating
+//! `lagcomp proxy --preset 100/25/2%` in front of it, eight honest bots and ten cheating
 //! ones (one per class) in two `lagcomp bots` processes, 20 seconds of play. The honest
 //! bots must agree with the server on at least 99.5 % of their hits, no cheat may be
 //! accepted, the server must stop cleanly on SIGTERM, and `lagcomp validate` must re-run
@@ -154,6 +154,27 @@ fn scratch_dir() -> PathBuf {
     dir
 }
 
+/// `lagcomp serve` on a free port of 127.0.0.1 for up to 10 minutes, writing its
+/// recording and audit log to these files, and the address it listens on.
+fn serve_recorded(recording: &std::path::Path, audit: &std::path::Path) -> (Process, String) {
+    let mut server = Process::start(
+        "lagcomp serve",
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--record",
+            recording.to_str().expect("a UTF-8 path"),
+            "--audit",
+            audit.to_str().expect("a UTF-8 path"),
+            "--duration",
+            "600",
+        ],
+    );
+    let addr = server.address("lagcomp serve: listening on ");
+    (server, addr)
+}
+
 fn number(json: &serde_json::Value, path: &[&str]) -> f64 {
     let mut v = json;
     for key in path {
@@ -169,23 +190,7 @@ fn bots_through_a_bad_network_agree_with_the_server_and_no_cheat_gets_through() 
     let recording = dir.join("match.jsonl");
     let audit = dir.join("audit.jsonl");
     let recording_arg = recording.to_str().expect("a UTF-8 path");
-    let audit_arg = audit.to_str().expect("a UTF-8 path");
-
-    let mut server = Process::start(
-        "lagcomp serve",
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--record",
-            recording_arg,
-            "--audit",
-            audit_arg,
-            "--duration",
-            "600",
-        ],
-    );
-    let server_addr = server.address("lagcomp serve: listening on ");
+    let (server, server_addr) = serve_recorded(&recording, &audit);
     let mut proxy = Process::start(
         "lagcomp proxy",
         &[
@@ -224,7 +229,7 @@ fn bots_through_a_bad_network_agree_with_the_server_and_no_cheat_gets_through() 
             "--server",
             &proxy_addr,
             "--count",
-            "9",
+            "10",
             "--cheat",
             "all",
             "--seed",
@@ -251,7 +256,7 @@ fn bots_through_a_bad_network_agree_with_the_server_and_no_cheat_gets_through() 
     );
     // Every bot joined; a goodbye lost on the way (2 %) leaves its player until the
     // server times it out, so not every one need have left yet.
-    assert!(server_out.contains("players: 17 joined"), "{server_out}");
+    assert!(server_out.contains("players: 18 joined"), "{server_out}");
 
     let honest: serde_json::Value = serde_json::from_str(&honest_out).expect("--json output");
     assert_eq!(honest["connected"], 8, "{honest}");
@@ -268,9 +273,9 @@ fn bots_through_a_bad_network_agree_with_the_server_and_no_cheat_gets_through() 
     assert_eq!(number(&honest, &["honest", "false_confirmations"]), 0.0);
 
     let cheats: serde_json::Value = serde_json::from_str(&cheat_out).expect("--json output");
-    assert_eq!(cheats["connected"], 9, "{cheats}");
+    assert_eq!(cheats["connected"], 10, "{cheats}");
     let classes = cheats["cheats"].as_array().expect("a list of classes");
-    assert_eq!(classes.len(), 9, "{cheats}");
+    assert_eq!(classes.len(), 10, "{cheats}");
     let mut attempts = 0.0;
     for class in classes {
         assert_eq!(class["accepted"], 0, "a cheat got through: {class}");
@@ -536,7 +541,7 @@ fn bad_arguments_are_refused_and_a_timed_server_stops_by_itself() {
             "--cheat",
             "all",
         ],
-        "2 bots cannot play 9 cheat classes",
+        "2 bots cannot play 10 cheat classes",
     );
 
     let mut server = Process::start(
@@ -549,6 +554,119 @@ fn bad_arguments_are_refused_and_a_timed_server_stops_by_itself() {
     assert!(out.contains("[    1 s] players 0 | tick p50"), "{out}");
     assert!(out.contains("lagcomp serve: stopped after 1.5 s"), "{out}");
     assert!(out.contains("shots validated: 0"), "{out}");
+}
+
+/// `lagcomp serve` killed outright (SIGKILL) in the middle of a match: its audit log and
+/// recording still read, up to a torn last line at worst, and hold every verdict the bots
+/// were sent (the server hands a tick's lines to the files before the tick's verdicts go
+/// out), so what is lost is at most the tick it was killed in. The two files agree with
+/// each other to within that tick.
+#[test]
+fn a_server_killed_mid_match_keeps_every_verdict_it_sent_in_its_files() {
+    let dir = scratch_dir();
+    let recording = dir.join("killed.jsonl");
+    let audit = dir.join("killed-audit.jsonl");
+    let (mut server, server_addr) = serve_recorded(&recording, &audit);
+    // Four bots firing as fast as the rifle allows: a few verdicts every tick.
+    let bots = Process::start(
+        "bots",
+        &[
+            "bots",
+            "--server",
+            &server_addr,
+            "--count",
+            "4",
+            "--duration",
+            "8",
+            "--pause-ms",
+            "0,1",
+            "--json",
+        ],
+    );
+    // Killed once a good number of verdicts went out (the status line counts each
+    // second's), while the bots still fire.
+    let started = Instant::now();
+    let mut validated = 0.0;
+    while validated < 40.0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "only {validated} shots in a minute"
+        );
+        let line = server.line(Duration::from_secs(30));
+        if line.contains("| shots ") {
+            validated += after(&line, "| shots ");
+        }
+    }
+    server.child.kill().expect("SIGKILL to the server");
+    let (status, _, _) = server.wait(Duration::from_secs(30));
+    assert!(!status.success(), "killed, not stopped: {status}");
+    let (bots_status, bots_out, bots_err) = bots.wait(Duration::from_secs(120));
+    assert!(bots_status.success(), "bots: {bots_status}: {bots_err}");
+    let report: serde_json::Value = serde_json::from_str(&bots_out).expect("--json output");
+    let received = number(&report, &["honest", "shots_arrived"]) + number(&report, &["unexpected"]);
+    assert!(received >= 20.0, "only {received} verdicts: {report}");
+
+    let audit_file = std::fs::File::open(&audit).expect("the audit log");
+    let audited = lagcomp_validate::audit::read_audit_log(std::io::BufReader::new(audit_file))
+        .expect("the audit log reads up to its last complete line");
+    let recording_file = std::fs::File::open(&recording).expect("the recording");
+    let recorded =
+        lagcomp_validate::recording::Recording::read(std::io::BufReader::new(recording_file))
+            .expect("the recording reads up to its last complete line");
+    let recorded_verdicts = recorded
+        .records
+        .iter()
+        .filter(|(_, r)| matches!(r, lagcomp_validate::recording::Record::Verdict(_)))
+        .count() as f64;
+    let audited_verdicts = audited.verdicts.len() as f64;
+    eprintln!(
+        "killed: bots got {received} verdicts; audit {audited_verdicts} (torn {:?}), \
+         recording {recorded_verdicts} (torn {:?})",
+        audited.torn, recorded.torn
+    );
+    assert!(
+        audited_verdicts >= received,
+        "the audit log lost verdicts the bots got: {audited_verdicts} < {received}"
+    );
+    // Nor any the server counted in the status lines it printed before the kill.
+    assert!(
+        audited_verdicts >= validated && recorded_verdicts >= validated,
+        "the files lost verdicts of seconds the server had reported: {audited_verdicts} and \
+         {recorded_verdicts} < {validated}"
+    );
+    assert!(
+        recorded_verdicts >= received,
+        "the recording lost verdicts the bots got: {recorded_verdicts} < {received}"
+    );
+    // The recording is flushed just before the audit log: a kill between the two leaves
+    // the audit log a tick short, a few verdicts (four bots at the rifle's 10 a second;
+    // more only when a stalled machine queued several ticks' shots into one).
+    assert!(
+        (audited_verdicts - recorded_verdicts).abs() <= 12.0,
+        "the files differ by more than a tick: {audited_verdicts} against {recorded_verdicts}"
+    );
+    // `lagcomp validate` re-runs what the recording holds, torn tail or not.
+    let replay = Command::new(env!("CARGO_BIN_EXE_lagcomp"))
+        .args([
+            "validate",
+            recording.to_str().expect("a UTF-8 path"),
+            "--diff",
+        ])
+        .output()
+        .expect("lagcomp validate runs");
+    let replay_out = String::from_utf8_lossy(&replay.stdout);
+    assert!(
+        replay.status.success(),
+        "{replay_out}{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    assert!(
+        replay_out.contains(&format!(
+            "0 of {recorded_verdicts} recorded verdicts differ"
+        )),
+        "{replay_out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Sends `signal` to `process`.

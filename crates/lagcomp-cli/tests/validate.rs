@@ -94,10 +94,16 @@ fn bad_input_fails_with_the_line_and_no_summary() {
     lines.swap(7, 8);
     let shuffled = dir.join("shuffled.jsonl");
     std::fs::write(&shuffled, lines.join("\n") + "\n").unwrap();
-    let truncated = dir.join("truncated.jsonl");
-    std::fs::write(&truncated, &example[..example.len() / 2]).unwrap();
+    // Cut in the middle of a line that is followed by more: an error, not a torn tail.
     let cut = example[..example.len() / 2].lines().count();
-    for (path, line) in [(&shuffled, 9), (&truncated, cut)] {
+    let broken = dir.join("broken.jsonl");
+    let middle = example.len() / 2;
+    std::fs::write(
+        &broken,
+        [&example[..middle], "\n", &example[middle..]].concat(),
+    )
+    .unwrap();
+    for (path, line) in [(&shuffled, 9), (&broken, cut)] {
         let out = lagcomp(&["validate", path.to_str().unwrap()]);
         assert!(!out.status.success());
         assert!(text(&out.stdout).is_empty(), "no partial summary");
@@ -107,5 +113,32 @@ fn bad_input_fails_with_the_line_and_no_summary() {
     let missing = lagcomp(&["validate", "/nonexistent/recording.jsonl"]);
     assert!(!missing.status.success());
     assert!(text(&missing.stderr).contains("opening"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_recording_that_ends_mid_record_is_validated_up_to_its_last_complete_line() {
+    let dir = std::env::temp_dir().join(format!("lagcomp-cli-torn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let example = std::fs::read_to_string(example()).unwrap();
+    // The last line (the last verdict) cut in half, as a server killed mid-write leaves it.
+    let last = example.trim_end().rfind('\n').unwrap() + 1;
+    let cut = last + (example.len() - last) / 2;
+    let torn = dir.join("torn.jsonl");
+    std::fs::write(&torn, &example[..cut]).unwrap();
+    let lines = example.lines().count();
+    let out = lagcomp(&["validate", torn.to_str().unwrap(), "--diff"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("line {lines}: the file ends mid-record")),
+        "{stderr}"
+    );
+    // Every claim is re-validated; the last one's verdict line was lost.
+    assert!(stdout.contains("5 claims re-validated"), "{stdout}");
+    assert!(
+        stdout.contains("0 of 4 recorded verdicts differ"),
+        "{stdout}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

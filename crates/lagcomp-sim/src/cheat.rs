@@ -25,11 +25,20 @@ pub enum Cheat {
     Replay,
     /// Shoots only targets that are invulnerable (just respawned).
     Invulnerable,
+    /// Fake latency: answers the server's round-trip probes [`FAKE_LATENCY`] late while
+    /// sending its inputs, shots and snapshot acknowledgements on time, so the round trip
+    /// the server measures from probes is that much longer than the real one; then claims
+    /// render times half that (250 ms) older than it drew, which such a round trip would
+    /// explain, aiming where the target was.
+    FakeLatency,
 }
+
+/// How late a fake-latency cheat answers the server's round-trip probes, seconds.
+pub const FAKE_LATENCY: f64 = 0.5;
 
 impl Cheat {
     /// Every class, in report order.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::TooOld,
         Self::Backtrack,
         Self::RapidFire,
@@ -39,6 +48,7 @@ impl Cheat {
         Self::TamperedPoint,
         Self::Replay,
         Self::Invulnerable,
+        Self::FakeLatency,
     ];
 
     /// The class's name.
@@ -54,6 +64,7 @@ impl Cheat {
             Self::TamperedPoint => "tampered_point",
             Self::Replay => "replay",
             Self::Invulnerable => "invulnerable",
+            Self::FakeLatency => "fake_latency",
         }
     }
 
@@ -70,6 +81,9 @@ impl Cheat {
             Self::TamperedPoint => "fires 1 m wide of the head and claims a head hit",
             Self::Replay => "reuses its first shot's sequence number",
             Self::Invulnerable => "shoots only targets that are invulnerable",
+            Self::FakeLatency => {
+                "answers probes 500 ms late, claims render times 250 ms older than it drew"
+            }
         }
     }
 }

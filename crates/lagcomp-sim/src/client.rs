@@ -36,7 +36,7 @@ use rand::Rng;
 use rand_pcg::Pcg64Mcg;
 
 use crate::body::{self, Arena, BONES, EYE, look_along};
-use crate::cheat::Cheat;
+use crate::cheat::{Cheat, FAKE_LATENCY};
 use crate::server::RIFLE;
 
 /// How far past its newest snapshot a client draws the world (extrapolating each body
@@ -215,6 +215,8 @@ pub struct BotBrain {
     target_since: f64,
     aim: Quat,
     probe: Option<u32>,
+    /// Probes a fake-latency cheat holds back: the id and the local time it first saw it.
+    late_probes: VecDeque<(u32, f64)>,
     rng: Pcg64Mcg,
     cheat: Option<Cheat>,
     /// When a rapid-fire cheat fired the first shot of a pair (local time).
@@ -265,6 +267,7 @@ impl BotBrain {
             target_since: 0.0,
             aim: Quat::IDENTITY,
             probe: None,
+            late_probes: VecDeque::new(),
             rng,
             cheat: config.cheat,
             tapped: None,
@@ -424,11 +427,12 @@ impl BotBrain {
     pub fn frame(&mut self, now: f64, local: f64, arena: &Arena, rig: &Rig) -> Frame {
         let ping = self.clock.ping_due(local).then(|| self.clock.ping(local));
         self.frame = self.frame.wrapping_add(1);
+        let probe_reply = self.probe_reply(local);
         let mut input = ClientInput {
             frame: self.frame,
             aim: self.reported_aim(),
             ping,
-            probe_reply: self.probe.take(),
+            probe_reply,
             shots: Vec::new(),
             interp_delay: self.delay.delay(),
             newest_tick: self.newest_tick,
@@ -746,6 +750,27 @@ impl BotBrain {
         }
     }
 
+    /// The probe to answer in this frame's input: the latest one received, or for a
+    /// fake-latency cheat the oldest one it has held for [`FAKE_LATENCY`].
+    fn probe_reply(&mut self, local: f64) -> Option<u32> {
+        if self.cheat != Some(Cheat::FakeLatency) {
+            return self.probe.take();
+        }
+        if let Some(id) = self.probe.take() {
+            self.late_probes.push_back((id, local));
+            // The server remembers its last 16 probes; older answers would be ignored.
+            if self.late_probes.len() > 16 {
+                self.late_probes.pop_front();
+            }
+        }
+        let due = self
+            .late_probes
+            .front()
+            .is_some_and(|&(_, seen)| local - seen >= FAKE_LATENCY);
+        due.then(|| self.late_probes.pop_front().map(|(id, _)| id))
+            .flatten()
+    }
+
     /// The view this client reports in its inputs.
     fn reported_aim(&self) -> Quat {
         if self.cheat == Some(Cheat::Snap) {
@@ -844,6 +869,8 @@ impl BotBrain {
         let past = match cheat {
             Some(Cheat::TooOld) => Some(render - 0.7),
             Some(Cheat::Backtrack) => Some(render - 0.25),
+            // The extra one-way latency its late probe answers make the server believe in.
+            Some(Cheat::FakeLatency) => Some(render - FAKE_LATENCY / 2.0),
             _ => None,
         };
         if let Some(past) = past {
@@ -852,6 +879,17 @@ impl BotBrain {
             remote.view = view;
             view?;
         }
+        // A fake-latency cheat fires from where its own body was at the moment it claims,
+        // as a client that far behind would have drawn itself (the server checks the
+        // muzzle against the shooter's body at the claimed moment).
+        let eye = match (cheat, past) {
+            (Some(Cheat::FakeLatency), Some(past)) => {
+                let remote = &mut self.remotes[me];
+                remote.buffer.sample(past, 0.0, &mut remote.scratch)?;
+                remote.scratch[EYE as usize].translation
+            }
+            _ => eye,
+        };
         let bones = &self.remotes[aimed].scratch;
         let head = self.rng.random_bool(0.3) || cheat == Some(Cheat::TamperedPoint);
         let point = if head {
@@ -985,12 +1023,38 @@ fn wall_distance(arena: &Arena, origin: Vec3, direction: Vec3) -> f32 {
         .fold(f32::INFINITY, f32::min)
 }
 
-/// A content hash of a claim, so redundant copies are told from replays.
+/// A content hash of a claim, so redundant copies are told from replays: every field,
+/// floats by their bits.
+///
+/// PERF: field by field, without formatting the claim (it is taken for every shot a server
+/// receives, and a flood of replayed copies must cost no allocation).
 #[must_use]
 pub fn fingerprint(claim: &ShotClaim) -> u64 {
-    Fingerprint::new()
-        .bytes(format!("{claim:?}").as_bytes())
-        .finish()
+    let vec3 = |f: Fingerprint, v: Vec3| f.f32(v.x).f32(v.y).f32(v.z);
+    let f = Fingerprint::new()
+        .u64(claim.shooter.to_bits())
+        .u32(u32::from(claim.weapon.0))
+        .u32(claim.seq);
+    let f = match claim.render_time {
+        RenderTime::Ticks { from, to, fraction } => f.u32(0).u32(from.0).u32(to.0).f32(fraction),
+        RenderTime::Time(time) => f.u32(1).f64(time),
+    };
+    let f = vec3(vec3(f, claim.origin), claim.direction);
+    let f = match claim.hit {
+        None => f.u32(0),
+        Some(hit) => {
+            let f = f.u32(1).u64(hit.target.to_bits());
+            let f = match hit.hitbox {
+                None => f.u32(0),
+                Some(hitbox) => f.u32(1).u32(u32::from(hitbox.0)),
+            };
+            match hit.point {
+                None => f.u32(0),
+                Some(point) => vec3(f.u32(1), point),
+            }
+        }
+    };
+    f.finish()
 }
 
 /// A standard normal sample (Box-Muller).

@@ -4,6 +4,8 @@
 //! - [`body`]: the humanoid rig, how bodies move, the arena.
 //! - [`cheat`]: the cheat classes.
 //! - [`client`]: [`client::BotBrain`], a bot's client logic, clock- and transport-agnostic.
+//! - [`echo`]: the round trip measured from snapshot acknowledgements, which caps the one
+//!   measured from probes (the fake-latency defence).
 //! - [`server`]: [`server::ServerCore`], the server's game state and per-tick logic.
 //! - [`interest`]: which entities each player is sent (near it, with hysteresis).
 //! - [`skirmish`]: one simulated match: both of the above over emulated links.
@@ -14,6 +16,7 @@
 pub mod body;
 pub mod cheat;
 pub mod client;
+pub mod echo;
 pub mod interest;
 pub mod report;
 pub mod result;

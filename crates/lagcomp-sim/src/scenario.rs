@@ -34,6 +34,10 @@ pub struct Scenario {
     pub cheat_preset: Preset,
     /// Respawns per bot per second.
     pub respawn_rate: f64,
+    /// Whether the server holds probed round trips to its players' snapshot
+    /// acknowledgements (the fake-latency defence, [`crate::echo`]); `true` unless
+    /// measuring what it changes.
+    pub echo_ceiling: bool,
 }
 
 /// Why a scenario could not be built.
@@ -68,6 +72,7 @@ impl Scenario {
             cheats: Cheat::ALL.to_vec(),
             cheat_preset: preset("100/25/2%").expect("a built-in preset"),
             respawn_rate: 0.05,
+            echo_ceiling: true,
         };
         match name {
             "default" => {}
@@ -103,6 +108,7 @@ impl Scenario {
             preset,
             respawn_rate: self.respawn_rate,
             cheat,
+            echo_ceiling: self.echo_ceiling,
         };
         let mut out: Vec<_> = self
             .presets

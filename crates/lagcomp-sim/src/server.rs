@@ -24,6 +24,7 @@ use rand_pcg::Pcg64Mcg;
 
 use crate::body::{self, Arena, BONES, Body, EYE, Stance};
 use crate::client::{ClientInput, fingerprint};
+use crate::echo::SnapshotEcho;
 
 /// The weapon every bot carries.
 pub const RIFLE: WeaponId = WeaponId(1);
@@ -138,6 +139,8 @@ struct Player {
     team: u16,
     body: Body,
     rtt: RttEstimator,
+    /// The round trip from its snapshot acknowledgements, which caps `rtt`.
+    echo: SnapshotEcho,
     receiver: ShotReceiver,
     reported_delay: f64,
     pings_out: BTreeMap<u32, f64>,
@@ -170,6 +173,9 @@ pub struct ServerCore {
     queue: Vec<QueuedShot>,
     ping_id: u32,
     next_team: u16,
+    /// Whether the probes' round trip is held to the acknowledgement echo's
+    /// ([`SnapshotEcho::ceiling`]).
+    echo_ceiling: bool,
 }
 
 impl ServerCore {
@@ -196,7 +202,15 @@ impl ServerCore {
             queue: Vec::new(),
             ping_id: 0,
             next_team: 0,
+            echo_ceiling: true,
         })
+    }
+
+    /// Whether the round trip handed to the validator is held to what the player's
+    /// snapshot acknowledgements show (on by default: the fake-latency defence,
+    /// [`crate::echo`]). Off only to measure what the defence changes.
+    pub fn set_echo_ceiling(&mut self, on: bool) {
+        self.echo_ceiling = on;
     }
 
     /// Makes room in the history for `players` more bodies, so that players joining
@@ -221,6 +235,7 @@ impl ServerCore {
             team,
             body,
             rtt: RttEstimator::new(),
+            echo: SnapshotEcho::default(),
             receiver: ShotReceiver::new(),
             reported_delay: 0.1,
             pings_out: BTreeMap::new(),
@@ -326,15 +341,11 @@ impl ServerCore {
     }
 
     /// The timing the validator holds for player `id` (set each tick once its round trip
-    /// is measured).
+    /// is measured): the round trip held to the snapshot acknowledgements' when the echo
+    /// ceiling is on, so a recording made from it replays to the same verdicts.
     #[must_use]
     pub fn timing(&self, id: EntityId) -> Option<ClientTiming> {
-        let p = &self.players[self.position(id)?];
-        Some(ClientTiming {
-            srtt: p.rtt.srtt()?,
-            rttvar: p.rtt.rttvar()?,
-            interp_delay: p.reported_delay,
-        })
+        self.players[self.position(id)?].timing
     }
 
     /// How far behind the present player `id` says it draws, seconds.
@@ -365,6 +376,7 @@ impl ServerCore {
     pub fn receive(&mut self, id: EntityId, input: ClientInput, now: f64) -> Option<Pong> {
         let index = self.position(id)?;
         let player = &mut self.players[index];
+        let follows = player.last_frame == Some(input.frame.wrapping_sub(1));
         let newer = player
             .last_frame
             .is_none_or(|last| input.frame.wrapping_sub(last).wrapping_sub(1) < u32::MAX / 2);
@@ -380,6 +392,9 @@ impl ServerCore {
         {
             player.rtt.sample(now - sent);
         }
+        player
+            .echo
+            .on_input(input.newest_tick, follows, now, &self.history);
         if input.interp_delay.is_finite() {
             player.reported_delay = input.interp_delay.clamp(0.0, 0.3);
         }
@@ -395,6 +410,16 @@ impl ServerCore {
             }
         }
         pong
+    }
+
+    /// Hands back a queue [`ServerCore::tick`] returned, once its shots are dealt with:
+    /// its room is kept for the shots of the ticks to come, so a steady stream of shots
+    /// (or a flood of copies) allocates nothing. Its shots are dropped.
+    pub fn recycle(&mut self, mut spent: Vec<QueuedShot>) {
+        spent.clear();
+        if self.queue.is_empty() && spent.capacity() > self.queue.capacity() {
+            self.queue = spent;
+        }
     }
 
     /// A round-trip probe sent to every player at server time `now`: its id.
@@ -448,6 +473,11 @@ impl ServerCore {
         }
         for player in &mut self.players {
             if let (Some(srtt), Some(rttvar)) = (player.rtt.srtt(), player.rtt.rttvar()) {
+                let (srtt, rttvar) = if self.echo_ceiling {
+                    player.echo.ceiling(srtt, rttvar)
+                } else {
+                    (srtt, rttvar)
+                };
                 let timing = ClientTiming {
                     srtt,
                     rttvar,

@@ -54,6 +54,9 @@ pub struct SkirmishConfig {
     pub respawn_rate: f64,
     /// Bot 0 cheats this way, if any.
     pub cheat: Option<Cheat>,
+    /// Whether the server holds probed round trips to its players' snapshot
+    /// acknowledgements ([`crate::echo`]; `true` unless measuring the defence).
+    pub echo_ceiling: bool,
 }
 
 /// What one match measured.
@@ -152,6 +155,7 @@ pub fn play(config: &SkirmishConfig, mut progress: impl FnMut(f64)) -> Tally {
         arena.clone(),
     )
     .expect("a valid history config");
+    server.set_echo_ceiling(config.echo_ceiling);
     let ids: Vec<EntityId> = (0..config.bots)
         .map(|_| server.join(&mut world_rng))
         .collect();

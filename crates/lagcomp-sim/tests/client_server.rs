@@ -228,6 +228,97 @@ fn a_player_who_leaves_is_despawned_and_its_queued_shots_dropped() {
     assert_eq!(core.timing(a), None);
 }
 
+#[test]
+fn a_claims_fingerprint_changes_with_every_field_and_a_recycled_queue_keeps_its_room() {
+    use lagcomp::HitboxId;
+    use lagcomp_sim::client::fingerprint;
+    use lagcomp_validate::{ClaimedHit, WeaponId};
+
+    let base = ShotClaim {
+        shooter: EntityId::from_bits(3),
+        weapon: lagcomp_sim::server::RIFLE,
+        seq: 7,
+        render_time: RenderTime::Ticks {
+            from: Tick(4),
+            to: Tick(5),
+            fraction: 0.25,
+        },
+        origin: glam::Vec3::new(1.0, 1.6, 2.0),
+        direction: glam::Vec3::NEG_Z,
+        hit: Some(ClaimedHit {
+            target: EntityId::from_bits(4),
+            hitbox: Some(HitboxId(2)),
+            point: Some(glam::Vec3::new(1.0, 1.6, -8.0)),
+        }),
+    };
+    let changed = |change: fn(&mut ShotClaim)| {
+        let mut claim = base;
+        change(&mut claim);
+        fingerprint(&claim)
+    };
+    let prints = [
+        fingerprint(&base),
+        changed(|c| c.shooter = EntityId::from_bits(5)),
+        changed(|c| c.weapon = WeaponId(2)),
+        changed(|c| c.seq = 8),
+        changed(|c| c.render_time = RenderTime::Time(0.25)),
+        changed(|c| {
+            c.render_time = RenderTime::Ticks {
+                from: Tick(4),
+                to: Tick(5),
+                fraction: 0.5,
+            }
+        }),
+        changed(|c| c.origin.x = -1.0),
+        changed(|c| c.direction.y = 0.1),
+        changed(|c| c.hit = None),
+        changed(|c| c.hit.as_mut().expect("a hit").target = EntityId::from_bits(6)),
+        changed(|c| c.hit.as_mut().expect("a hit").hitbox = None),
+        changed(|c| c.hit.as_mut().expect("a hit").point = None),
+        changed(|c| c.hit.as_mut().expect("a hit").point = Some(glam::Vec3::ZERO)),
+        // The sign of zero is on the wire: it is another claim.
+        changed(|c| c.origin.y = -0.0),
+        changed(|c| c.origin.y = 0.0),
+    ];
+    for (i, a) in prints.iter().enumerate() {
+        for b in &prints[i + 1..] {
+            assert_ne!(a, b, "fingerprint {i} collides");
+        }
+    }
+    assert_eq!(
+        fingerprint(&base),
+        fingerprint(&{ base }),
+        "a copy hashes the same"
+    );
+
+    // A queue handed back keeps its room for the next tick's shots.
+    let mut core = core();
+    let mut rng = Pcg64Mcg::seed_from_u64(4);
+    let me = core.join(&mut rng);
+    let claim = ShotClaim {
+        shooter: me,
+        ..base
+    };
+    let replays: Vec<(u32, ShotClaim)> = vec![(0, claim); 8];
+    // A burst of 24 copies in one tick, then 8 in the next: the second tick's queue
+    // still has the burst's room.
+    for frame in 1..=3 {
+        core.receive(me, input(frame, Quat::IDENTITY, replays.clone()), 0.01);
+    }
+    let burst = core
+        .tick(Tick(0), 0.0, 1.0 / 64.0, &mut rng)
+        .expect("a tick");
+    // Seq 0 cannot be told from a replay: every copy is queued for the server to judge.
+    assert_eq!(burst.len(), 24);
+    core.recycle(burst);
+    core.receive(me, input(4, Quat::IDENTITY, replays), 0.02);
+    let next = core
+        .tick(Tick(1), 1.0 / 64.0, 1.0 / 64.0, &mut rng)
+        .expect("a tick");
+    assert_eq!(next.len(), 8);
+    assert!(next.capacity() >= 24, "room for {} only", next.capacity());
+}
+
 /// Brains firing ten shots a second, each sent only the bodies near it (interest
 /// management, bodies walking in and out of view): they fire at the rifle's rate, every
 /// claim names two neighbouring ticks (nothing is blended across the time a body was out

@@ -121,3 +121,50 @@ fn the_same_seed_gives_the_same_numbers() {
     let c = serde_json::to_string(&other.run(|_, _, _| {})).unwrap();
     assert_ne!(a, c, "a different seed plays a different match");
 }
+
+#[test]
+fn fake_latency_backtracks_no_further_than_the_true_round_trip_allows() {
+    // The cheat answers probes 500 ms late and claims moments 250 ms older than it drew,
+    // firing from where its own body was then. Trusting the probes alone lets a good part
+    // of its shots through; held to its snapshot acknowledgements, it gets what the
+    // backtracking cheat gets at its true round trip (same seed, same match): nothing.
+    let (mut trusted, mut held, mut backtracking) = (0, 0, 0);
+    for seed in &SEEDS[..3] {
+        let mut s = scenario(20.0, &[], vec![Cheat::FakeLatency]);
+        s.seed = *seed;
+        let defended = &s.run(|_, _, _| {}).cheats[0];
+        assert!(defended.attempts >= 30, "seed {seed}: {defended:?}");
+        held += defended.accepted;
+        s.echo_ceiling = false;
+        trusted += s.run(|_, _, _| {}).cheats[0].accepted;
+        s.echo_ceiling = true;
+        s.cheats = vec![Cheat::Backtrack];
+        backtracking += s.run(|_, _, _| {}).cheats[0].accepted;
+    }
+    assert!(
+        trusted >= 30,
+        "the cheat works when probes are trusted: {trusted}"
+    );
+    assert_eq!(held, backtracking, "held to the echo");
+    assert_eq!(held, 0);
+}
+
+#[test]
+fn the_echo_ceiling_costs_honest_players_nothing() {
+    let presets = ["100/25/2%", "300/75/6%"];
+    for seed in &SEEDS[..2] {
+        let mut s = scenario(15.0, &presets, Vec::new());
+        s.seed = *seed;
+        let with = s.run(|_, _, _| {});
+        s.echo_ceiling = false;
+        let without = s.run(|_, _, _| {});
+        for (a, b) in with.runs.iter().zip(&without.runs) {
+            let (a, b) = (&a.modes[&Mode::Full], &b.modes[&Mode::Full]);
+            let rejected = |m: &lagcomp_sim::ModeResult| m.rejections.values().sum::<u64>();
+            assert!(
+                rejected(a) <= rejected(b) && a.agreed >= b.agreed,
+                "seed {seed}: with {a:?}, without {b:?}"
+            );
+        }
+    }
+}

@@ -22,6 +22,8 @@
 //!   `framing` checks every datagram's netcode framing before netcode sees it,
 //!   `admission` rate-limits connection requests, `arrival` takes each datagram's
 //!   arrival time from the kernel.
+//! - `answered`: the server's memory of the shots it answered lately, per connection, so a
+//!   copy of one is answered again rather than validated and written again.
 //!
 //! # Example
 //!
@@ -50,6 +52,7 @@
 //! ```
 
 mod admission;
+mod answered;
 mod arrival;
 pub mod bots;
 pub mod channel;

@@ -43,6 +43,13 @@
 //! [`MalformedGuard`]; a client past its threshold (or speaking another protocol version)
 //! is disconnected.
 //!
+//! A claim sent again unchanged after it was answered (a replay whose sequence number the
+//! shot receiver no longer remembers) is answered again from a per-client memory of the
+//! last shots validated, not validated or written again; a client's new claims past
+//! [`ServeConfig::max_verdicts_per_second`] are dropped, each a strike for the guard. The
+//! recording and the audit log are flushed once a tick, before its verdicts go out, so a
+//! server killed outright has told no one a verdict that is not in them.
+//!
 //! What is not here: the world's rules (that is `lagcomp_sim`), argument parsing and
 //! printing (`lagcomp-cli`'s `serve.rs`).
 
@@ -57,9 +64,9 @@ use bytes::Bytes;
 use lagcomp::{BoneTransform, EntityId, EntityState, HistoryConfig, Tick};
 use lagcomp_service::batch::validate_batch;
 use lagcomp_sim::body::{ArenaError, ArenaSpec, BONES};
-use lagcomp_sim::client::ClientInput;
+use lagcomp_sim::client::{ClientInput, fingerprint};
 use lagcomp_sim::interest::{Interest, InterestConfig};
-use lagcomp_sim::server::{CoreConfig, CoreError, ServerCore, rules};
+use lagcomp_sim::server::{CoreConfig, CoreError, QueuedShot, ServerCore, rules};
 use lagcomp_validate::recording::RecordingWriter;
 use lagcomp_validate::{AuditLog, ClientTiming, ShotClaim, Verdict};
 use lagcomp_wire::{
@@ -74,6 +81,7 @@ use renet::{ClientId, RenetServer, ServerEvent};
 use renet_netcode::{ServerAuthentication, ServerConfig};
 use renetcode::NETCODE_MAX_PAYLOAD_BYTES;
 
+use crate::answered::{AnsweredShots, Recall};
 use crate::arrival::ArrivalClock;
 use crate::channel::{
     NetcodeKey, PROTOCOL_ID, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
@@ -126,6 +134,12 @@ pub const DEFAULT_INTEREST: InterestConfig = InterestConfig {
     radius: 70.0,
     hysteresis: 5.0,
 };
+
+/// [`ServeConfig::max_verdicts_per_second`] by default: five times the rifle's 10 shots a
+/// second, so an honest client's shots held up by a stall of a few seconds and arriving
+/// together still pass, while a client sending new claims as fast as it can writes at most
+/// this many verdicts a second until the guard disconnects it.
+pub const DEFAULT_MAX_VERDICTS_PER_SECOND: u32 = 50;
 
 /// How a server is set up.
 #[derive(Debug, Clone, PartialEq)]
@@ -180,6 +194,12 @@ pub struct ServeConfig {
     /// empty means the address it is bound to. A server listening on `0.0.0.0` needs the
     /// address its players are given here.
     pub public_addresses: Vec<SocketAddr>,
+    /// The most shots validated (and written to the recording and the audit log) for one
+    /// client in a second, at least 1. A shot past it is dropped unanswered, counted
+    /// ([`Status::verdicts_capped`]) and a strike for the malformed-message guard
+    /// ([`ServeConfig::guard`]), so a client that keeps it up is disconnected. Copies of
+    /// shots already answered do not count: they are answered again from memory.
+    pub max_verdicts_per_second: u32,
 }
 
 impl ServeConfig {
@@ -205,6 +225,7 @@ impl ServeConfig {
             busy_poll: false,
             private_key: None,
             public_addresses: Vec::new(),
+            max_verdicts_per_second: DEFAULT_MAX_VERDICTS_PER_SECOND,
         }
     }
 
@@ -237,6 +258,9 @@ pub enum ServeError {
     /// Too many or no clients.
     #[error("max clients {0} is not between 1 and {MAX_CLIENTS}")]
     MaxClients(usize),
+    /// A cap of no verdicts a second.
+    #[error("max verdicts per second must be at least 1")]
+    VerdictCap,
     /// The malformed-message guard's window is not a window.
     #[error(transparent)]
     Guard(#[from] GuardConfigError),
@@ -350,6 +374,12 @@ pub struct Status {
     pub budget: f64,
     /// Shots validated.
     pub shots: u64,
+    /// Copies of shots already answered (a replayed claim sent again unchanged), answered
+    /// again from memory instead of validated and written again.
+    pub copies_answered: u64,
+    /// Shots dropped unvalidated because their client was past
+    /// [`ServeConfig::max_verdicts_per_second`].
+    pub verdicts_capped: u64,
     /// Verdicts by outcome label (`confirmed`, `miss`, `blocked`, or the rejection reason).
     pub verdicts: BTreeMap<&'static str, u64>,
     /// Malformed messages dropped.
@@ -424,6 +454,13 @@ impl std::fmt::Display for Status {
                 .collect();
             write!(f, " ({})", verdicts.join(", "))?;
         }
+        if self.copies_answered > 0 || self.verdicts_capped > 0 {
+            write!(
+                f,
+                " | copies answered from memory {}, shots over the verdict cap {}",
+                self.copies_answered, self.verdicts_capped
+            )?;
+        }
         if self.snapshots > 0 {
             write!(
                 f,
@@ -469,6 +506,8 @@ struct Counters {
     validate: TickTimes,
     send: TickTimes,
     shots: u64,
+    copies_answered: u64,
+    verdicts_capped: u64,
     verdicts: BTreeMap<&'static str, u64>,
     malformed: u64,
     kicked: u64,
@@ -504,6 +543,8 @@ impl Counters {
             send_p99: self.send.quantile(0.99),
             budget,
             shots: self.shots,
+            copies_answered: self.copies_answered,
+            verdicts_capped: self.verdicts_capped,
             verdicts: self.verdicts.clone(),
             malformed: self.malformed,
             kicked: self.kicked,
@@ -565,6 +606,28 @@ struct Connection {
     verdicts: VerdictOutbox,
     /// Snapshots sent since the last that carried renet's acknowledgement of its inputs.
     snapshots_since_acks: u32,
+    /// Its shots validated lately, to answer copies of them from memory.
+    answered: AnsweredShots,
+    /// Server time the current second of its verdict cap began, and the shots validated
+    /// in it.
+    cap_since: f64,
+    cap_used: u32,
+    /// Whether it was disconnected for going on past the cap (its goodbye pending).
+    capped_out: bool,
+}
+
+impl Connection {
+    /// The verdict of shot `seq`, whose claim's fingerprint is `print`: it goes with the
+    /// client's snapshots until acknowledged, and is remembered to answer copies of the
+    /// claim. Returns how many older verdicts were given up to make room for it.
+    fn answer(&mut self, seq: u32, print: u64, outcome: ShotOutcome) -> u64 {
+        let outbox = &mut self.verdicts;
+        let number = outbox.first().wrapping_add(outbox.len() as u32);
+        let given_up = outbox.given_up();
+        outbox.push(ShotResult { seq, outcome });
+        self.answered.answer(seq, print, outcome, number);
+        self.verdicts.given_up() - given_up
+    }
 }
 
 /// The game server (see the [module documentation](self)).
@@ -586,6 +649,8 @@ pub struct GameServer {
     /// This tick's entities, each encoded once, for every client's view.
     encoded: EntityScratch,
     claims: Vec<(ShotClaim, f64)>,
+    /// Each of `claims`' fingerprint (`lagcomp_sim::client::fingerprint`).
+    prints: Vec<u64>,
     scratch: Vec<u8>,
     /// The datagram of records being filled for a client.
     datagram: DatagramWriter,
@@ -651,6 +716,9 @@ impl GameServer {
         }
         if !(1..=MAX_CLIENTS).contains(&config.max_clients) {
             return Err(ServeError::MaxClients(config.max_clients));
+        }
+        if config.max_verdicts_per_second == 0 {
+            return Err(ServeError::VerdictCap);
         }
         if let Some(interest) = config.interest
             && !interest.is_valid()
@@ -746,6 +814,7 @@ impl GameServer {
             interest,
             encoded: EntityScratch::default(),
             claims: Vec::new(),
+            prints: Vec::new(),
             scratch: Vec::new(),
             datagram: DatagramWriter::new(NETCODE_MAX_PAYLOAD_BYTES),
             packets: Vec::new(),
@@ -1069,6 +1138,10 @@ impl GameServer {
             phase,
             verdicts: VerdictOutbox::new(),
             snapshots_since_acks: 0,
+            answered: AnsweredShots::new(),
+            cap_since: f64::NEG_INFINITY,
+            cap_used: 0,
+            capped_out: false,
         });
         self.by_client.insert(client, entity);
         self.second.joined += 1;
@@ -1129,28 +1202,32 @@ impl GameServer {
         let dt = 1.0 / self.config.tick_rate;
         let began = Instant::now();
         let mut rng = Pcg64Mcg::seed_from_u64(self.config.seed ^ (u64::from(tick.0) << 20));
-        let queue = self.core.tick(tick, time, dt, &mut rng)?;
+        let mut queue = self.core.tick(tick, time, dt, &mut rng)?;
         self.record_frame(tick, time)?;
         let recorded = Instant::now();
         self.claims.clear();
-        self.claims
-            .extend(queue.into_iter().map(|q| (q.claim, q.received)));
+        self.prints.clear();
+        for queued in queue.drain(..) {
+            self.admit(queued, now);
+        }
+        self.core.recycle(queue);
         if !self.claims.is_empty() {
             let claims = std::mem::take(&mut self.claims);
             if self.config.parallel_validation {
                 let (history, validator) = self.core.history_and_validator();
                 let verdicts = validate_batch(history, validator, &claims);
-                for ((claim, received), verdict) in claims.iter().zip(&verdicts) {
-                    self.settle(claim, *received, verdict)?;
+                for (i, ((claim, received), verdict)) in claims.iter().zip(&verdicts).enumerate() {
+                    self.settle(claim, *received, verdict, self.prints[i])?;
                 }
             } else {
-                for (claim, received) in &claims {
+                for (i, (claim, received)) in claims.iter().enumerate() {
                     let verdict = self.core.validate(claim, *received);
-                    self.settle(claim, *received, &verdict)?;
+                    self.settle(claim, *received, &verdict, self.prints[i])?;
                 }
             }
             self.claims = claims;
         }
+        self.flush_outputs()?;
         let validated = Instant::now();
         if snapshot {
             self.send_snapshot(tick, time, now)?;
@@ -1194,6 +1271,22 @@ impl GameServer {
         Ok(())
     }
 
+    /// Hands the tick's lines (its frame, its claims and verdicts, and whatever joined or
+    /// left since the last) to the files, once a tick rather than per line, and before
+    /// the tick's verdicts go out: a server killed outright (SIGKILL, a crash, the power)
+    /// has told no player a verdict that is not in the files, and loses at most the tick
+    /// it was in. A kill in the middle of a write can still leave a torn last line; the
+    /// readers use every complete line before it (`lagcomp_validate::TornTail`).
+    fn flush_outputs(&mut self) -> Result<(), ServeError> {
+        if let Some(writer) = &mut self.recording {
+            writer.flush().map_err(ServeError::Recording)?;
+        }
+        if let Some(audit) = &mut self.audit {
+            audit.flush().map_err(ServeError::Audit)?;
+        }
+        Ok(())
+    }
+
     /// The frame and any changed timings into the recording.
     fn record_frame(&mut self, tick: Tick, time: f64) -> Result<(), ServeError> {
         let Some(writer) = &mut self.recording else {
@@ -1219,12 +1312,82 @@ impl GameServer {
         Ok(())
     }
 
-    /// One verdict: recorded, audited, counted and sent to the shooter.
+    /// A shot the core queued this tick, at server time `now`: taken for validation (into
+    /// `claims`), answered again from memory when it is an exact copy of one answered
+    /// before, or dropped when its client is past the verdict cap (a strike for the
+    /// guard).
+    fn admit(&mut self, queued: QueuedShot, now: f64) {
+        let print = fingerprint(&queued.claim);
+        let Some(connection) = self
+            .connections
+            .iter_mut()
+            .find(|c| c.entity == queued.shooter)
+        else {
+            // Not a connection's (the core drops a leaver's shots, so never): validated
+            // as before, without memory or cap.
+            self.claims.push((queued.claim, queued.received));
+            self.prints.push(print);
+            return;
+        };
+        let seq = queued.claim.seq;
+        match connection.answered.recall(seq, print) {
+            Recall::Unknown => {}
+            Recall::Pending => {
+                // A copy within the tick: the first's verdict goes out with this tick.
+                for counters in [&mut self.second, &mut self.total] {
+                    counters.copies_answered += 1;
+                }
+                return;
+            }
+            Recall::Answered { outcome, number } => {
+                // The same verdict again, unless it is still waiting in the outbox (it
+                // goes with every snapshot until acknowledged anyway).
+                let outbox = &mut connection.verdicts;
+                let waiting = number.wrapping_sub(outbox.first()) < outbox.len() as u32;
+                if !waiting {
+                    let given_up = connection.answer(seq, print, outcome);
+                    for counters in [&mut self.second, &mut self.total] {
+                        counters.verdicts_given_up += given_up;
+                    }
+                }
+                for counters in [&mut self.second, &mut self.total] {
+                    counters.copies_answered += 1;
+                }
+                return;
+            }
+        }
+        if now - connection.cap_since >= 1.0 {
+            connection.cap_since = now;
+            connection.cap_used = 0;
+        }
+        if connection.cap_used >= self.config.max_verdicts_per_second {
+            for counters in [&mut self.second, &mut self.total] {
+                counters.verdicts_capped += 1;
+            }
+            let penalty = self.guard.record(connection.client, now);
+            if penalty == Penalty::Disconnect && !connection.capped_out {
+                connection.capped_out = true;
+                self.renet.disconnect(connection.client);
+                for counters in [&mut self.second, &mut self.total] {
+                    counters.kicked += 1;
+                }
+            }
+            return;
+        }
+        connection.cap_used += 1;
+        connection.answered.take(seq, print);
+        self.claims.push((queued.claim, queued.received));
+        self.prints.push(print);
+    }
+
+    /// One verdict of a claim whose fingerprint is `print`: recorded, audited, counted,
+    /// sent to the shooter and remembered, to answer copies of the claim.
     fn settle(
         &mut self,
         claim: &ShotClaim,
         received: f64,
         verdict: &Verdict,
+        print: u64,
     ) -> Result<(), ServeError> {
         if let Some(writer) = &mut self.recording {
             writer
@@ -1245,13 +1408,8 @@ impl GameServer {
             .iter_mut()
             .find(|c| c.entity == verdict.shooter)
         {
-            // It goes with the shooter's snapshots until acknowledged.
-            let given_up = connection.verdicts.given_up();
-            connection.verdicts.push(ShotResult {
-                seq: verdict.seq,
-                outcome: ShotOutcome::from(&verdict.outcome),
-            });
-            let given_up = connection.verdicts.given_up() - given_up;
+            let outcome = ShotOutcome::from(&verdict.outcome);
+            let given_up = connection.answer(verdict.seq, print, outcome);
             for counters in [&mut self.second, &mut self.total] {
                 counters.verdicts_given_up += given_up;
             }

@@ -1,6 +1,8 @@
 //! The proxy forwards without allocating per datagram once warm: a run that forwards five
 //! times as many datagrams (at the same rate, so with as many in flight) allocates no more
-//! on the proxy's thread than a short one.
+//! on the proxy's thread than a short one. The game server takes shots without
+//! allocating per shot: eight copies of a replayed claim in every input cost its thread no
+//! more allocations than one.
 //!
 //! A test binary of its own, because it replaces the global allocator with one that counts
 //! each thread's allocations.
@@ -8,13 +10,17 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::net::UdpSocket;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
 use lagcomp_net::LinkConfig;
 use lagcomp_udp::proxy::{Proxy, ProxyConfig};
+use lagcomp_udp::server::{GameServer, Outputs, ServeConfig};
+use lagcomp_validate::AuditLog;
+
+mod support;
 
 /// The system allocator, counting allocations per thread.
 struct Counting;
@@ -126,4 +132,68 @@ fn forwarding_allocates_nothing_per_datagram_once_warm() {
     // higher mark adds one per extra buffer, a few dozen, or hundreds if a busy machine
     // stalls the proxy's thread for a while and more datagrams pile up.
     assert!(long < short + 1000, "{short} then {long}");
+}
+
+/// Allocations on the server's thread in each whole second of a run in which one client
+/// sends 500 inputs a second for 6 s, each with `copies` copies of one replayed claim, to
+/// a server writing a recording and an audit log (to nowhere); and how many copies it
+/// answered from memory.
+fn server_allocations_per_second(copies: usize) -> (Vec<u64>, u64) {
+    let server = GameServer::bind(
+        ServeConfig::new("127.0.0.1:0".parse().unwrap()),
+        Outputs {
+            audit: Some(AuditLog::new(Box::new(std::io::sink()))),
+            recording: Some(Box::new(std::io::sink())),
+        },
+    )
+    .unwrap();
+    let address = server.local_addr();
+    // Room for every second's count before the run, so keeping them allocates nothing.
+    let seconds = Arc::new(Mutex::new(Vec::with_capacity(64)));
+    let (stop, kept) = (Arc::new(AtomicBool::new(false)), Arc::clone(&seconds));
+    let flag = Arc::clone(&stop);
+    let running = thread::spawn(move || {
+        server
+            .run(&flag, None, |_| {
+                let count = ALLOCATIONS.with(Cell::get);
+                kept.lock().unwrap().push(count);
+            })
+            .unwrap()
+    });
+    let flood = support::flood(address, 6.0, copies, false);
+    assert!(!flood.kicked, "{flood:?}");
+    assert!(flood.inputs >= 1000, "{flood:?}");
+    stop.store(true, Ordering::Release);
+    let summary = running.join().unwrap();
+    let counts = seconds.lock().unwrap().clone();
+    // Each input's copies but the first (most of them, on a machine that loses a few).
+    let answered = summary.status.copies_answered;
+    assert!(
+        answered + 1 >= flood.inputs * (copies as u64 - 1) / 2,
+        "{flood:?}: {:?}",
+        summary.status
+    );
+    (counts.windows(2).map(|w| w[1] - w[0]).collect(), answered)
+}
+
+#[test]
+fn a_server_takes_copies_of_a_replayed_claim_without_allocating_per_shot() {
+    let (single, _) = server_allocations_per_second(1);
+    let (eight, answered) = server_allocations_per_second(8);
+    eprintln!(
+        "allocations a second on the server's thread: {single:?} with one copy per input, \
+         {eight:?} with eight ({answered} answered from memory)"
+    );
+    // Seconds 2 to 4 of each run: connected and flooding, not starting or ending.
+    assert!(
+        single.len() >= 4 && eight.len() >= 4,
+        "{single:?} {eight:?}"
+    );
+    let steady = |counts: &[u64]| counts[1..4].iter().sum::<u64>();
+    let (single, eight) = (steady(&single), steady(&eight));
+    // Seven more shots in each of 1,500 inputs: one allocation per shot would add 10,500.
+    assert!(
+        eight < single + single / 10 + 500,
+        "{eight} allocations in three seconds of eight copies an input, {single} of one"
+    );
 }

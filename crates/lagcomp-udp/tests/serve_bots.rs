@@ -2,6 +2,8 @@
 //! every verdict back, the recording re-validates to the same verdicts, malformed and
 //! foreign messages get a client disconnected, bad settings are typed errors.
 
+mod support;
+
 use std::io::{self, Write};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,14 +15,17 @@ use lagcomp_sim::body::ArenaSpec;
 use lagcomp_sim::cheat::Cheat;
 use lagcomp_sim::interest::InterestConfig;
 use lagcomp_udp::bots::{self, BotsConfig, BotsError};
-use lagcomp_udp::channel::{UNRELIABLE, connection_config, new_key, unsecure_token};
+use lagcomp_udp::channel::{UNRELIABLE, new_key, unsecure_token};
 use lagcomp_udp::client::ClientTransport;
-use lagcomp_udp::server::{GameServer, Outputs, ServeConfig, ServeError, Status, Summary};
+use lagcomp_udp::server::{
+    DEFAULT_MAX_VERDICTS_PER_SECOND, GameServer, Outputs, ServeConfig, ServeError, Status, Summary,
+};
 use lagcomp_validate::AuditLog;
 use lagcomp_validate::recording::{Recording, revalidate};
 use renet::RenetClient;
 use renet_netcode::ClientAuthentication;
 use renetcode::NetcodeClient;
+use support::{FLOOD_RATE, Flood, flood, raw_client, raw_client_on_socket};
 
 /// A writer whose bytes the test reads afterwards.
 #[derive(Clone, Default)]
@@ -66,6 +71,21 @@ impl Running {
         }
     }
 
+    /// A default server on loopback writing its audit log and recording where the test
+    /// reads them: (server, recording, audit log).
+    fn recorded() -> (Self, Shared, Shared) {
+        let recording = Shared::default();
+        let audit = Shared::default();
+        let server = Self::start(
+            loopback(),
+            Outputs {
+                audit: Some(AuditLog::new(Box::new(audit.clone()))),
+                recording: Some(Box::new(recording.clone())),
+            },
+        );
+        (server, recording, audit)
+    }
+
     /// Waits (at most 10 s) for a status line saying nobody is connected.
     fn wait_until_empty(&self) {
         let start = Instant::now();
@@ -101,15 +121,7 @@ fn loopback() -> ServeConfig {
 
 #[test]
 fn bots_play_get_every_verdict_and_the_recording_replays_to_the_same_verdicts() {
-    let recording = Shared::default();
-    let audit = Shared::default();
-    let server = Running::start(
-        loopback(),
-        Outputs {
-            audit: Some(AuditLog::new(Box::new(audit.clone()))),
-            recording: Some(Box::new(recording.clone())),
-        },
-    );
+    let (server, recording, audit) = Running::recorded();
     let mut config = BotsConfig::new(server.addr, 4, 6.0);
     config.cheats = vec![Cheat::Backtrack];
     let report = bots::run(&config).expect("the bots run");
@@ -217,31 +229,6 @@ fn a_busy_polling_server_ticks_on_time_and_answers_every_shot() {
     // Each of the four a snapshot every other tick while it plays (most of the run).
     assert!(status.snapshots <= status.ticks * 2 + 4, "{status:?}");
     assert!(status.snapshots >= status.ticks, "{status:?}");
-}
-
-/// A netcode client of `server` on a socket of its own, not yet connected.
-fn raw_client(server: SocketAddr) -> (ClientTransport, RenetClient) {
-    let (transport, client, _) = raw_client_on_socket(server);
-    (transport, client)
-}
-
-/// The same, with a handle on its socket (to send from the client's address).
-fn raw_client_on_socket(server: SocketAddr) -> (ClientTransport, RenetClient, UdpSocket) {
-    let socket = UdpSocket::bind("127.0.0.1:0").expect("a socket");
-    let handle = socket.try_clone().expect("a handle");
-    let epoch = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("after 1970");
-    let client_id = u64::from(std::process::id()) << 16 | u64::from(epoch.subsec_micros() & 0xffff);
-    let transport = ClientTransport::new(
-        epoch,
-        ClientAuthentication::Secure {
-            connect_token: unsecure_token(client_id, server, epoch).expect("a token"),
-        },
-        socket,
-    )
-    .expect("a client transport");
-    (transport, RenetClient::new(connection_config()), handle)
 }
 
 /// A renet client that connects and then sends `message` every few milliseconds until it
@@ -407,6 +394,12 @@ fn bad_settings_are_typed_errors() {
     assert!(matches!(
         GameServer::bind(config, Outputs::default()),
         Err(ServeError::Guard(_))
+    ));
+    let mut config = loopback();
+    config.max_verdicts_per_second = 0;
+    assert!(matches!(
+        GameServer::bind(config, Outputs::default()),
+        Err(ServeError::VerdictCap)
     ));
     let mut config = loopback();
     config.snapshot_budget = 10;
@@ -662,4 +655,264 @@ fn a_forged_datagram_from_the_servers_address_does_not_stop_a_client() {
     }
     assert_eq!(transport.refused(), 2);
     assert!(transport.disconnect_reason().is_none());
+}
+
+/// One match: four honest bots for 6 s, and beside them two clients flooding inputs as
+/// `floods` says (copies per input, a new claim every input), on a server writing a
+/// recording and an audit log. The bots' report, each flood's, the server's figures and
+/// the bytes written to both files.
+fn match_beside_floods(
+    floods: [(usize, bool); 2],
+) -> (bots::BotsReport, [Flood; 2], Status, usize) {
+    let (server, recording, audit) = Running::recorded();
+    let addr = server.addr;
+    let flooders: Vec<_> = floods
+        .into_iter()
+        .map(|(copies, vary)| thread::spawn(move || flood(addr, 9.0, copies, vary)))
+        .collect();
+    let report = bots::run(&BotsConfig::new(server.addr, 4, 6.0)).expect("the bots run");
+    let floods: Vec<Flood> = flooders
+        .into_iter()
+        .map(|f| f.join().expect("the flooding client"))
+        .collect();
+    server.wait_until_empty();
+    let status = server.stop().status;
+    let written = recording.0.lock().expect("not poisoned").len()
+        + audit.0.lock().expect("not poisoned").len();
+    (report, [floods[0], floods[1]], status, written)
+}
+
+#[test]
+fn a_flood_of_replayed_copies_is_answered_from_memory_and_writes_no_more_than_a_clean_match() {
+    // The clean match: the same four bots, and two clients sending as many inputs with
+    // no shots in them.
+    let (clean, _, clean_status, clean_bytes) = match_beside_floods([(0, false), (0, false)]);
+    // One client repeats one replayed claim 8 times in each of 500 inputs a second; the
+    // other sends a new claim under the replayed number in every input.
+    let (flooded, [copier, varier], status, flooded_bytes) =
+        match_beside_floods([(8, false), (8, true)]);
+    let rate = |bytes: usize, status: &Status| bytes as f64 / status.ticks as f64;
+    eprintln!(
+        "clean: {clean_bytes} bytes in {} ticks; flooded: {flooded_bytes} bytes in {} ticks \
+         ({copier:?}, {varier:?}); {status:?}",
+        clean_status.ticks, status.ticks
+    );
+    // Several seconds of flood, on a loaded machine at least half the rate.
+    assert!(copier.inputs as f64 >= 4.0 * FLOOD_RATE, "{copier:?}");
+    // Recording and audit log grow at most half as fast again as in the clean match (per
+    // tick: the two matches' lengths differ by a few ticks).
+    assert!(
+        rate(flooded_bytes, &status) <= 1.5 * rate(clean_bytes, &clean_status),
+        "the flood grew the files by {flooded_bytes} bytes in {} ticks against {clean_bytes} \
+         in {} ticks",
+        status.ticks,
+        clean_status.ticks
+    );
+    // Every copy but the first is answered from memory: validated once, written once.
+    // (Inputs lost on a loaded machine's sockets would lower the count, never raise it.)
+    assert!(
+        !copier.kicked,
+        "the copier is not a cheat past the cap: {status:?}"
+    );
+    assert!(
+        status.copies_answered >= copier.inputs * 8 / 2,
+        "{copier:?}: {status:?}"
+    );
+    // What the server validated beyond the bots' shots: the copier's claim once, and the
+    // varier's new claims up to the cap in each second it was connected (one, or two when
+    // a second's boundary fell in its flood).
+    assert_eq!(flooded.unanswered, 0, "{flooded:?}");
+    let flood_validated = status.shots - flooded.honest.shots_arrived - flooded.unexpected;
+    assert!(
+        flood_validated <= 1 + 2 * u64::from(DEFAULT_MAX_VERDICTS_PER_SECOND),
+        "{flood_validated} of the floods' claims validated: {status:?}"
+    );
+    // New claims as fast as it can: the cap lets 50 a second through, then each is a
+    // strike, and the guard's 21st disconnects it.
+    assert!(varier.kicked, "{varier:?}: {status:?}");
+    assert_eq!(status.kicked, 1, "{status:?}");
+    assert!(status.verdicts_capped >= 21, "{status:?}");
+    // The honest bots play as in the clean match: every shot answered, none rejected more.
+    for report in [&clean, &flooded] {
+        assert_eq!(report.connected, 4, "{report:?}");
+        assert_eq!(report.unanswered, 0, "{report:?}");
+        assert!(report.honest.shots_arrived >= 10, "{report:?}");
+    }
+    let rejected = |r: &bots::BotsReport| r.honest.rejections.values().sum::<u64>();
+    assert!(
+        rejected(&flooded) <= rejected(&clean),
+        "honest shots rejected beside the flood: {:?} against {:?} in the clean match",
+        flooded.honest.rejections,
+        clean.honest.rejections
+    );
+}
+
+/// A client that sends one claim at a time and collects its verdicts, acknowledging them.
+struct Claimant {
+    transport: ClientTransport,
+    client: RenetClient,
+    messages: lagcomp_udp::client::Messages,
+    inbox: lagcomp_wire::VerdictInbox,
+    results: Vec<lagcomp_wire::ShotResult>,
+    frame: u32,
+    last: Instant,
+}
+
+impl Claimant {
+    /// Connected to `server` (within 5 s).
+    fn connect(server: SocketAddr) -> Self {
+        let (transport, client) = raw_client(server);
+        let mut claimant = Self {
+            transport,
+            client,
+            messages: lagcomp_udp::client::Messages::default(),
+            inbox: lagcomp_wire::VerdictInbox::new(),
+            results: Vec::new(),
+            frame: 0,
+            last: Instant::now(),
+        };
+        let start = Instant::now();
+        while !claimant.client.is_connected() {
+            assert!(start.elapsed() < Duration::from_secs(5), "never connected");
+            claimant.pump();
+        }
+        claimant
+    }
+
+    /// Reads what came, acknowledges the verdicts among it, sends what is queued.
+    fn pump(&mut self) {
+        let now = Instant::now();
+        self.client.update(now - self.last);
+        self.transport
+            .update(now - self.last, &mut self.client)
+            .expect("still connected");
+        self.last = now;
+        self.transport.take_messages(&mut self.messages);
+        for bytes in self.messages.iter() {
+            if let Ok(lagcomp_wire::ServerMessage::Verdicts(verdicts)) =
+                lagcomp_wire::ServerMessage::decode(bytes)
+            {
+                self.results
+                    .extend_from_slice(self.inbox.receive(&verdicts));
+            }
+        }
+        self.transport
+            .send_packets(&mut self.client)
+            .expect("still connected");
+        thread::sleep(Duration::from_millis(2));
+    }
+
+    /// Sends `claim` as shot `seq` and waits (at most 5 s) for one more verdict: it.
+    fn claim(&mut self, seq: u32, claim: lagcomp_validate::ShotClaim) -> lagcomp_wire::ShotResult {
+        let before = self.results.len();
+        self.frame += 1;
+        let input = lagcomp_wire::ClientMessage::Input(lagcomp_wire::Input {
+            frame: self.frame,
+            ping: None,
+            probe_reply: None,
+            aim: lagcomp::Quat::IDENTITY,
+            interp_delay: 0.1,
+            newest_tick: None,
+            verdicts_received: Some(self.inbox.received()),
+            shots: vec![(seq, claim)],
+        });
+        let mut bytes = Vec::new();
+        input.encode(&mut bytes).expect("an input encodes");
+        self.client.send_message(UNRELIABLE, bytes);
+        let start = Instant::now();
+        while self.results.len() == before {
+            assert!(start.elapsed() < Duration::from_secs(5), "no verdict");
+            self.pump();
+        }
+        assert_eq!(self.results.len(), before + 1, "{:?}", self.results);
+        // Acknowledged with the next inputs: the server stops repeating it.
+        self.results[before]
+    }
+}
+
+#[test]
+fn an_answered_claim_sent_again_gets_the_same_verdict_without_being_validated_again() {
+    use lagcomp_validate::{RenderTime, ShotClaim, WeaponId};
+
+    let (server, recording, audit) = Running::recorded();
+    let mut claimant = Claimant::connect(server.addr);
+    let claim = ShotClaim {
+        shooter: lagcomp::EntityId::from_bits(0),
+        weapon: WeaponId(1),
+        seq: 0,
+        render_time: RenderTime::Time(0.5),
+        origin: lagcomp::Vec3::new(0.0, 1.6, 0.0),
+        direction: lagcomp::Vec3::Z,
+        hit: None,
+    };
+    // Sequence number 0 is never a new shot to the server: each copy reaches validation.
+    let first = claimant.claim(0, claim);
+    // Sent again once the verdict was acknowledged: the same verdict, resent.
+    for _ in 0..3 {
+        let again = claimant.claim(0, claim);
+        assert_eq!(again, first);
+    }
+    // The same number with a changed claim is a new claim, validated: a replay.
+    let changed = ShotClaim {
+        direction: lagcomp::Vec3::X,
+        ..claim
+    };
+    let replayed = claimant.claim(0, changed);
+    assert_eq!(
+        replayed.outcome,
+        lagcomp_wire::ShotOutcome::Rejected(lagcomp_validate::RejectReason::Replayed)
+    );
+    claimant.transport.disconnect();
+    server.wait_until_empty();
+    let summary = server.stop();
+    let status = summary.status;
+    assert_eq!(status.shots, 2, "validated once each: {status:?}");
+    assert_eq!(status.copies_answered, 3, "{status:?}");
+    assert_eq!(summary.audited, Some(2));
+    let audit = audit.0.lock().expect("not poisoned").clone();
+    assert_eq!(audit.iter().filter(|&&b| b == b'\n').count(), 2);
+    let bytes = recording.0.lock().expect("not poisoned").clone();
+    let recording = Recording::read(bytes.as_slice()).expect("a valid recording");
+    assert_eq!(recording.claims(), 2);
+}
+
+#[test]
+fn a_fake_latency_bot_gets_no_backtracked_shot_through() {
+    // It answers the server's probes 500 ms late over loopback and claims moments 250 ms
+    // older than it drew: the probes alone would grant it that rewind; its snapshot
+    // acknowledgements, on time, do not. The recording holds the timing the validator
+    // used, so it replays to the same verdicts.
+    let recording = Shared::default();
+    let server = Running::start(
+        loopback(),
+        Outputs {
+            audit: None,
+            recording: Some(Box::new(recording.clone())),
+        },
+    );
+    let mut config = BotsConfig::new(server.addr, 2, 6.0);
+    config.cheats = vec![Cheat::FakeLatency];
+    let report = bots::run(&config).expect("the bots run");
+    server.wait_until_empty();
+    server.stop();
+    let bytes = recording.0.lock().expect("not poisoned").clone();
+    let recording = Recording::read(bytes.as_slice()).expect("a valid recording");
+    let replayed = revalidate(&recording, None, |_, _| {}).expect("it replays");
+    assert!(!replayed.is_empty());
+    assert!(
+        replayed.iter().all(|r| !r.changed()),
+        "a verdict changed on replay"
+    );
+    assert_eq!(report.connected, 2, "{report:?}");
+    let [fake] = report.cheats.as_slice() else {
+        panic!("one cheat class: {report:?}");
+    };
+    assert_eq!(fake.class, "fake_latency");
+    assert!(fake.attempts >= 5, "{report:?}");
+    assert_eq!(fake.accepted, 0, "{report:?}");
+    assert_eq!(
+        fake.outcomes.get("backtrack").copied(),
+        Some(fake.attempts),
+        "{report:?}"
+    );
 }

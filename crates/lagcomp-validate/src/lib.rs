@@ -10,12 +10,13 @@
 //! - [`claim`]: the claim a client sends and the timing the server measured.
 //! - [`validator`]: the checks, in order.
 //! - [`verdict`]: outcomes, reasons and their basis.
-//! - [`audit`]: the `tracing` event and a JSON Lines audit log.
+//! - [`audit`]: the `tracing` event and a JSON Lines audit log, and its reader.
 //! - [`recording`]: match recordings (JSON Lines, `docs/FORMAT.md`) and offline
 //!   re-validation.
 
 pub mod audit;
 pub mod claim;
+mod jsonl;
 pub mod recording;
 pub mod rules;
 pub mod validator;
@@ -23,6 +24,7 @@ pub mod verdict;
 
 pub use audit::AuditLog;
 pub use claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim, WeaponId};
+pub use jsonl::TornTail;
 pub use rules::{
     DamageMultipliers, Policy, RuleSet, RulesError, ShooterReference, TimeMismatch, WeaponRules,
 };

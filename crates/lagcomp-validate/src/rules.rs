@@ -48,7 +48,9 @@ pub struct WeaponRules {
     pub radius: f32,
     /// How far the shot reaches, metres.
     pub max_range: f32,
-    /// Minimum time between shots, seconds.
+    /// Minimum time between a shot of this weapon and any other shot of the same
+    /// shooter, whatever weapon fired it (fire rate is per shooter across weapons; each
+    /// shot is judged with its own weapon's interval), seconds of claimed time.
     pub min_interval: f64,
     /// How many shots may come closer together than `min_interval` (a burst), as long as
     /// the average rate over the burst stays within the weapon's rate.
@@ -174,7 +176,8 @@ pub struct Policy {
     /// four RTT variations through jitter and resends.
     pub arrival_slack: f64,
     /// How many sequence numbers behind the highest seen are still accepted (out-of-order
-    /// delivery); older ones are rejected as too old. At most 1024.
+    /// delivery): with 4, after 20 the numbers 16 to 19 are; older ones are rejected as
+    /// too old. At most 1024.
     pub sequence_window: u32,
 }
 

@@ -4,10 +4,11 @@
 //!
 //! 1. malformed: non-finite or absurd numbers, zero direction, unknown weapon or shooter;
 //! 2. replay: the sequence number was used, or is too far behind;
-//! 3. fire rate: judged on claimed times (arrival jitter cannot fail an honest player)
-//!    and, with a slack for jitter, on arrival times (spacing claimed times out cannot
-//!    buy a cheat more shots than it sends); a shot that passes takes its slot whatever
-//!    the later checks say (the weapon fired);
+//! 3. fire rate, per shooter across weapons: judged on claimed times (arrival jitter
+//!    cannot fail an honest player) and, with a slack for jitter, on arrival times
+//!    (spacing claimed times out cannot buy a cheat more shots than it sends); a shot
+//!    that passes takes its slot whatever the later checks say (the weapon fired), unless
+//!    check 4 refuses its time (then its time says nothing about when it fired);
 //! 4. time: in the future, older than the weapon allows, or not the rewind measured for
 //!    this client (backtracking);
 //! 5. origin and 6. angle: against the shooter's own aim bone from history;
@@ -24,13 +25,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use lagcomp::math::MAX_COORDINATE;
 use lagcomp::{
-    EntityId, History, HitboxId, PlacedShape, QueryError, Ray, RewindError, RewindTarget, Shape,
-    Trace, Vec3, WindowPolicy, WindowSide,
+    EntityId, History, PlacedShape, QueryError, Ray, RewindError, RewindTarget, Shape, Trace, Vec3,
+    WindowPolicy, WindowSide,
 };
 
 use crate::claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim};
 use crate::rules::{Policy, RuleSet, ShooterReference, TimeMismatch, WeaponRules};
 use crate::verdict::{Basis, Confirmed, Outcome, RejectReason, Verdict};
+
+/// The layers the validator's trace sees: all of them. An entity (or wall) recorded with
+/// layers 0 shares no bit with it and can be neither hit nor blocked by.
+const TRACE_LAYERS: u32 = u32::MAX;
 
 /// A shooter or target as the validator knows it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,12 +63,14 @@ impl Default for Participant {
 #[derive(Debug, Clone, Default)]
 struct SequenceWindow {
     highest: Option<u32>,
-    /// Bit `seq % 1024` is set when `seq` (within the window) was used.
-    used: Box<[u64; 16]>,
+    /// Bit `seq % 2048` is set when `seq` (within the window) was used. Twice the largest
+    /// window: a claim `sequence_window` (up to 1024) behind the highest is admitted, so
+    /// the highest and every number down to 1024 behind it need bits of their own.
+    used: Box<[u64; 32]>,
 }
 
 impl SequenceWindow {
-    const BITS: u64 = 1024;
+    const BITS: u64 = 2048;
 
     fn bit(seq: u32) -> (usize, u64) {
         let i = u64::from(seq) % Self::BITS;
@@ -72,6 +79,8 @@ impl SequenceWindow {
 
     /// Marks `seq` used, or says why it cannot be.
     fn admit(&mut self, seq: u32, window: u32) -> Result<(), RejectReason> {
+        // Checked rules hold at most 1024; unchecked ones are held to what the bits cover.
+        let window = window.min((Self::BITS / 2) as u32);
         let Some(highest) = self.highest else {
             self.highest = Some(seq);
             let (w, b) = Self::bit(seq);
@@ -89,7 +98,8 @@ impl SequenceWindow {
                 }
             }
             self.highest = Some(seq);
-        } else if highest - seq >= window {
+        } else if highest - seq > window {
+            // `window` behind the highest is still inside the window (the documented rule).
             return Err(RejectReason::SequenceTooOld);
         }
         let (w, b) = Self::bit(seq);
@@ -109,8 +119,8 @@ struct Shooter {
     participant: Participant,
     timing: Option<ClientTiming>,
     sequence: SequenceWindow,
-    /// Claimed times of recent accepted shots, sorted.
-    fired: Vec<f64>,
+    /// Claimed times of the shots that counted, with every weapon.
+    fired: FiredShots,
     /// Theoretical arrival time of the next shot (GCRA on arrival times).
     next_arrival: f64,
 }
@@ -122,7 +132,7 @@ impl Default for Shooter {
             participant: Participant::default(),
             timing: None,
             sequence: SequenceWindow::default(),
-            fired: Vec::new(),
+            fired: FiredShots::default(),
             // Server time may start anywhere, even below zero.
             next_arrival: f64::NEG_INFINITY,
         }
@@ -150,29 +160,99 @@ impl Shooter {
         if received_at < self.next_arrival - screened.arrival_tolerance {
             return Err(RejectReason::FireRate);
         }
-        if let Ok((t, _)) = screened.claimed
-            && !spacing_allows(&self.fired, t, screened.spacing, screened.burst)
-        {
-            return Err(RejectReason::FireRate);
+        if let Ok((t, _)) = screened.claimed {
+            // Runs longer than this many intervals cannot fail where every shorter run
+            // passed; the older shots stay remembered for the next weapon's check.
+            let horizon = (f64::from(screened.burst) + 2.0) * screened.min_interval.max(1e-3) * 4.0;
+            if !spacing_allows(
+                self.fired.since(t - horizon),
+                t,
+                screened.spacing,
+                screened.burst,
+            ) {
+                return Err(RejectReason::FireRate);
+            }
         }
         Ok(())
     }
 
-    /// Counts a shot that passed the fire-rate checks, whatever its verdict: the weapon
-    /// fired. (Counting only accepted shots let a rapid-fire pair through whenever the
-    /// first of the two was rejected for another reason.)
+    /// Counts a shot that passed the fire-rate checks and whose claimed time passed the
+    /// time check, whatever its verdict otherwise: the weapon fired. (Counting only
+    /// accepted shots let a rapid-fire pair through whenever the first of the two was
+    /// rejected for another reason.) A claim whose time was refused says nothing about
+    /// when the weapon fired: counting it let an absurd time push the real shots out of
+    /// the memory.
     fn count_shot(&mut self, screened: &Screened, received_at: f64) {
         // Without a claimed time the time check rejects the shot and there is nothing
         // to space the next one from.
         let Ok((t, _)) = screened.claimed else {
             return;
         };
-        let keep_after =
-            t - (f64::from(screened.burst) + 2.0) * screened.min_interval.max(1e-3) * 4.0;
-        self.fired.retain(|&f| f >= keep_after);
-        let at = self.fired.partition_point(|&f| f <= t);
-        self.fired.insert(at, t);
+        self.fired.insert(t);
         self.next_arrival = self.next_arrival.max(received_at) + screened.spacing;
+    }
+}
+
+/// Whether a shot with this outcome counts as fired: every outcome but a refused time
+/// (checks 4), which leaves the claimed time meaningless.
+fn counts_as_fired(outcome: &Result<Outcome, RejectReason>) -> bool {
+    !matches!(
+        outcome,
+        Err(RejectReason::NoTiming
+            | RejectReason::TimeInFuture
+            | RejectReason::TimeTooOld
+            | RejectReason::Backtrack)
+    )
+}
+
+/// The claimed times of the shots one shooter fired that counted, with every weapon,
+/// sorted: the newest [`FiredShots::CAPACITY`] by claimed time. Fixed size, so counting a
+/// shot never allocates.
+#[derive(Debug, Clone)]
+struct FiredShots {
+    times: Box<[f64; FiredShots::CAPACITY]>,
+    len: usize,
+}
+
+impl Default for FiredShots {
+    fn default() -> Self {
+        Self {
+            times: Box::new([0.0; Self::CAPACITY]),
+            len: 0,
+        }
+    }
+}
+
+impl FiredShots {
+    /// Twice the longest run a rule can ask about (a burst of 64 and the shots around it).
+    const CAPACITY: usize = 136;
+
+    fn held(&self) -> &[f64] {
+        &self.times[..self.len]
+    }
+
+    /// The shots claimed at `from` or later.
+    fn since(&self, from: f64) -> &[f64] {
+        let held = self.held();
+        &held[held.partition_point(|&f| f < from)..]
+    }
+
+    /// Remembers a shot claimed at `t`; when full, the oldest is forgotten (which may be
+    /// this one).
+    fn insert(&mut self, t: f64) {
+        let at = self.held().partition_point(|&f| f <= t);
+        if self.len == Self::CAPACITY {
+            if at == 0 {
+                return;
+            }
+            // Drop the oldest: shift the older part down by one and put `t` at `at - 1`.
+            self.times.copy_within(1..at, 0);
+            self.times[at - 1] = t;
+            return;
+        }
+        self.times.copy_within(at..self.len, at + 1);
+        self.times[at] = t;
+        self.len += 1;
     }
 }
 
@@ -418,7 +498,9 @@ impl Validator {
             .ok_or(RejectReason::UnknownShooter)?;
         shooter.check_rate(policy, claim, &examined.screened, received_at, basis)?;
         *basis = examined.basis;
-        shooter.count_shot(&examined.screened, received_at);
+        if counts_as_fired(&examined.outcome) {
+            shooter.count_shot(&examined.screened, received_at);
+        }
         examined.outcome
     }
 
@@ -436,8 +518,13 @@ impl Validator {
             .get_mut(&claim.shooter)
             .ok_or(RejectReason::UnknownShooter)?;
         shooter.check_rate(policy, claim, &screened, received_at, basis)?;
-        shooter.count_shot(&screened, received_at);
-        self.examine_shot(history, claim, &screened, received_at, basis)
+        let outcome = self.examine_shot(history, claim, &screened, received_at, basis);
+        if counts_as_fired(&outcome)
+            && let Some(shooter) = self.participants.get_mut(&claim.shooter)
+        {
+            shooter.count_shot(&screened, received_at);
+        }
+        outcome
     }
 
     /// Check 1, and what checks 2 and 3 need from the claim and the configuration.
@@ -602,6 +689,7 @@ impl Validator {
         let mut query = history
             .query(target)
             .ignore(&ignore)
+            .layers(TRACE_LAYERS)
             .window_policy(window_policy);
         let traced = if weapon.radius > 0.0 {
             query.sweep(&ray, weapon.radius)
@@ -726,6 +814,12 @@ impl Validator {
             then.state(),
             then.sample().rewound(),
         )?;
+        // The trace sees only entities on one of its layers; a claim on one it cannot see
+        // is no hit, however close the point (the leeway absorbs pose differences, not
+        // what can be hit).
+        if then.state().layers & TRACE_LAYERS == 0 {
+            return Err(RejectReason::TamperedClaim);
+        }
 
         // The trace agrees: same entity, same hitbox if named, and a named point on (or
         // within the leeway of) the hitbox the trace hit.
@@ -745,12 +839,13 @@ impl Validator {
         let rig = history
             .rig(claimed.target)
             .map_err(|_| RejectReason::TamperedClaim)?;
-        let candidates: Vec<HitboxId> = match claimed.hitbox {
-            Some(h) => vec![h],
-            None => rig.hitboxes().iter().map(|h| h.id).collect(),
-        };
-        let (hitbox, _, margin) = candidates
-            .into_iter()
+        // The named hitbox (ids are unique within a rig; one the rig lacks matches none),
+        // or any, in the rig's order.
+        let (hitbox, _, margin) = rig
+            .hitboxes()
+            .iter()
+            .map(|h| h.id)
+            .filter(|&id| claimed.hitbox.is_none_or(|named| named == id))
             .filter_map(|id| {
                 let placed = then.hitbox(id)?;
                 let margin = leeway(weapon, &placed);
@@ -937,12 +1032,50 @@ mod tests {
         assert_eq!(w.admit(12, 4), Ok(()));
         assert_eq!(w.admit(11, 4), Ok(()), "late but inside the window");
         assert_eq!(w.admit(11, 4), Err(RejectReason::Replayed));
-        assert_eq!(w.admit(8, 4), Err(RejectReason::SequenceTooOld));
+        assert_eq!(w.admit(7, 4), Err(RejectReason::SequenceTooOld));
+        assert_eq!(
+            w.admit(8, 4),
+            Ok(()),
+            "exactly the window behind the highest"
+        );
         assert_eq!(w.admit(9, 4), Ok(()));
         assert_eq!(w.admit(5000, 4), Ok(()), "a jump clears the window");
-        assert_eq!(w.admit(12 + 1024, 4), Err(RejectReason::SequenceTooOld));
+        assert_eq!(w.admit(12 + 2048, 4), Err(RejectReason::SequenceTooOld));
         assert_eq!(w.admit(4999, 4), Ok(()));
         assert_eq!(w.admit(5000, 4), Err(RejectReason::Replayed));
+    }
+
+    #[test]
+    fn the_largest_sequence_window_reaches_its_full_width() {
+        let mut w = SequenceWindow::default();
+        assert_eq!(w.admit(3000, 1024), Ok(()));
+        // 1024 behind shares no bit with the highest: a first use, not a replay.
+        assert_eq!(w.admit(3000 - 1024, 1024), Ok(()));
+        assert_eq!(w.admit(3000 - 1024, 1024), Err(RejectReason::Replayed));
+        assert_eq!(
+            w.admit(3000 - 1025, 1024),
+            Err(RejectReason::SequenceTooOld)
+        );
+        assert_eq!(w.admit(3000, 1024), Err(RejectReason::Replayed));
+    }
+
+    #[test]
+    fn the_shot_memory_keeps_the_newest_in_order_without_growing() {
+        let mut fired = FiredShots::default();
+        for i in (0..FiredShots::CAPACITY + 10).rev() {
+            fired.insert(i as f64);
+        }
+        // Inserted newest first: once full, each older shot is the one forgotten.
+        assert_eq!(fired.held().len(), FiredShots::CAPACITY);
+        assert_eq!(fired.held()[0], 10.0);
+        fired.insert(1000.0);
+        fired.insert(50.5);
+        let held = fired.held();
+        assert_eq!(held.len(), FiredShots::CAPACITY);
+        assert_eq!((held[0], held[held.len() - 1]), (12.0, 1000.0));
+        assert!(held.windows(2).all(|w| w[0] <= w[1]), "{held:?}");
+        assert!(held.contains(&50.5));
+        assert_eq!(fired.since(144.0), [144.0, 145.0, 1000.0]);
     }
 
     #[test]

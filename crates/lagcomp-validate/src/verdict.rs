@@ -36,7 +36,8 @@ pub enum RejectReason {
     /// The claimed time lies after the shot arrived, or names a tick the server never
     /// recorded (newer than its newest, or one it skipped: no client can have drawn it).
     TimeInFuture,
-    /// The claimed time is older than the weapon's (or the history's) maximum rewind.
+    /// The claimed time is older than the weapon's (or the history's) maximum rewind,
+    /// names a tick older than the oldest frame held, or the history holds no frame yet.
     TimeTooOld,
     /// The claimed time does not match the rewind measured for this client
     /// (backtracking: a client claiming an older moment than it could have seen).

@@ -6,6 +6,7 @@ mod fixture;
 use std::sync::{Arc, Mutex};
 
 use fixture::{HEAD, Role, Scene};
+use lagcomp_validate::audit::{AuditReadError, read_audit_log};
 use lagcomp_validate::{AuditLog, RejectReason, Verdict};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -64,20 +65,24 @@ impl Subscriber for Capture {
     fn exit(&self, _: &Id) {}
 }
 
-#[test]
-fn every_verdict_is_a_tracing_event_and_an_audit_line() {
+/// Two verdicts: an honest head shot confirmed, then the same sequence number with the
+/// direction reversed, rejected as replayed.
+fn hit_then_replay() -> [Verdict; 2] {
     let scene = Scene::new();
     let mut v = scene.validator();
     let honest = scene.shoot(Role::Alpha, HEAD, 0.8);
     let mut replayed = honest.claim;
     replayed.direction = -replayed.direction;
+    [
+        scene.judge(&mut v, &honest),
+        v.validate(&scene.history, &replayed, honest.received_at),
+    ]
+}
+
+#[test]
+fn every_verdict_is_a_tracing_event_and_an_audit_line() {
     let capture = Capture::default();
-    let verdicts: Vec<Verdict> = tracing::subscriber::with_default(capture.clone(), || {
-        vec![
-            scene.judge(&mut v, &honest),
-            v.validate(&scene.history, &replayed, honest.received_at),
-        ]
-    });
+    let verdicts = tracing::subscriber::with_default(capture.clone(), hit_then_replay);
     assert_eq!(verdicts[0].outcome.label(), "confirmed");
     assert_eq!(verdicts[1].outcome.reason(), Some(RejectReason::Replayed));
 
@@ -104,4 +109,43 @@ fn every_verdict_is_a_tracing_event_and_an_audit_line() {
         .map(|line| serde_json::from_str(line).expect("each line is a verdict"))
         .collect();
     assert_eq!(read, verdicts);
+}
+
+#[test]
+fn an_audit_log_cut_anywhere_in_its_last_line_reads_to_its_complete_lines() {
+    let verdicts = hit_then_replay();
+    let mut log = AuditLog::new(Vec::new());
+    for verdict in &verdicts {
+        log.write(verdict).unwrap();
+    }
+    let bytes = log.finish().unwrap();
+    let whole = read_audit_log(&bytes[..]).unwrap();
+    assert_eq!(whole.verdicts, verdicts);
+    assert_eq!(whole.torn, None);
+    // Without the last newline, the last line is still complete.
+    let unended = read_audit_log(&bytes[..bytes.len() - 1]).unwrap();
+    assert_eq!((unended.verdicts.len(), unended.torn), (2, None));
+
+    // A server killed at any byte of the second line: the first verdict, and the torn
+    // second line named.
+    let second = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+    for cut in second + 1..bytes.len() - 1 {
+        let read = read_audit_log(&bytes[..cut]).unwrap();
+        assert_eq!(read.verdicts, verdicts[..1], "cut at {cut}");
+        let torn = read.torn.expect("a torn tail");
+        assert_eq!((torn.line, torn.bytes), (2, cut - second), "cut at {cut}");
+        let said = torn.to_string();
+        assert!(said.contains("line 2: the file ends mid-record"), "{said}");
+    }
+
+    // A line cut short in the middle of the file is an error, with its line.
+    let mut middle = bytes[..second - 10].to_vec();
+    middle.push(b'\n');
+    middle.extend_from_slice(&bytes[second..]);
+    let e = read_audit_log(&middle[..]).expect_err("a broken first line");
+    assert!(
+        matches!(e, AuditReadError::NotAVerdict { line: 1, .. }),
+        "{e}"
+    );
+    assert!(e.to_string().starts_with("line 1: not a verdict"), "{e}");
 }

@@ -251,21 +251,23 @@ mod cases {
         )
     }
 
-    /// With shots up to number 1000 seen and a window of 256, number 745 arriving late is
-    /// accepted; number 744 is too old, where 999 would still have counted.
+    /// With shots up to number 1000 seen and a window of 256, number 744 (256 behind)
+    /// arriving late is accepted; number 743 is too old, where 999 would still have
+    /// counted.
     pub(super) fn sequence_too_old() -> RejectReason {
         let scene = Scene::new();
         let mut v = scene.validator();
         assert_eq!(v.rules().policy.sequence_window, 256);
         let newest = scene.shoot(Role::Alpha, HEAD, 0.6).seq(1000);
         alpha_headshot(&scene, &scene.judge(&mut v, &newest));
-        let late = scene.shoot(Role::Alpha, HEAD, 0.7).seq(1000 - 255);
+        // Exactly the window behind the highest is still inside it.
+        let late = scene.shoot(Role::Alpha, HEAD, 0.7).seq(1000 - 256);
         alpha_headshot(&scene, &scene.judge(&mut v, &late));
         let shot = honest(&scene);
         alpha_headshot(&scene, &scene.judge(&mut v.clone(), &shot.seq(999)));
         all_rejected(
             RejectReason::SequenceTooOld,
-            [("744".into(), scene.judge(&mut v, &shot.seq(1000 - 256)))],
+            [("743".into(), scene.judge(&mut v, &shot.seq(1000 - 257)))],
         )
     }
 

@@ -17,7 +17,7 @@ use lagcomp_validate::recording::{
 };
 use lagcomp_validate::{
     Basis, ClaimedHit, ClientTiming, Confirmed, Outcome, Participant, RejectReason, RenderTime,
-    ShotClaim, Verdict, WeaponId,
+    ShotClaim, TornTail, Verdict, WeaponId,
 };
 use recording_support::{
     EXAMPLE_RULES, MATCH_RULES, Played, RIFLE, SMG, example_recording, match_rules, play_match,
@@ -300,17 +300,43 @@ fn broken_files_name_the_line() {
     assert_line(&e, 4);
     assert!(matches!(e.kind, RecordingErrorKind::DuplicateHeader), "{e}");
 
-    // Cut off in the middle of the last line.
+    // Cut off anywhere in the last line (a writer killed mid-line): every complete line
+    // before it is read, and the torn one is named.
     let bytes = example_recording();
-    let cut = &bytes[..bytes.len() - 40];
-    let e = read_err(cut);
-    assert_line(&e, 24);
+    let last = bytes[..bytes.len() - 1]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .expect("more than one line")
+        + 1;
+    let complete = read(&bytes[..last]);
+    assert_eq!(complete.torn, None);
+    for at in last + 1..bytes.len() - 1 {
+        let torn = read(&bytes[..at]);
+        assert_eq!(torn.records, complete.records, "cut at {at}");
+        assert_eq!(
+            torn.torn,
+            Some(TornTail {
+                line: 24,
+                bytes: at - last
+            }),
+            "cut at {at}"
+        );
+    }
+    let said = read(&bytes[..bytes.len() - 40])
+        .torn
+        .expect("torn")
+        .to_string();
     assert!(
-        matches!(e.kind, RecordingErrorKind::Truncated { .. }),
-        "{e}"
+        said.starts_with("line 24: the file ends mid-record"),
+        "{said}"
     );
-    assert!(e.to_string().contains("truncated"), "{e}");
-    // The same cut followed by a newline is malformed JSON, not a truncation.
+    // Cut inside a character of more than one byte: torn as well, not "not UTF-8".
+    let mut split = bytes[..last].to_vec();
+    split.extend_from_slice("{\"type\":\"despawn\",\"entity\":\"é".as_bytes());
+    split.pop();
+    assert_eq!(read(&split).torn.map(|t| t.line), Some(24));
+    let cut = &bytes[..bytes.len() - 40];
+    // The same cut followed by a newline is malformed JSON, not a torn tail.
     let mut with_newline = cut.to_vec();
     with_newline.push(b'\n');
     let e = read_err(&with_newline);
@@ -832,7 +858,7 @@ fn the_documented_errors_are_the_real_ones() {
     );
     let too_many = read_err(&joined(&lines));
     let bytes = example_recording();
-    let truncated = read_err(&bytes[..bytes.len() - 40]);
+    let torn = read(&bytes[..bytes.len() - 40]).torn.expect("torn");
     for e in [
         with_line(1, |l| l.replace("\"version\":1", "\"version\":99")),
         with_line(9, |l| l.replacen("\"tick\":2,", "\"tick\":2,,", 1)),
@@ -847,9 +873,14 @@ fn the_documented_errors_are_the_real_ones() {
             "FORMAT.md lacks {message}"
         );
     }
-    let message = truncated.to_string();
+    // A torn last line is not an error; the file structure section shows its report.
+    let message = torn.to_string();
     let (documented, _) = message.split_once('(').expect("a detail");
-    assert!(block.contains(documented), "FORMAT.md lacks {message}");
+    let unwrapped = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        unwrapped.contains(&format!("`{documented}(")),
+        "FORMAT.md lacks {message}"
+    );
 }
 
 /// A reader of `head`, then `part` `left` times with commas between, then `]}`, a newline
@@ -1113,4 +1144,55 @@ mod erased {
             serde_json::to_string(self).expect("serializes")
         }
     }
+}
+
+/// The verdict labels a recording in `tests/data/repro/` re-validates to.
+fn repro_labels(name: &str) -> Vec<&'static str> {
+    let path = format!("{}/tests/data/repro/{name}", env!("CARGO_MANIFEST_DIR"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let judged = revalidate(&read(&bytes), None, |_, _| {}).expect("replays");
+    judged.iter().map(|r| r.verdict.outcome.label()).collect()
+}
+
+#[test]
+fn an_entity_on_no_layer_is_hit_neither_by_the_trace_nor_by_a_claim() {
+    // A head recorded with layers 0 straight ahead: the bare shot misses it, and the same
+    // shot claiming it, with a point within the leeway, is no hit either.
+    assert_eq!(
+        repro_labels("layers0_leeway.jsonl"),
+        ["miss", "tampered_claim"]
+    );
+}
+
+#[test]
+fn a_refused_time_neither_counts_as_fired_nor_clears_the_fire_rate_memory() {
+    // Two head shots 0.01 s of claimed time apart against a 0.1 s interval...
+    assert_eq!(
+        repro_labels("fire_rate_control.jsonl"),
+        ["confirmed", "fire_rate"]
+    );
+    // ...and the same with an absurd future claim between them: still too fast.
+    assert_eq!(
+        repro_labels("fire_rate_flush.jsonl"),
+        ["confirmed", "time_in_future", "fire_rate"]
+    );
+}
+
+#[test]
+fn switching_weapons_forgets_no_shot() {
+    // A rifle shot at 0.3, a shot of a weapon with no interval at 0.4, then a rifle shot
+    // claimed at 0.25: 0.05 s from the first rifle shot, too fast for the rifle.
+    assert_eq!(
+        repro_labels("fire_rate_switch.jsonl"),
+        ["confirmed", "confirmed", "fire_rate"]
+    );
+}
+
+#[test]
+fn a_sequence_number_exactly_the_window_behind_the_highest_passes() {
+    // sequence_window 4: 16 is 4 behind 20.
+    assert_eq!(
+        repro_labels("sequence_window.jsonl"),
+        ["confirmed", "confirmed", "confirmed"]
+    );
 }

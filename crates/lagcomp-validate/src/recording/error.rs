@@ -66,14 +66,6 @@ pub enum RecordingErrorKind {
     /// The input holds no line at all.
     #[error("empty recording: expected a header line")]
     Empty,
-    /// The last line has no newline and does not parse: the file was cut short.
-    #[error(
-        "truncated: the last line ends without a newline and is not a complete record ({detail})"
-    )]
-    Truncated {
-        /// What the JSON parser found.
-        detail: String,
-    },
     /// A line is longer than [`super::limits::MAX_LINE_BYTES`].
     #[error("line is longer than the limit of {limit} bytes")]
     LineTooLong {
@@ -293,7 +285,8 @@ pub enum RecordingErrorKind {
 }
 
 impl RecordingErrorKind {
-    /// Whether the line is not even JSON (what a cut-off last line looks like).
+    /// Whether the line is not even JSON (what a last line cut short looks like: see
+    /// [`crate::TornTail`]).
     pub(super) fn is_syntax(&self) -> bool {
         matches!(self, Self::Json { .. } | Self::NotAnObject)
     }

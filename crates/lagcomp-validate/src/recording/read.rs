@@ -10,6 +10,7 @@ use super::error::{RecordingError, RecordingErrorKind};
 use super::limits::MAX_LINE_BYTES;
 use super::record::Record;
 use super::write::RecordingWriter;
+use crate::jsonl::{LineError, TornTail, read_line};
 use crate::rules::RuleSet;
 
 /// A whole recording, parsed and checked before anything is applied.
@@ -22,6 +23,9 @@ pub struct Recording {
     /// Every line, header and rules included, with its 1-based line number, in file
     /// order.
     pub records: Vec<(usize, Record)>,
+    /// The incomplete last line the file ended in, if it did (see [`Recording::read`]);
+    /// `None` for a file that ends with a complete record.
+    pub torn: Option<TornTail>,
 }
 
 impl Recording {
@@ -31,42 +35,66 @@ impl Recording {
     /// strictly increasing in tick and time with one valid transform per bone, verdicts
     /// right after their claims, and the [`super::limits`].
     ///
+    /// A file that ends mid-record (a last line without its newline that is not a
+    /// complete record: a server killed while writing it) is read up to its last complete
+    /// line, and [`Recording::torn`] says so; a claim whose verdict line was lost then has
+    /// no recorded verdict.
+    ///
     /// # Errors
-    /// The first problem, with its line: [`RecordingErrorKind::Truncated`] for a last line
-    /// cut short, [`RecordingErrorKind::Io`] if reading fails.
+    /// The first problem, with its line; [`RecordingErrorKind::Io`] if reading fails.
     pub fn read(mut input: impl BufRead) -> Result<Self, RecordingError> {
         let mut checker = Checker::default();
         let mut config = None;
         let mut rules = None;
         let mut records = Vec::new();
+        let mut torn = None;
         let mut buf = Vec::new();
         let mut line = 0;
         loop {
             line += 1;
             let fail = |kind| RecordingError::new(line, kind);
             buf.clear();
-            let ended = read_line(&mut input, &mut buf).map_err(fail)?;
+            let ended = read_line(&mut input, &mut buf, MAX_LINE_BYTES).map_err(|e| {
+                fail(match e {
+                    LineError::TooLong => RecordingErrorKind::LineTooLong {
+                        limit: MAX_LINE_BYTES,
+                    },
+                    LineError::Io(e) => RecordingErrorKind::Io(e),
+                })
+            })?;
             if buf.is_empty() && !ended {
                 break;
             }
+            // A last line cut short is not JSON (an object needs its closing brace), or
+            // not even UTF-8 when the cut splits a character.
+            let torn_here = TornTail {
+                line,
+                bytes: buf.len(),
+            };
             let mut bytes = &buf[..];
             if let Some(without_cr) = bytes.strip_suffix(b"\r") {
                 bytes = without_cr;
             }
-            let text = std::str::from_utf8(bytes).map_err(|e| {
-                fail(RecordingErrorKind::NotUtf8 {
-                    offset: e.valid_up_to(),
-                })
-            })?;
-            let parsed = super::wire::parse(text).map_err(|kind| {
-                if !ended && kind.is_syntax() {
-                    fail(RecordingErrorKind::Truncated {
-                        detail: kind.to_string(),
-                    })
-                } else {
-                    fail(kind)
+            let text = match std::str::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(_) if !ended => {
+                    torn = Some(torn_here);
+                    break;
                 }
-            })?;
+                Err(e) => {
+                    return Err(fail(RecordingErrorKind::NotUtf8 {
+                        offset: e.valid_up_to(),
+                    }));
+                }
+            };
+            let parsed = match super::wire::parse(text) {
+                Ok(parsed) => parsed,
+                Err(kind) if !ended && kind.is_syntax() => {
+                    torn = Some(torn_here);
+                    break;
+                }
+                Err(kind) => return Err(fail(kind)),
+            };
             checker.accept(line, &parsed).map_err(fail)?;
             let record = Record::from_line(parsed).map_err(fail)?;
             match &record {
@@ -81,6 +109,7 @@ impl Recording {
             config,
             rules,
             records,
+            torn,
         })
     }
 
@@ -147,34 +176,5 @@ impl Recording {
             writer.record(record)?;
         }
         writer.finish()
-    }
-}
-
-/// Reads one line into `buf` (without its newline), refusing to buffer more than
-/// [`MAX_LINE_BYTES`]. Returns whether the line ended with a newline.
-fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>) -> Result<bool, RecordingErrorKind> {
-    loop {
-        let available = match input.fill_buf() {
-            Ok(available) => available,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e.into()),
-        };
-        if available.is_empty() {
-            return Ok(false);
-        }
-        let (take, ended) = match available.iter().position(|&b| b == b'\n') {
-            Some(at) => (at, true),
-            None => (available.len(), false),
-        };
-        if buf.len() + take > MAX_LINE_BYTES {
-            return Err(RecordingErrorKind::LineTooLong {
-                limit: MAX_LINE_BYTES,
-            });
-        }
-        buf.extend_from_slice(&available[..take]);
-        input.consume(take + usize::from(ended));
-        if ended {
-            return Ok(true);
-        }
     }
 }

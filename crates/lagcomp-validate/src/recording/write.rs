@@ -199,6 +199,15 @@ impl<W: Write> RecordingWriter<W> {
         self.lines
     }
 
+    /// Hands what was written so far to the writer's destination (a `BufWriter`'s file):
+    /// once a server tick, so a server killed outright loses at most the tick it was in.
+    ///
+    /// # Errors
+    /// The writer's error.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
     /// Flushes and returns the writer.
     ///
     /// # Errors
