@@ -84,7 +84,12 @@ pub(crate) struct Args {
     #[arg(long)]
     busy_poll: bool,
     /// netcode private key (a file as `lagcomp key` writes it): clients then join only with
-    /// connect tokens minted with it. Without one, anyone who reaches the port may join.
+    /// connect tokens minted with it. Without one the server runs netcode's unsecure mode,
+    /// for tests and lab networks only: anyone who reaches the port may join and send
+    /// whatever a client may send, and anyone who sees the traffic can read and forge it
+    /// (the keys travel in the clear). In either mode, connection requests are limited per
+    /// source address and for everyone; in unsecure mode a client's token must expire
+    /// within 45 s (renet's own unsecure clients make 300 s ones and are refused).
     #[arg(long, value_name = "FILE")]
     key_file: Option<PathBuf>,
     /// An address connect tokens may name for this server, where clients reach it
@@ -119,6 +124,15 @@ fn distance(text: &str) -> Result<f32, String> {
 }
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
+    // Errors the server logs (a contained panic, with its sender) go to stderr; RUST_LOG
+    // asks for more.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
+        )
+        .try_init();
     let mut config = ServeConfig::new(resolve(&args.listen)?);
     config.tick_rate = args.tick_rate;
     config.send_rate = args.send_rate.unwrap_or(args.tick_rate);
@@ -281,6 +295,12 @@ fn print_summary(out: &mut impl Write, s: &Status) -> io::Result<()> {
         out,
         "  players: {} joined, {} left; malformed messages: {} ({} clients disconnected)",
         s.joined, s.left, s.malformed, s.kicked
+    )?;
+    writeln!(
+        out,
+        "  dropped before netcode: {} datagrams not netcode's framing; connection requests \
+         refused: {} (rate limits, or unsecure tokens expiring too late); panics contained: {}",
+        s.framing_drops, s.refused_requests, s.contained_panics
     )?;
     let verdicts: Vec<String> = s.verdicts.iter().map(|(k, v)| format!("{k} {v}")).collect();
     writeln!(

@@ -668,3 +668,154 @@ fn a_server_killed_mid_match_keeps_every_verdict_it_sent_in_its_files() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Sends `signal` to `process`.
+fn signal(process: &Process, signal: rustix::process::Signal) {
+    let pid = i32::try_from(process.child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .expect("a process id");
+    rustix::process::kill_process(pid, signal)
+        .unwrap_or_else(|e| panic!("{signal:?} to {}: {e}", process.name));
+}
+
+#[test]
+fn a_server_stalled_for_two_seconds_mid_match_rejects_no_honest_shot() {
+    let mut server = Process::start(
+        "lagcomp serve",
+        &["serve", "--listen", "127.0.0.1:0", "--duration", "600"],
+    );
+    let server_addr = server.address("lagcomp serve: listening on ");
+    let bots = Process::start(
+        "honest bots",
+        &[
+            "bots",
+            "--server",
+            &server_addr,
+            "--count",
+            "8",
+            "--duration",
+            "12",
+            "--json",
+        ],
+    );
+    // Mid-match: the bots are past their 2 s warm-up and shooting. The server stops
+    // dead for 2 s (as on a host that swaps, or a virtual machine losing its core) while
+    // the bots' inputs queue in its socket.
+    thread::sleep(Duration::from_secs(6));
+    signal(&server, rustix::process::Signal::STOP);
+    thread::sleep(Duration::from_secs(2));
+    signal(&server, rustix::process::Signal::CONT);
+    let (bots_status, bots_out, bots_err) = bots.wait(Duration::from_secs(120));
+    server.terminate();
+    let (status, server_out, server_err) = server.wait(Duration::from_secs(60));
+    eprintln!("{bots_err}\n{server_out}\n{server_err}");
+    assert!(bots_status.success(), "bots: {bots_status}");
+    assert!(status.success(), "server: {status}");
+    let report: serde_json::Value = serde_json::from_str(&bots_out).expect("--json output");
+    assert_eq!(report["connected"], 8, "{report}");
+    assert_eq!(report["dropped"], serde_json::json!([]), "{report}");
+    // Every shot was answered.
+    let arrived = number(&report, &["honest", "shots_arrived"]);
+    assert!(arrived >= 40.0, "only {arrived} shots: {report}");
+    assert_eq!(number(&report, &["unanswered"]), 0.0, "{report}");
+    // Each shot judged by when it reached the machine, not when the server woke up.
+    assert_eq!(
+        report["honest"]["rejections"],
+        serde_json::json!({}),
+        "honest shots rejected: {report}"
+    );
+    // The stall happened, and the server ran every tick it missed rather than skip them.
+    let ticks = server_out
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("ticks: "))
+        .unwrap_or_else(|| panic!("no tick summary: {server_out}"));
+    let late = after(ticks, "(") as u64;
+    assert!(late >= 100, "only {late} late ticks: {ticks}");
+    assert!(ticks.contains(" 0 skipped"), "{ticks}");
+}
+
+/// Sends unsecure connection requests to `server` from 127.0.0.2, each from a port of
+/// its own and with a token of its own (netcode refuses a token seen from another
+/// address), at `per_second` until `stop` is set: one host trying to fill netcode's
+/// table of half-open connections. How many it sent.
+fn flood_connection_requests(
+    server: std::net::SocketAddr,
+    per_second: u32,
+    stop: &std::sync::atomic::AtomicBool,
+) -> u64 {
+    use std::net::UdpSocket;
+    use std::sync::atomic::Ordering;
+    let epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970");
+    // Requests made before the flood starts, so the flood runs at its rate: valid ones,
+    // with tokens of lagcomp's own short expiry, so only the rate limits stop them; more
+    // than netcode's 4,096 half-open connections (a token it saw from another address
+    // it refuses, as long as it remembers it).
+    let requests: Vec<Vec<u8>> = (0..6_000_u64)
+        .map(|i| {
+            let token = lagcomp_udp::channel::unsecure_token(1_000_000 + i, server, epoch)
+                .expect("a token");
+            let mut client = renetcode::NetcodeClient::new(
+                epoch,
+                renetcode::ClientAuthentication::Secure {
+                    connect_token: token,
+                },
+            )
+            .expect("a netcode client");
+            let (request, _) = client.update(Duration::ZERO).expect("a request");
+            request.to_vec()
+        })
+        .collect();
+    let start = Instant::now();
+    let mut sent = 0_u64;
+    while !stop.load(Ordering::Acquire) && start.elapsed() < Duration::from_secs(60) {
+        let due = (start.elapsed().as_secs_f64() * f64::from(per_second)) as u64;
+        while sent < due {
+            let from = UdpSocket::bind("127.0.0.2:0").expect("a socket on 127.0.0.2");
+            // A refused send (a full buffer) is as good as sent for a flood.
+            let _ = from.send_to(&requests[sent as usize % requests.len()], server);
+            sent += 1;
+        }
+        thread::sleep(Duration::from_millis(2));
+    }
+    sent
+}
+
+#[test]
+fn a_flood_of_connection_requests_from_one_host_locks_no_one_else_out() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut server = Process::start(
+        "lagcomp serve",
+        &["serve", "--listen", "127.0.0.1:0", "--duration", "600"],
+    );
+    let server_addr: std::net::SocketAddr = server
+        .address("lagcomp serve: listening on ")
+        .parse()
+        .expect("an address");
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let flood = thread::spawn(move || flood_connection_requests(server_addr, 4_000, &flag));
+    // Two seconds of flood first: 8,000 requests, twice what netcode has room for.
+    thread::sleep(Duration::from_secs(2));
+    // Eight players from another address (127.0.0.1), each given 2 s to be welcomed.
+    let mut config = lagcomp_udp::BotsConfig::new(server_addr, 8, 5.0);
+    config.connect_timeout = 2.0;
+    let report = lagcomp_udp::bots::run(&config).expect("the bots run");
+    stop.store(true, Ordering::Release);
+    let sent = flood.join().expect("the flood's thread");
+    server.terminate();
+    let (status, server_out, server_err) = server.wait(Duration::from_secs(60));
+    eprintln!("{server_out}\n{server_err}");
+    assert!(status.success(), "server: {status}");
+    assert!(sent >= 10_000, "only {sent} requests sent");
+    assert_eq!(report.connected, 8, "{report:?}");
+    assert!(report.dropped.is_empty(), "{report:?}");
+    assert!(report.honest.shots_arrived >= 10, "{report:?}");
+    assert_eq!(report.unanswered, 0, "{report:?}");
+    // The flood's requests were dropped before netcode, all but a few a second.
+    let refused = after(&server_out, "connection requests refused: ") as u64;
+    assert!(refused * 10 >= sent * 9, "{refused} of {sent} refused");
+}

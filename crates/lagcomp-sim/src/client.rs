@@ -39,6 +39,10 @@ use crate::body::{self, Arena, BONES, EYE, look_along};
 use crate::cheat::{Cheat, FAKE_LATENCY};
 use crate::server::RIFLE;
 
+/// How far past its newest snapshot a client draws the world (extrapolating each body
+/// along its velocity), seconds; past that it holds the world and holds fire.
+const MAX_EXTRAPOLATION: f64 = 0.25;
+
 /// Seconds before any shot is fired: clocks sync and snapshot buffers fill.
 pub const WARM_UP: f64 = 2.0;
 
@@ -481,8 +485,16 @@ impl BotBrain {
                 // every snapshot holds every entity.
                 None
             } else {
-                remote.buffer.sample(render, 0.25, &mut remote.scratch)
+                remote
+                    .buffer
+                    .sample(render, MAX_EXTRAPOLATION, &mut remote.scratch)
             };
+        }
+        if render - newest_time > MAX_EXTRAPOLATION {
+            // No snapshot for longer than it extrapolates (a stalled server, a dead link):
+            // what it draws is held where it was, not where the server has it, so an
+            // honest client holds fire rather than claim a shot at it.
+            return;
         }
         let Some(me) = self.index.get(&self.me).copied() else {
             return;

@@ -42,7 +42,7 @@ use renet_netcode::ClientAuthentication;
 use serde::Serialize;
 
 use crate::channel::{
-    NetcodeKey, PROTOCOL_ID, TightTimers, UNRELIABLE, WELCOME, connect_token, connection_config,
+    NetcodeKey, TightTimers, UNRELIABLE, WELCOME, connect_token, connection_config, unsecure_token,
     wait_readable, widen_receive_buffer,
 };
 use crate::client::{ClientTransport, Messages};
@@ -324,11 +324,9 @@ impl Bot {
                 connect_token: connect_token(key, client_id, config.server, epoch)
                     .map_err(|e| BotsError::Netcode(format!("{e:?}")))?,
             },
-            None => ClientAuthentication::Unsecure {
-                protocol_id: PROTOCOL_ID,
-                client_id,
-                server_addr: config.server,
-                user_data: None,
+            None => ClientAuthentication::Secure {
+                connect_token: unsecure_token(client_id, config.server, epoch)
+                    .map_err(|e| BotsError::Netcode(format!("{e:?}")))?,
             },
         };
         let transport = ClientTransport::new(epoch, authentication, socket)

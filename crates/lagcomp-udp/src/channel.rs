@@ -7,8 +7,13 @@
 //! its own), naming this server's address, unexpired, and each connection's packets are
 //! encrypted with keys the token carries. Without a key the server runs netcode's
 //! *unsecure* mode: a client makes up its own token with the fixed [`PROTOCOL_ID`], so
-//! anyone who can reach the port can join. That is fine for a test server and bots on
-//! one machine or a lab network, not for a game on the internet.
+//! anyone who can reach the port can join, take a player's slot and send whatever a
+//! client may send; packets are "encrypted" with keys anyone can read from the request,
+//! so anyone on the path can read and forge them. That is fine for a test server and bots
+//! on one machine or a lab network, not for a game on the internet. Its tokens must
+//! expire within [`UNSECURE_EXPIRY_LIMIT_SECS`] (this crate's clients
+//! make them for [`UNSECURE_TOKEN_EXPIRY_SECS`]: [`unsecure_token`]); renet's own
+//! unsecure clients make them for 300 s and are refused.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
@@ -90,15 +95,60 @@ pub fn connect_token(
     server: SocketAddr,
     now: Duration,
 ) -> Result<ConnectToken, renetcode::TokenGenerationError> {
+    token(key, TOKEN_EXPIRY_SECS, client_id, server, now)
+}
+
+/// A token of this protocol for `client_id` and `server`, encrypted with `key`, usable to
+/// connect for `expiry` seconds from `now`.
+fn token(
+    key: &NetcodeKey,
+    expiry: u64,
+    client_id: u64,
+    server: SocketAddr,
+    now: Duration,
+) -> Result<ConnectToken, renetcode::TokenGenerationError> {
     ConnectToken::generate(
         now,
         PROTOCOL_ID,
-        TOKEN_EXPIRY_SECS,
+        expiry,
         client_id,
         CONNECTION_TIMEOUT_SECS,
         vec![server],
         None,
         key,
+    )
+}
+
+/// In unsecure mode, the furthest ahead of the server's clock a connection request's token
+/// may expire, seconds: requests with later ones are refused before netcode (which would
+/// keep their half-open connections that long). This crate's clients make theirs for
+/// [`UNSECURE_TOKEN_EXPIRY_SECS`]; a client clock a little ahead is allowed for.
+pub const UNSECURE_EXPIRY_LIMIT_SECS: u64 = 45;
+
+/// How long an unsecure client's own token may be used to connect, seconds: netcode keeps
+/// a half-open connection until its token expires, and in unsecure mode anyone makes
+/// tokens, so the server refuses those that expire far ahead
+/// ([`UNSECURE_EXPIRY_LIMIT_SECS`]).
+pub const UNSECURE_TOKEN_EXPIRY_SECS: u64 = 30;
+
+/// The token a client makes for itself to join `server` in unsecure mode as `client_id`,
+/// valid for [`UNSECURE_TOKEN_EXPIRY_SECS`] from `now` (time since the Unix epoch); a
+/// client connects with it as with a minted one (`ClientAuthentication::Secure`).
+///
+/// # Errors
+/// netcode's, if the token cannot be encrypted.
+pub fn unsecure_token(
+    client_id: u64,
+    server: SocketAddr,
+    now: Duration,
+) -> Result<ConnectToken, renetcode::TokenGenerationError> {
+    // The key of netcode's unsecure mode.
+    token(
+        &[0; NETCODE_KEY_BYTES],
+        UNSECURE_TOKEN_EXPIRY_SECS,
+        client_id,
+        server,
+        now,
     )
 }
 

@@ -20,6 +20,8 @@ use renetcode::{
     ClientAuthentication, DisconnectReason, NETCODE_MAX_PACKET_BYTES, NetcodeClient, NetcodeError,
 };
 
+use crate::framing::{self, Direction};
+
 /// Wire messages received in datagrams of records, in order, back to back in one buffer
 /// (kept and reused: reading them allocates nothing once it has grown).
 #[derive(Debug, Clone, Default)]
@@ -59,6 +61,49 @@ impl Messages {
     }
 }
 
+/// A datagram `bytes` from the server's address: its framing checked
+/// ([`crate::framing`]: renetcode 2.0.0 panics on some datagrams whose framing is wrong,
+/// and anyone can forge the server's address), then netcode's, then renet's (`client`)
+/// or kept as wire messages (`inbox`; datagrams of records that do not decode counted in
+/// `malformed`). A panic in netcode or renet (none is known) is contained: the datagram
+/// is dropped and counted in `refused`, as a framing failure is, and the client plays on.
+pub(crate) fn take_datagram(
+    netcode: &mut NetcodeClient,
+    client: &mut RenetClient,
+    bytes: &mut [u8],
+    inbox: &mut Messages,
+    malformed: &mut u64,
+    refused: &mut u64,
+) {
+    if framing::check(bytes, Direction::ToClient).is_err() {
+        *refused += 1;
+        return;
+    }
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let Some(payload) = netcode.process_packet(bytes) else {
+            return;
+        };
+        if !datagram::is_datagram(payload) {
+            client.process_packet(payload);
+            return;
+        }
+        for record in datagram::records(payload) {
+            match record {
+                Ok(Record::Message(bytes)) => inbox.push(bytes),
+                Ok(Record::Transport(packet)) => client.process_packet(packet),
+                Err(_) => *malformed += 1,
+            }
+        }
+    }));
+    if outcome.is_err() {
+        *refused += 1;
+        tracing::error!(
+            server = %netcode.server_addr(),
+            "a datagram from the server's address panicked netcode or renet; dropped it"
+        );
+    }
+}
+
 /// Netcode on a client's socket (see the [module documentation](self)).
 pub struct ClientTransport {
     socket: UdpSocket,
@@ -68,6 +113,9 @@ pub struct ClientTransport {
     inbox: Messages,
     /// Datagrams of records that did not decode.
     malformed: u64,
+    /// Datagrams from the server's address that were not netcode's framing, or whose
+    /// processing panicked (see [`Self::refused`]).
+    refused: u64,
 }
 
 impl std::fmt::Debug for ClientTransport {
@@ -97,6 +145,7 @@ impl ClientTransport {
             buffer: Box::new([0; NETCODE_MAX_PACKET_BYTES]),
             inbox: Messages::default(),
             malformed: 0,
+            refused: 0,
         })
     }
 
@@ -135,25 +184,35 @@ impl ClientTransport {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => break,
                 Err(e) => return Err(NetcodeTransportError::IO(e)),
             };
-            let Some(payload) = self.netcode.process_packet(&mut self.buffer[..len]) else {
-                continue;
-            };
-            if !datagram::is_datagram(payload) {
-                client.process_packet(payload);
-                continue;
-            }
-            for record in datagram::records(payload) {
-                match record {
-                    Ok(Record::Message(bytes)) => self.inbox.push(bytes),
-                    Ok(Record::Transport(packet)) => client.process_packet(packet),
-                    Err(_) => self.malformed += 1,
-                }
-            }
+            self.take_datagram(len, client);
         }
         if let Some((packet, addr)) = self.netcode.update(duration) {
             self.socket.send_to(packet, addr)?;
         }
         Ok(())
+    }
+
+    /// The first `len` bytes of the buffer, a datagram from the server's address
+    /// ([`take_datagram`]).
+    fn take_datagram(&mut self, len: usize, client: &mut RenetClient) {
+        let Some(bytes) = self.buffer.get_mut(..len) else {
+            return;
+        };
+        take_datagram(
+            &mut self.netcode,
+            client,
+            bytes,
+            &mut self.inbox,
+            &mut self.malformed,
+            &mut self.refused,
+        );
+    }
+
+    /// Datagrams from the server's address dropped before netcode because they were not
+    /// netcode's framing, and those whose processing panicked (contained).
+    #[must_use]
+    pub fn refused(&self) -> u64 {
+        self.refused
     }
 
     /// Hands over the wire messages received since the last call, in `into` (whatever it

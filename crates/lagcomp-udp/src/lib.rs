@@ -18,7 +18,10 @@
 //! - [`stats`]: the tick-time histogram.
 //! - `stance`: the humanoid's stance between the simulator and the wire (what the server
 //!   sends instead of bones, and the client's rebuild of the bones from it).
-//! - `transport`: the server's end of netcode on its socket, sending once a tick.
+//! - `transport`: the server's end of netcode on its socket, sending once a tick;
+//!   `framing` checks every datagram's netcode framing before netcode sees it,
+//!   `admission` rate-limits connection requests, `arrival` takes each datagram's
+//!   arrival time from the kernel.
 //! - `answered`: the server's memory of the shots it answered lately, per connection, so a
 //!   copy of one is answered again rather than validated and written again.
 //!
@@ -48,10 +51,15 @@
 //! # }
 //! ```
 
+mod admission;
 mod answered;
+mod arrival;
 pub mod bots;
 pub mod channel;
 pub mod client;
+mod framing;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod proxy;
 pub mod server;
 mod stance;

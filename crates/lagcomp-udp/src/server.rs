@@ -3,8 +3,9 @@
 //!
 //! One thread. It waits on the socket with `ppoll(2)` until a datagram arrives or the next
 //! tick is due (or, with [`ServeConfig::busy_poll`], polls without sleeping), so every
-//! input is timestamped when it arrives (not at the next tick) and a clock-sync ping is
-//! answered at once. Each tick at its deadline: every body moves, the
+//! input is timestamped when it arrives (by the kernel's receive stamp where there is
+//! one, not when it is read, nor at the next tick) and a clock-sync ping is answered at
+//! once. Each tick at its deadline: every body moves, the
 //! frame is recorded in the history (and the recording), the shots that arrived since the
 //! last tick are validated in arrival order on this thread (or, with
 //! [`ServeConfig::parallel_validation`], together on rayon's threads:
@@ -23,9 +24,10 @@
 //! renet keeps the connection, the welcome and the inputs. Everything goes out once a
 //! tick, through this crate's own netcode transport; only a clock-sync answer goes out at
 //! once, to its client alone. How long each tick's work took is measured, from the
-//! deadline's wake-up to the last packet handed to the socket. A server more than
-//! [`MAX_CATCH_UP`] ticks behind skips ticks rather than fall ever further behind, and
-//! counts them.
+//! deadline's wake-up to the last packet handed to the socket. A server that stalled runs
+//! the ticks it missed (up to [`MAX_STALL_REPLAY`]), each with the inputs that arrived
+//! before it; one more than [`MAX_CATCH_UP`] ticks behind because its ticks are slow
+//! skips ticks rather than fall ever further behind, and counts them.
 //!
 //! Where a tick's time goes with 200 clients (perf, 20 m view, one datagram per client
 //! per tick): about 42 % in the kernel sending datagrams (loopback delivery included),
@@ -80,6 +82,7 @@ use renet_netcode::{ServerAuthentication, ServerConfig};
 use renetcode::NETCODE_MAX_PAYLOAD_BYTES;
 
 use crate::answered::{AnsweredShots, Recall};
+use crate::arrival::ArrivalClock;
 use crate::channel::{
     NetcodeKey, PROTOCOL_ID, TightTimers, UNRELIABLE, WELCOME, connection_config, wait_readable,
     widen_receive_buffer,
@@ -93,8 +96,28 @@ pub const MAX_TICK_RATE: f64 = 128.0;
 /// Netcode's own limit on connected clients.
 pub const MAX_CLIENTS: usize = 1024;
 
-/// The most overdue ticks run back to back; beyond that they are skipped.
+/// The most overdue ticks run back to back; beyond that they are skipped (unless the
+/// server only stalled: [`MAX_STALL_REPLAY`]).
 pub const MAX_CATCH_UP: usize = 4;
+
+/// The longest stall whose ticks are all run afterwards, seconds. A server that stopped
+/// (a swap, a virtual machine losing its core, a debugger) while its ticks are cheap runs
+/// every tick it missed, with the inputs that arrived meanwhile, each shot judged at the
+/// first tick at or after its arrival, so the stall costs no honest shot; a longer
+/// stall, or ticks that cost more than [`REPLAY_LOAD`] of their interval (an overloaded
+/// server), skip ticks past [`MAX_CATCH_UP`] instead.
+pub const MAX_STALL_REPLAY: f64 = 3.0;
+
+/// A tick replaying a stall sends its snapshot if its time is at most this far behind
+/// the present, seconds: as far back as clients draw (a client's interpolation delay is
+/// taken up to 0.3 s).
+const REPLAY_SNAPSHOTS: f64 = 0.3;
+
+/// The share of a tick interval the ticks of a catch-up may take each, on average (the
+/// thread's CPU time where it has a clock), for the catch-up to go on past
+/// [`MAX_CATCH_UP`]: above it the server is overloaded, not stalled, and running every
+/// missed tick would put it further behind.
+pub const REPLAY_LOAD: f64 = 0.5;
 
 /// How often a client is sent renet's acknowledgement of what it sent (about; see
 /// `transport.rs`): it sends nothing reliable, so they only keep renet's statistics.
@@ -363,6 +386,18 @@ pub struct Status {
     pub malformed: u64,
     /// Clients disconnected for them.
     pub kicked: u64,
+    /// Datagrams dropped before netcode because they were not netcode's framing (a
+    /// prefix byte naming no packet type or a sequence longer than 8 bytes, a length
+    /// their packet type never has): noise, or an attack on the netcode library.
+    pub framing_drops: u64,
+    /// Connection requests dropped before netcode: over the rate limits (per source IP
+    /// and for everyone), or, in unsecure mode, with a token that expires further ahead
+    /// than [`crate::channel::UNSECURE_EXPIRY_LIMIT_SECS`].
+    pub refused_requests: u64,
+    /// Datagrams whose processing panicked inside netcode or renet and was contained
+    /// (dropped, the sender disconnected if a client, logged at error level). No known
+    /// input gets here; one that does is a bug to report.
+    pub contained_panics: u64,
     /// Snapshots sent (one per client whose turn it was, in however many parts).
     pub snapshots: u64,
     /// Snapshot parts sent (messages).
@@ -441,6 +476,13 @@ impl std::fmt::Display for Status {
         if self.kicked > 0 {
             write!(f, " ({} disconnected)", self.kicked)?;
         }
+        if self.framing_drops + self.refused_requests + self.contained_panics > 0 {
+            write!(
+                f,
+                " | dropped: {} not netcode, {} connection requests, {} panics contained",
+                self.framing_drops, self.refused_requests, self.contained_panics
+            )?;
+        }
         Ok(())
     }
 }
@@ -469,6 +511,9 @@ struct Counters {
     verdicts: BTreeMap<&'static str, u64>,
     malformed: u64,
     kicked: u64,
+    framing_drops: u64,
+    refused_requests: u64,
+    contained_panics: u64,
     snapshots: u64,
     snapshot_parts: u64,
     snapshot_entities: u64,
@@ -503,6 +548,9 @@ impl Counters {
             verdicts: self.verdicts.clone(),
             malformed: self.malformed,
             kicked: self.kicked,
+            framing_drops: self.framing_drops,
+            refused_requests: self.refused_requests,
+            contained_panics: self.contained_panics,
             snapshots: self.snapshots,
             snapshot_parts: self.snapshot_parts,
             snapshot_entities: self.snapshot_entities,
@@ -615,12 +663,12 @@ pub struct GameServer {
     second: Counters,
     total: Counters,
     last_update: f64,
+    /// Server time up to which every datagram has been read (see `pump`).
+    read_until: f64,
     /// When renet's clock was last advanced.
     renet_updated: f64,
     /// The send thread's CPU time for the latest tick's datagrams, if it has a clock.
     send_cpu: Option<f64>,
-    /// Scratch: the clients heard from at a read.
-    heard: Vec<ClientId>,
     next_tick: u32,
     next_phase: u32,
 }
@@ -776,9 +824,9 @@ impl GameServer {
             second: Counters::default(),
             total: Counters::default(),
             last_update: 0.0,
+            read_until: 0.0,
             renet_updated: 0.0,
             send_cpu: None,
-            heard: Vec::new(),
             next_tick: 0,
             next_phase: 0,
         })
@@ -820,7 +868,7 @@ impl GameServer {
             if stop.load(Ordering::Acquire) || end.is_some_and(|end| now >= end) {
                 break Ok(());
             }
-            if let Err(error) = self.pump(now) {
+            if let Err(error) = self.pump(now, dt) {
                 break Err(error);
             }
             if let Err(error) = self.catch_up(&start, dt) {
@@ -838,7 +886,10 @@ impl GameServer {
                 .chain(end)
                 .fold(f64::INFINITY, f64::min);
             let timeout = Duration::from_secs_f64((wake - now).clamp(0.0, 1.0));
-            let waited = if self.config.busy_poll {
+            let waited = if self.transport.has_kept() {
+                // A datagram read early waits for the next tick, which is due.
+                Ok(())
+            } else if self.config.busy_poll {
                 spin_until_readable(&self.socket[0], &start, wake)
             } else {
                 wait_readable(&self.socket, timeout, &mut ready)
@@ -883,23 +934,47 @@ impl GameServer {
     }
 
     /// Runs the ticks whose deadlines have passed: more than one only after a stall, and
-    /// at most [`MAX_CATCH_UP`]; a server further behind than that skips the rest (the
-    /// next tick is the one due now), so an overloaded server falls behind by dropped
-    /// ticks instead of sinking ever further behind the clock its clients sync to.
+    /// at most [`MAX_CATCH_UP`], or every one of a stall up to [`MAX_STALL_REPLAY`] while
+    /// they are cheap ([`REPLAY_LOAD`]; only the most recent of those send snapshots); a
+    /// server
+    /// further behind than that skips the rest (the next tick is the one due now), so an
+    /// overloaded server falls behind by dropped ticks instead of sinking ever further
+    /// behind the clock its clients sync to.
     fn catch_up(&mut self, start: &Instant, dt: f64) -> Result<(), ServeError> {
-        for _ in 0..MAX_CATCH_UP {
+        let mut ran = 0_usize;
+        let mut replay_began = None;
+        loop {
             let deadline = f64::from(self.next_tick) * dt;
             let began = start.elapsed().as_secs_f64();
             if began < deadline {
                 return Ok(());
             }
+            let replaying = ran >= MAX_CATCH_UP;
+            if replaying {
+                // The replay's cost is measured from its own start, in the thread's CPU
+                // time where there is a clock for it (on a busy machine the wall time
+                // counts the waits for a core, which say nothing of the server's load),
+                // with a few ticks' grace.
+                let spent = thread_cpu_time().unwrap_or(began);
+                let since = spent - *replay_began.get_or_insert(spent);
+                let replayed = ran as f64;
+                if began - deadline > MAX_STALL_REPLAY || since > replayed * dt * REPLAY_LOAD {
+                    break;
+                }
+            }
+            let cpu_began = thread_cpu_time();
+            // Inputs that arrived before the tick are in before it.
+            self.pump(began, dt)?;
             let tick = Tick(self.next_tick);
             self.next_tick += 1;
-            let cpu_began = thread_cpu_time();
-            // Inputs that arrived up to now are in before the tick.
-            self.pump(began)?;
             let datagrams = self.transport.datagrams();
-            self.tick(tick, deadline, began)?;
+            // A tick replaying a stall sends its snapshot only if it is recent enough for
+            // a client to draw (the rest are gone by the time they would arrive), so the
+            // clients have snapshots to interpolate between on both sides of their
+            // present again rather than one from before the stall and one after.
+            let snapshot = !replaying || began - deadline <= REPLAY_SNAPSHOTS;
+            self.tick(tick, deadline, began, snapshot)?;
+            ran += 1;
             let took = start.elapsed().as_secs_f64() - began;
             let send_cpu = self.send_cpu.take();
             let cpu = thread_cpu_time()
@@ -933,13 +1008,46 @@ impl GameServer {
     }
 
     /// Reads the socket: connections, disconnections and inputs (answering pings at
-    /// once), then sends what is queued.
-    fn pump(&mut self, now: f64) -> Result<(), ServeError> {
+    /// once), then sends what is queued. Each datagram's messages are read before the
+    /// next datagram, with the time it arrived ([`ArrivalClock`]): a burst queued while
+    /// the server was busy keeps its spacing.
+    fn pump(&mut self, now: f64, dt: f64) -> Result<(), ServeError> {
         let delta = Duration::from_secs_f64((now - self.last_update).max(0.0));
         self.last_update = now;
-        self.transport
-            .receive(delta, &mut self.renet)
-            .map_err(ServeError::Socket)?;
+        // With a tick due, what arrived after its deadline waits for the tick after it:
+        // after a stall, each tick replaying it reads what arrived before it
+        // (`catch_up`), so its inputs and shots meet the world as it was.
+        let deadline = f64::from(self.next_tick) * dt;
+        let clock = ArrivalClock::at(now, self.read_until);
+        let wall_until = if now < deadline {
+            self.read_until = now;
+            Duration::MAX
+        } else {
+            self.read_until = deadline;
+            clock.wall_at(deadline)
+        };
+        self.transport.begin_receive(delta);
+        loop {
+            let heard = self
+                .transport
+                .next_payload(&mut self.renet, wall_until)
+                .map_err(ServeError::Socket)?;
+            self.handle_events()?;
+            let Some((client, stamp)) = heard else { break };
+            self.read_messages(client, clock.arrival(stamp), now)?;
+        }
+        self.transport.end_receive(&mut self.renet);
+        let refused = self.transport.take_refused();
+        for counters in [&mut self.second, &mut self.total] {
+            counters.framing_drops += refused.framing;
+            counters.refused_requests += refused.requests;
+            counters.contained_panics += refused.panics;
+        }
+        self.handle_events()
+    }
+
+    /// Renet's connections and disconnections so far.
+    fn handle_events(&mut self) -> Result<(), ServeError> {
         while let Some(event) = self.renet.get_event() {
             match event {
                 ServerEvent::ClientConnected { client_id } => self.connect(client_id)?,
@@ -948,66 +1056,58 @@ impl GameServer {
                 }
             }
         }
-        // Only the clients heard from have messages waiting (at 200 clients and thousands
-        // of reads a second, asking every connection was most of the reads' work).
-        let mut heard = std::mem::take(&mut self.heard);
-        heard.clear();
-        heard.extend_from_slice(self.transport.heard());
-        let result = self.read_messages(&heard, now);
-        self.heard = heard;
-        result
+        Ok(())
     }
 
-    /// Every message waiting from `clients`: inputs into the core (a ping answered at
-    /// once), malformed ones counted.
-    fn read_messages(&mut self, clients: &[ClientId], now: f64) -> Result<(), ServeError> {
-        for &heard in clients {
-            let Some(i) = self.connections.iter().position(|c| c.client == heard) else {
-                continue;
-            };
-            let Connection { client, entity, .. } = self.connections[i];
-            while let Some(bytes) = self.renet.receive_message(client, UNRELIABLE) {
-                self.connections[i].ready = true;
-                match ClientMessage::decode(&bytes) {
-                    Ok(ClientMessage::Input(input)) => {
-                        if let Some(received) = input.verdicts_received {
-                            self.connections[i].verdicts.acknowledge(received);
-                        }
-                        let input = ClientInput {
-                            frame: input.frame,
-                            aim: input.aim,
-                            ping: input.ping,
-                            probe_reply: input.probe_reply.map(|r| r.id),
-                            shots: input.shots,
-                            interp_delay: input.interp_delay,
-                            newest_tick: input.newest_tick,
-                        };
-                        if let Some(pong) = self.core.receive(entity, input, now) {
-                            // At once, so its times are the ping's arrival and the answer's
-                            // departure; to this client alone (everyone else's packets go
-                            // out with the tick).
-                            ServerMessage::Pong(pong).encode(&mut self.scratch)?;
-                            self.datagram.clear();
-                            if self.datagram.push(Record::Message(&self.scratch)) {
-                                self.transport.send_payload(
-                                    client,
-                                    self.datagram.as_bytes(),
-                                    Route::Now,
-                                );
-                            }
-                            self.datagram.clear();
-                        }
+    /// Every message waiting from `heard`, which arrived at server time `arrival` (read
+    /// at `now`): inputs into the core (a ping answered at once), malformed ones counted.
+    fn read_messages(&mut self, heard: ClientId, arrival: f64, now: f64) -> Result<(), ServeError> {
+        let Some(i) = self.connections.iter().position(|c| c.client == heard) else {
+            return Ok(());
+        };
+        let Connection { client, entity, .. } = self.connections[i];
+        while let Some(bytes) = self.renet.receive_message(client, UNRELIABLE) {
+            self.connections[i].ready = true;
+            match ClientMessage::decode(&bytes) {
+                Ok(ClientMessage::Input(input)) => {
+                    if let Some(received) = input.verdicts_received {
+                        self.connections[i].verdicts.acknowledge(received);
                     }
-                    Err(error) => {
-                        self.second.malformed += 1;
-                        self.total.malformed += 1;
-                        let penalty = self.guard.record(client, now);
-                        if error.is_incompatible() || penalty == Penalty::Disconnect {
-                            self.second.kicked += 1;
-                            self.total.kicked += 1;
-                            self.renet.disconnect(client);
-                            break;
+                    let input = ClientInput {
+                        frame: input.frame,
+                        aim: input.aim,
+                        ping: input.ping,
+                        probe_reply: input.probe_reply.map(|r| r.id),
+                        shots: input.shots,
+                        interp_delay: input.interp_delay,
+                        newest_tick: input.newest_tick,
+                    };
+                    if let Some(mut pong) = self.core.receive(entity, input, arrival) {
+                        pong.server_send = now;
+                        // At once, so its times are the ping's arrival and the answer's
+                        // departure; to this client alone (everyone else's packets go
+                        // out with the tick).
+                        ServerMessage::Pong(pong).encode(&mut self.scratch)?;
+                        self.datagram.clear();
+                        if self.datagram.push(Record::Message(&self.scratch)) {
+                            self.transport.send_payload(
+                                client,
+                                self.datagram.as_bytes(),
+                                Route::Now,
+                            );
                         }
+                        self.datagram.clear();
+                    }
+                }
+                Err(error) => {
+                    self.second.malformed += 1;
+                    self.total.malformed += 1;
+                    let penalty = self.guard.record(client, now);
+                    if error.is_incompatible() || penalty == Penalty::Disconnect {
+                        self.second.kicked += 1;
+                        self.total.kicked += 1;
+                        self.renet.disconnect(client);
+                        break;
                     }
                 }
             }
@@ -1098,7 +1198,7 @@ impl GameServer {
     }
 
     /// One tick: move and record, validate, answer shooters, send the snapshot.
-    fn tick(&mut self, tick: Tick, time: f64, now: f64) -> Result<(), ServeError> {
+    fn tick(&mut self, tick: Tick, time: f64, now: f64, snapshot: bool) -> Result<(), ServeError> {
         let dt = 1.0 / self.config.tick_rate;
         let began = Instant::now();
         let mut rng = Pcg64Mcg::seed_from_u64(self.config.seed ^ (u64::from(tick.0) << 20));
@@ -1129,7 +1229,9 @@ impl GameServer {
         }
         self.flush_outputs()?;
         let validated = Instant::now();
-        self.send_snapshot(tick, time, now)?;
+        if snapshot {
+            self.send_snapshot(tick, time, now)?;
+        }
         // Renet's clock (reliable resends, its statistics) once a tick, not at every read:
         // it walks every connection.
         self.renet

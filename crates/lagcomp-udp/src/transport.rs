@@ -44,6 +44,10 @@ use std::time::Duration;
 use renet::{ClientId, RenetServer};
 use renetcode::{NETCODE_MAX_PACKET_BYTES, NetcodeServer, ServerConfig, ServerResult};
 
+use crate::admission::Admission;
+use crate::arrival::{self, stamp_arrivals};
+use crate::framing::{self, Direction, PacketKind};
+
 /// The first byte of renet 2's acknowledgement packet (`Packet::Ack`). Checked by this
 /// module's tests against renet itself: they fail if an update of renet changes it.
 const RENET_ACK: u8 = 4;
@@ -291,8 +295,11 @@ pub(crate) struct ServerTransport {
     clients: Vec<ClientId>,
     /// Which quarter of the clients [`ServerTransport::maintain`] updates next.
     maintain_turn: usize,
-    /// The clients whose payloads the latest [`ServerTransport::receive`] handed to renet.
-    heard: Vec<ClientId>,
+    /// What goes through to netcode, and what was refused.
+    gate: Gate,
+    /// A datagram read but left for a later read (it arrived after the read's limit); its
+    /// bytes are in `buffer`.
+    kept: Option<arrival::Datagram>,
 }
 
 impl std::fmt::Debug for ServerTransport {
@@ -305,8 +312,15 @@ impl std::fmt::Debug for ServerTransport {
 
 impl ServerTransport {
     /// Netcode on `socket` (made non-blocking).
+    /// The kernel stamps each datagram's arrival where it can ([`arrival`]).
     pub(crate) fn new(config: ServerConfig, socket: UdpSocket) -> io::Result<Self> {
         socket.set_nonblocking(true)?;
+        stamp_arrivals(&socket);
+        let unsecure = matches!(
+            config.authentication,
+            renetcode::ServerAuthentication::Unsecure
+        );
+        let gate = Gate::new(unsecure, config.current_time.as_secs_f64());
         Ok(Self {
             socket,
             sender: None,
@@ -316,7 +330,8 @@ impl ServerTransport {
             buffer: Box::new([0; NETCODE_MAX_PACKET_BYTES]),
             clients: Vec::new(),
             maintain_turn: 0,
-            heard: Vec::new(),
+            gate,
+            kept: None,
         })
     }
 
@@ -348,45 +363,88 @@ impl ServerTransport {
         self.sent
     }
 
-    /// Advances netcode's clock by `elapsed` and reads every datagram waiting: handshakes
-    /// are answered, connections and disconnections reach `renet`, and so do payloads;
-    /// then the clients renet disconnected are told so.
+    /// Advances netcode's clock by `elapsed`, before a read of the socket
+    /// ([`Self::next_payload`] until it says there is nothing more, then
+    /// [`Self::end_receive`]).
+    pub(crate) fn begin_receive(&mut self, elapsed: Duration) {
+        self.netcode.update(elapsed);
+    }
+
+    /// Reads datagrams until one hands renet a payload: handshakes are answered,
+    /// connections and disconnections reach `renet` on the way. The client the payload
+    /// came from and the datagram's arrival stamp (time since the Unix epoch, the
+    /// kernel's: `None` where there is none), so its messages can be read with the time
+    /// it arrived before the next datagram is; `None` once nothing is waiting that arrived
+    /// by `until` (wall-clock time since the Unix epoch): the first datagram stamped later
+    /// is kept, unread, for the next call.
+    ///
+    /// Every datagram is checked ([`framing`], and connection requests by [`Admission`])
+    /// before netcode sees it; what fails is dropped and counted ([`Self::take_refused`]).
     ///
     /// # Errors
     /// The socket's, other than "nothing more to read" and a refused earlier send.
-    pub(crate) fn receive(&mut self, elapsed: Duration, renet: &mut RenetServer) -> io::Result<()> {
-        self.netcode.update(elapsed);
-        self.heard.clear();
+    pub(crate) fn next_payload(
+        &mut self,
+        renet: &mut RenetServer,
+        until: Duration,
+    ) -> io::Result<Option<(ClientId, Option<Duration>)>> {
         loop {
-            match self.socket.recv_from(&mut self.buffer[..]) {
-                Ok((len, addr)) => {
-                    let result = self.netcode.process_packet(addr, &mut self.buffer[..len]);
-                    if let ServerResult::Payload { client_id, .. } = result
-                        && self.heard.last() != Some(&client_id)
-                        && !self.heard.contains(&client_id)
-                    {
-                        self.heard.push(client_id);
-                    }
-                    handle(result, &self.socket, renet);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => break,
-                // An ICMP "port unreachable" for an earlier datagram: not this read's.
-                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {}
-                Err(e) => return Err(e),
+            let datagram = match self.kept.take() {
+                Some(kept) => kept,
+                None => match arrival::receive(&self.socket, &mut self.buffer[..]) {
+                    Ok(datagram) => datagram,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(None),
+                    // An ICMP "port unreachable" for an earlier datagram: not this read's.
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionReset => continue,
+                    Err(e) => return Err(e),
+                },
+            };
+            if datagram.stamp.is_some_and(|stamp| stamp > until) {
+                // Its bytes stay in the buffer until it is read.
+                self.kept = Some(datagram);
+                return Ok(None);
+            }
+            let len = if datagram.truncated {
+                // Longer than any netcode packet: framing refuses it by its length.
+                NETCODE_MAX_PACKET_BYTES + 1
+            } else {
+                datagram.len
+            };
+            let socket = &self.socket;
+            let heard = self.gate.process(
+                &mut self.netcode,
+                renet,
+                datagram.from,
+                self.buffer.get_mut(..len).unwrap_or(&mut []),
+                &mut |payload, addr| {
+                    let _ = send(socket, payload, addr);
+                },
+            );
+            if let Some(client) = heard {
+                return Ok(Some((client, datagram.stamp)));
             }
         }
-        for client in renet.disconnections_id_iter().collect::<Vec<_>>() {
-            let result = self.netcode.disconnect(client);
-            handle(result, &self.socket, renet);
-        }
-        Ok(())
     }
 
-    /// The clients the latest [`ServerTransport::receive`] gave renet something from, so
-    /// the server reads messages of those only rather than ask every connection.
-    pub(crate) fn heard(&self) -> &[ClientId] {
-        &self.heard
+    /// Whether a datagram was read but kept for a later read ([`Self::next_payload`]).
+    pub(crate) fn has_kept(&self) -> bool {
+        self.kept.is_some()
+    }
+
+    /// After a read of the socket: the clients renet disconnected are told so.
+    pub(crate) fn end_receive(&mut self, renet: &mut RenetServer) {
+        for client in renet.disconnections_id_iter().collect::<Vec<_>>() {
+            let result = self.netcode.disconnect(client);
+            handle(result, renet, &mut |payload, addr| {
+                let _ = send(&self.socket, payload, addr);
+            });
+        }
+    }
+
+    /// What was refused or contained since the previous call.
+    pub(crate) fn take_refused(&mut self) -> Refused {
+        std::mem::take(&mut self.gate.refused)
     }
 
     /// Netcode's keep-alives and time-outs, for a quarter of the clients in turn: each is
@@ -400,7 +458,9 @@ impl ServerTransport {
         self.maintain_turn = (turn + 1) % MAINTAIN_TURNS;
         for &client in self.clients.iter().skip(turn).step_by(MAINTAIN_TURNS) {
             let result = self.netcode.update_client(client);
-            handle(result, &self.socket, renet);
+            handle(result, renet, &mut |payload, addr| {
+                let _ = send(&self.socket, payload, addr);
+            });
         }
     }
 
@@ -473,7 +533,9 @@ impl ServerTransport {
     pub(crate) fn disconnect_all(&mut self, renet: &mut RenetServer) {
         for client in self.netcode.clients_id() {
             let result = self.netcode.disconnect(client);
-            handle(result, &self.socket, renet);
+            handle(result, renet, &mut |payload, addr| {
+                let _ = send(&self.socket, payload, addr);
+            });
         }
     }
 }
@@ -524,14 +586,16 @@ fn send(socket: &UdpSocket, payload: &[u8], addr: SocketAddr) -> io::Result<()> 
     socket.send_to(payload, addr).map(drop)
 }
 
-/// What netcode made of a datagram or an update: a packet to send back, a payload for
-/// renet, a connection or a disconnection.
-fn handle(result: ServerResult<'_, '_>, socket: &UdpSocket, renet: &mut RenetServer) {
+/// What netcode made of a datagram or an update: a packet to send back (by `send`), a
+/// payload for renet, a connection or a disconnection.
+pub(crate) fn handle(
+    result: ServerResult<'_, '_>,
+    renet: &mut RenetServer,
+    send: &mut dyn FnMut(&[u8], SocketAddr),
+) {
     match result {
         ServerResult::None => {}
-        ServerResult::PacketToSend { payload, addr } => {
-            let _ = send(socket, payload, addr);
-        }
+        ServerResult::PacketToSend { payload, addr } => send(payload, addr),
         ServerResult::Payload { client_id, payload } => {
             // From a client renet does not know (it just left): nothing to do with it.
             let _ = renet.process_packet_from(payload, client_id);
@@ -543,7 +607,7 @@ fn handle(result: ServerResult<'_, '_>, socket: &UdpSocket, renet: &mut RenetSer
             ..
         } => {
             renet.add_connection(client_id);
-            let _ = send(socket, payload, addr);
+            send(payload, addr);
         }
         ServerResult::ClientDisconnected {
             client_id,
@@ -552,7 +616,124 @@ fn handle(result: ServerResult<'_, '_>, socket: &UdpSocket, renet: &mut RenetSer
         } => {
             renet.remove_connection(client_id);
             if let Some(payload) = payload {
-                let _ = send(socket, payload, addr);
+                send(payload, addr);
+            }
+        }
+    }
+}
+
+/// Datagrams the server refused before netcode, or whose processing panicked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Refused {
+    /// Not netcode's framing ([`framing::check`]).
+    pub(crate) framing: u64,
+    /// Connection requests over the rate limits, or (unsecure mode) with a token that
+    /// expires too far ahead ([`Admission`]).
+    pub(crate) requests: u64,
+    /// Datagrams whose processing panicked (contained: see [`Gate::process`]).
+    pub(crate) panics: u64,
+}
+
+/// The checks in front of netcode and the containment around it, for one datagram at a
+/// time: the whole of the server's receive path below renet.
+#[derive(Debug)]
+pub(crate) struct Gate {
+    admission: Admission,
+    refused: Refused,
+    /// Tests only: panic inside the contained processing of datagrams of this type, to
+    /// see the containment work (no real datagram is known to panic any more).
+    #[cfg(test)]
+    fault: Option<PacketKind>,
+}
+
+impl Gate {
+    /// For a server in unsecure mode or not, its netcode clock at `unix_secs`.
+    pub(crate) fn new(unsecure: bool, unix_secs: f64) -> Self {
+        Self {
+            admission: Admission::new(unsecure, unix_secs),
+            refused: Refused::default(),
+            #[cfg(test)]
+            fault: None,
+        }
+    }
+
+    /// What was refused or contained so far.
+    pub(crate) fn refused(&self) -> Refused {
+        self.refused
+    }
+
+    /// One datagram `bytes` from `from`: checked, then netcode's and renet's. Answers go
+    /// out by `send`. The client whose payload renet was handed, if any.
+    ///
+    /// A panic inside netcode or renet (none is known: the framing check stops the ones
+    /// found, see [`framing`]) is contained: the datagram is dropped, its sender
+    /// disconnected if it is a client, the panic counted and logged with the sender.
+    pub(crate) fn process(
+        &mut self,
+        netcode: &mut NetcodeServer,
+        renet: &mut RenetServer,
+        from: SocketAddr,
+        bytes: &mut [u8],
+        send: &mut dyn FnMut(&[u8], SocketAddr),
+    ) -> Option<ClientId> {
+        let kind = match framing::check(bytes, Direction::ToServer) {
+            Ok(kind) => kind,
+            Err(_) => {
+                self.refused.framing += 1;
+                return None;
+            }
+        };
+        if kind == PacketKind::Request {
+            let clock = netcode.current_time();
+            if self
+                .admission
+                .admit(from.ip(), bytes, clock.as_secs_f64(), clock.as_secs())
+                .is_err()
+            {
+                self.refused.requests += 1;
+                return None;
+            }
+        }
+        #[cfg(test)]
+        let fault = self.fault == Some(kind);
+        // Containment needs panics to unwind: the workspace's profiles do (none sets
+        // `panic = "abort"`); a build that aborts ends the process here as before.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            #[cfg(test)]
+            assert!(!fault, "a fault planted for {kind:?}");
+            let result = netcode.process_packet(from, bytes);
+            let heard = match result {
+                ServerResult::Payload { client_id, .. } => Some(client_id),
+                _ => None,
+            };
+            handle(result, renet, send);
+            heard
+        }));
+        match outcome {
+            Ok(heard) => heard,
+            Err(panic) => {
+                self.refused.panics += 1;
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                let client = netcode
+                    .clients_id_iter()
+                    .find(|&id| netcode.client_addr(id) == Some(from));
+                tracing::error!(
+                    sender = %from,
+                    client = ?client,
+                    "a datagram's processing panicked ({what}); dropped it{}",
+                    if client.is_some() { " and disconnected its client" } else { "" }
+                );
+                if let Some(client) = client {
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        let result = netcode.disconnect(client);
+                        handle(result, renet, send);
+                    }));
+                }
+                None
             }
         }
     }
@@ -561,7 +742,177 @@ fn handle(result: ServerResult<'_, '_>, socket: &UdpSocket, renet: &mut RenetSer
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channel::{UNRELIABLE, WELCOME, connection_config};
+    use crate::channel::{PROTOCOL_ID, UNRELIABLE, WELCOME, connection_config, unsecure_token};
+    use renetcode::{ClientAuthentication, NetcodeClient, ServerAuthentication};
+
+    const NOW: Duration = Duration::from_secs(1_800_000_000);
+
+    /// An unsecure netcode server behind a gate, with renet, as the transport has them.
+    struct Receiver {
+        gate: Gate,
+        netcode: NetcodeServer,
+        renet: RenetServer,
+        /// What the server sent, as sent.
+        sent: Vec<(SocketAddr, Vec<u8>)>,
+    }
+
+    impl Receiver {
+        fn new() -> Self {
+            let server = "127.0.0.1:5000".parse().expect("an address");
+            Self {
+                gate: Gate::new(true, NOW.as_secs_f64()),
+                netcode: NetcodeServer::new(ServerConfig {
+                    current_time: NOW,
+                    max_clients: 8,
+                    protocol_id: PROTOCOL_ID,
+                    public_addresses: vec![server],
+                    authentication: ServerAuthentication::Unsecure,
+                }),
+                renet: RenetServer::new(connection_config()),
+                sent: Vec::new(),
+            }
+        }
+
+        fn datagram(&mut self, from: SocketAddr, bytes: &[u8]) -> Option<ClientId> {
+            let mut bytes = bytes.to_vec();
+            let sent = &mut self.sent;
+            self.gate.process(
+                &mut self.netcode,
+                &mut self.renet,
+                from,
+                &mut bytes,
+                &mut |payload, addr| sent.push((addr, payload.to_vec())),
+            )
+        }
+
+        /// A client from `from` through the handshake, as `lagcomp bots` makes them.
+        fn connect(&mut self, from: SocketAddr, id: u64) -> NetcodeClient {
+            let server = "127.0.0.1:5000".parse().expect("an address");
+            let token = unsecure_token(id, server, NOW).expect("a token");
+            let mut client = NetcodeClient::new(
+                NOW,
+                ClientAuthentication::Secure {
+                    connect_token: token,
+                },
+            )
+            .expect("a client");
+            for _ in 0..8 {
+                if let Some((packet, _)) = client.update(Duration::from_millis(300)) {
+                    let packet = packet.to_vec();
+                    self.datagram(from, &packet);
+                }
+                for (_, mut answer) in self.sent.drain(..) {
+                    client.process_packet(&mut answer);
+                }
+            }
+            assert!(client.is_connected());
+            client
+        }
+    }
+
+    #[test]
+    fn the_datagram_that_panics_renetcode_is_dropped_by_framing_before_netcode() {
+        let mut receiver = Receiver::new();
+        let player = "127.0.0.1:6000".parse().expect("an address");
+        let mut client = receiver.connect(player, 1);
+        // A request only, answered with a challenge: netcode now knows this address.
+        let half_open: SocketAddr = "127.0.0.1:6001".parse().expect("an address");
+        let server = "127.0.0.1:5000".parse().expect("an address");
+        let mut other = NetcodeClient::new(
+            NOW,
+            ClientAuthentication::Secure {
+                connect_token: unsecure_token(2, server, NOW).expect("a token"),
+            },
+        )
+        .expect("a client");
+        let (request, _) = other.update(Duration::ZERO).expect("a request");
+        let request = request.to_vec();
+        receiver.datagram(half_open, &request);
+        assert_eq!(receiver.sent.len(), 1, "challenged");
+        let attack: Vec<u8> = std::iter::once(0x95).chain([0x41; 20]).collect();
+        // A payload numbered 2^64 - 1: renetcode's replay check adds 256 to it (a panic
+        // where overflow is checked, as in this test build).
+        let overflow: Vec<u8> = [&[0x85][..], &[0xff; 8], &[0x41; 17]].concat();
+        for from in [player, half_open] {
+            assert_eq!(receiver.datagram(from, &attack), None);
+            assert_eq!(receiver.datagram(from, &overflow), None);
+        }
+        assert_eq!(
+            receiver.gate.refused(),
+            Refused {
+                framing: 4,
+                requests: 0,
+                panics: 0
+            }
+        );
+        // The player plays on: its next payload reaches renet.
+        let (_, payload) = client.generate_payload_packet(&[7; 40]).expect("a payload");
+        let payload = payload.to_vec();
+        assert_eq!(receiver.datagram(player, &payload), Some(1));
+    }
+
+    #[test]
+    fn a_panic_inside_netcode_is_contained_counted_and_its_client_disconnected() {
+        let mut receiver = Receiver::new();
+        let player = "127.0.0.1:6000".parse().expect("an address");
+        let mut client = receiver.connect(player, 1);
+        assert!(receiver.netcode.is_client_connected(1));
+        receiver.renet.add_connection(1);
+        while receiver.renet.get_event().is_some() {}
+        receiver.gate.fault = Some(PacketKind::Payload);
+        let (_, payload) = client.generate_payload_packet(&[7; 40]).expect("a payload");
+        let payload = payload.to_vec();
+        assert_eq!(receiver.datagram(player, &payload), None);
+        assert_eq!(receiver.gate.refused().panics, 1);
+        // Disconnected from netcode and renet, and told so.
+        assert!(!receiver.netcode.is_client_connected(1));
+        assert!(matches!(
+            receiver.renet.get_event(),
+            Some(renet::ServerEvent::ClientDisconnected { client_id: 1, .. })
+        ));
+        assert_eq!(receiver.sent.last().map(|(to, _)| *to), Some(player));
+        // Anyone else is served as before.
+        receiver.gate.fault = None;
+        receiver.connect("127.0.0.1:6002".parse().expect("an address"), 3);
+    }
+
+    #[test]
+    fn connection_requests_over_the_rate_or_with_long_tokens_never_reach_netcode() {
+        let mut receiver = Receiver::new();
+        let server = "127.0.0.1:5000".parse().expect("an address");
+        // renet's own unsecure client: a 300 s token.
+        let mut long = NetcodeClient::new(
+            NOW,
+            ClientAuthentication::Unsecure {
+                protocol_id: PROTOCOL_ID,
+                client_id: 5,
+                server_addr: server,
+                user_data: None,
+            },
+        )
+        .expect("a client");
+        let (request, _) = long.update(Duration::ZERO).expect("a request");
+        let request = request.to_vec();
+        receiver.datagram("127.0.0.1:7000".parse().expect("an address"), &request);
+        assert!(receiver.sent.is_empty(), "not challenged");
+        assert_eq!(receiver.gate.refused().requests, 1);
+        // One host, many ports, at once: a burst gets through, the rest not.
+        let mut short = NetcodeClient::new(
+            NOW,
+            ClientAuthentication::Secure {
+                connect_token: unsecure_token(6, server, NOW).expect("a token"),
+            },
+        )
+        .expect("a client");
+        let (request, _) = short.update(Duration::ZERO).expect("a request");
+        let request = request.to_vec();
+        for port in 0..200 {
+            receiver.datagram(SocketAddr::from(([127, 0, 0, 2], 10_000 + port)), &request);
+        }
+        let challenged = receiver.sent.len();
+        assert!((1..=16).contains(&challenged), "{challenged}");
+        assert_eq!(receiver.gate.refused().requests, 1 + 200 - 16);
+    }
 
     #[test]
     fn renet_acknowledgements_are_told_from_everything_else() {

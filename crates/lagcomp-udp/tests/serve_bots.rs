@@ -9,13 +9,13 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use lagcomp_sim::body::ArenaSpec;
 use lagcomp_sim::cheat::Cheat;
 use lagcomp_sim::interest::InterestConfig;
 use lagcomp_udp::bots::{self, BotsConfig, BotsError};
-use lagcomp_udp::channel::{UNRELIABLE, new_key};
+use lagcomp_udp::channel::{UNRELIABLE, new_key, unsecure_token};
 use lagcomp_udp::client::ClientTransport;
 use lagcomp_udp::server::{
     DEFAULT_MAX_VERDICTS_PER_SECOND, GameServer, Outputs, ServeConfig, ServeError, Status, Summary,
@@ -23,7 +23,9 @@ use lagcomp_udp::server::{
 use lagcomp_validate::AuditLog;
 use lagcomp_validate::recording::{Recording, revalidate};
 use renet::RenetClient;
-use support::{FLOOD_RATE, Flood, flood, raw_client};
+use renet_netcode::ClientAuthentication;
+use renetcode::NetcodeClient;
+use support::{FLOOD_RATE, Flood, flood, raw_client, raw_client_on_socket};
 
 /// A writer whose bytes the test reads afterwards.
 #[derive(Clone, Default)]
@@ -267,17 +269,22 @@ fn connect_then_fall_silent(server: SocketAddr) -> bool {
     let start = Instant::now();
     let mut last = start;
     while start.elapsed() < Duration::from_secs(5) && !client.is_connected() {
-        let now = Instant::now();
-        client.update(now - last);
-        if transport.update(now - last, &mut client).is_err()
-            || transport.send_packets(&mut client).is_err()
-        {
+        if !step(&mut transport, &mut client, &mut last) {
             return false;
         }
-        last = now;
-        thread::sleep(Duration::from_millis(5));
     }
     client.is_connected()
+}
+
+/// One step of a raw client's connection (`last` is when the previous one was), then
+/// 5 ms of sleep: whether the connection still stands.
+fn step(transport: &mut ClientTransport, client: &mut RenetClient, last: &mut Instant) -> bool {
+    let now = Instant::now();
+    let elapsed = now - std::mem::replace(last, now);
+    client.update(elapsed);
+    let alive = transport.update(elapsed, client).is_ok() && transport.send_packets(client).is_ok();
+    thread::sleep(Duration::from_millis(5));
+    alive
 }
 
 #[test]
@@ -524,6 +531,130 @@ fn a_secure_server_lets_in_only_tokens_minted_with_its_key() {
     }
     // Every shot the server validated came from the keyed bots.
     assert_eq!(server.stop().status.shots, answered);
+}
+
+/// A datagram whose prefix byte claims a 9-byte sequence number (0x95: a payload, high
+/// nibble 9) and 20 more bytes: renetcode 2.0.0 panics reading it from any address it
+/// knows.
+fn nine_byte_sequence() -> Vec<u8> {
+    std::iter::once(0x95).chain([0x41; 20]).collect()
+}
+
+/// Steps a raw client's connection for `limit`: whether it was connected all along once
+/// connected (and connected at the end).
+fn keep_connected(
+    transport: &mut ClientTransport,
+    client: &mut RenetClient,
+    limit: Duration,
+) -> bool {
+    let start = Instant::now();
+    let mut last = start;
+    while start.elapsed() < limit {
+        if !step(transport, client, &mut last) {
+            return false;
+        }
+    }
+    client.is_connected()
+}
+
+#[test]
+fn one_forged_datagram_from_a_player_or_a_half_open_address_stops_nothing() {
+    let server = Running::start(loopback(), Outputs::default());
+    let addr = server.addr;
+    // Honest bots play throughout.
+    let honest = thread::spawn(move || {
+        let mut config = BotsConfig::new(addr, 4, 6.0);
+        config.pause = (0.0, 0.001);
+        bots::run(&config)
+    });
+    // A player the test can send from.
+    let (mut transport, mut client, player) = raw_client_on_socket(addr);
+    let connected = Instant::now();
+    while !client.is_connected() {
+        assert!(
+            connected.elapsed() < Duration::from_secs(5),
+            "never connected"
+        );
+        keep_connected(&mut transport, &mut client, Duration::from_millis(20));
+    }
+    // An address that only sent a connection request and was challenged.
+    let half_open = UdpSocket::bind("127.0.0.1:0").expect("a socket");
+    half_open
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("a timeout");
+    let epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970");
+    let mut stranger = NetcodeClient::new(
+        epoch,
+        ClientAuthentication::Secure {
+            connect_token: unsecure_token(77, addr, epoch).expect("a token"),
+        },
+    )
+    .expect("a netcode client");
+    let (request, _) = stranger.update(Duration::ZERO).expect("a request");
+    half_open.send_to(request, addr).expect("sent");
+    let mut challenge = [0_u8; 1500];
+    half_open.recv_from(&mut challenge).expect("a challenge");
+    // The attack, from both.
+    for from in [&player, &half_open] {
+        from.send_to(&nine_byte_sequence(), addr).expect("sent");
+    }
+    // The player is still connected a second later, and so are the bots.
+    assert!(
+        keep_connected(&mut transport, &mut client, Duration::from_secs(1)),
+        "the player was dropped"
+    );
+    transport.disconnect();
+    let report = honest
+        .join()
+        .expect("the bots' thread")
+        .expect("the bots run");
+    server.wait_until_empty();
+    let status = server.stop().status;
+    assert_eq!(report.connected, 4, "{report:?}");
+    assert!(report.dropped.is_empty(), "{report:?}");
+    assert!(report.honest.shots_arrived >= 20, "{report:?}");
+    assert_eq!(report.unanswered, 0, "{report:?}");
+    // Dropped by the framing check, before netcode: never a contained panic.
+    assert_eq!(status.framing_drops, 2, "{status:?}");
+    assert_eq!(status.contained_panics, 0, "{status:?}");
+    assert_eq!((status.joined, status.left), (5, 5), "{status:?}");
+}
+
+#[test]
+fn a_forged_datagram_from_the_servers_address_does_not_stop_a_client() {
+    // The "server": a socket the client is pointed at, that sends what a forger would.
+    let server = UdpSocket::bind("127.0.0.1:0").expect("a socket");
+    let (mut transport, mut client) = raw_client(server.local_addr().expect("bound"));
+    let mut hello = [0_u8; 1500];
+    server
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("a timeout");
+    // The client's first connection request tells the test where it is.
+    let to = loop {
+        transport
+            .update(Duration::from_millis(300), &mut client)
+            .expect("connecting");
+        if let Ok((_, from)) = server.recv_from(&mut hello) {
+            break from;
+        }
+    };
+    server.send_to(&nine_byte_sequence(), to).expect("sent");
+    // An 18-byte payload with an 8-byte sequence: 9 bytes left for a 16-byte tag.
+    let mut short = vec![0x85];
+    short.extend([0x41; 17]);
+    server.send_to(&short, to).expect("sent");
+    let read = Instant::now();
+    while transport.refused() < 2 {
+        assert!(read.elapsed() < Duration::from_secs(5), "never read");
+        transport
+            .update(Duration::from_millis(1), &mut client)
+            .expect("still connecting");
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(transport.refused(), 2);
+    assert!(transport.disconnect_reason().is_none());
 }
 
 /// One match: four honest bots for 6 s, and beside them two clients flooding inputs as

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use lagcomp_udp::channel::{PROTOCOL_ID, UNRELIABLE, connection_config};
+use lagcomp_udp::channel::{UNRELIABLE, connection_config, unsecure_token};
 use lagcomp_udp::client::ClientTransport;
 use renet::RenetClient;
 use renet_netcode::ClientAuthentication;
@@ -16,25 +16,34 @@ static CLIENTS: AtomicU64 = AtomicU64::new(0);
 
 /// A netcode client of `server` on a socket of its own, not yet connected.
 pub(crate) fn raw_client(server: SocketAddr) -> (ClientTransport, RenetClient) {
+    let (transport, client, _) = raw_client_on_socket(server);
+    (transport, client)
+}
+
+/// The same, with a handle on its socket (to send from the client's address). Its token
+/// is the short one this crate's clients make (`unsecure_token`): the server refuses
+/// unsecure tokens that expire far ahead.
+pub(crate) fn raw_client_on_socket(
+    server: SocketAddr,
+) -> (ClientTransport, RenetClient, UdpSocket) {
     let socket = UdpSocket::bind("127.0.0.1:0").expect("a socket");
+    let handle = socket.try_clone().expect("a handle");
     let epoch = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("after 1970");
+    // Unique among the clients a test starts at the same moment.
+    let client_id = (u64::from(std::process::id()) << 32
+        | u64::from(epoch.subsec_micros() & 0xffff) << 16)
+        + CLIENTS.fetch_add(1, Ordering::Relaxed);
     let transport = ClientTransport::new(
         epoch,
-        ClientAuthentication::Unsecure {
-            protocol_id: PROTOCOL_ID,
-            // Unique among the clients a test starts at the same moment.
-            client_id: (u64::from(std::process::id()) << 32
-                | u64::from(epoch.subsec_micros() & 0xffff) << 16)
-                + CLIENTS.fetch_add(1, Ordering::Relaxed),
-            server_addr: server,
-            user_data: None,
+        ClientAuthentication::Secure {
+            connect_token: unsecure_token(client_id, server, epoch).expect("a token"),
         },
         socket,
     )
     .expect("a client transport");
-    (transport, RenetClient::new(connection_config()))
+    (transport, RenetClient::new(connection_config()), handle)
 }
 
 /// What a flooding client did.
