@@ -8,22 +8,23 @@ pub(crate) fn crate_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Where cargo put `liblagcomp_capi.so` and `.a` for this build: the profile directory,
-/// the parent of the `deps/` directory this test binary runs from.
+/// Where cargo put `liblagcomp_capi.so` and `.a` for this build: the `deps/` directory this
+/// test binary runs from. `cargo test` leaves them there only; `cargo build` also copies
+/// them up to the profile directory, where they may be older than this build, so that
+/// copy is never used.
 pub(crate) fn library_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
-    let profile = exe
+    let deps = exe
         .parent()
-        .and_then(Path::parent)
         .expect("test binaries live in <target>/<profile>/deps");
     for name in ["liblagcomp_capi.so", "liblagcomp_capi.a"] {
         assert!(
-            profile.join(name).exists(),
+            deps.join(name).exists(),
             "{name} is missing from {}: cargo builds it with the tests",
-            profile.display()
+            deps.display()
         );
     }
-    profile.to_path_buf()
+    deps.to_path_buf()
 }
 
 /// A fresh directory for one test's files.
