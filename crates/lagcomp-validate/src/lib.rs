@@ -19,6 +19,7 @@ pub mod claim;
 mod jsonl;
 pub mod recording;
 pub mod rules;
+mod shot_memory;
 pub mod validator;
 pub mod verdict;
 
