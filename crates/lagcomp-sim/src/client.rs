@@ -26,11 +26,11 @@ use std::collections::{HashMap, VecDeque};
 
 use glam::{Quat, Vec3};
 use lagcomp::{BoneTransform, EntityId, HitboxId, PlacedShape, Rig, Tick};
-use lagcomp_net::clock::{ClockConfig, ClockSync, Ping, Pong};
+use lagcomp_net::clock::{ClockConfig, ClockSync, Pong};
 use lagcomp_net::interp::{
     InterpolationConfig, InterpolationDelay, Snapshot, SnapshotBuffer, View,
 };
-use lagcomp_net::shot::{Fingerprint, ShotSender, Stamp, stamp};
+use lagcomp_net::shot::{ShotSender, Stamp, stamp};
 use lagcomp_validate::{ClaimedHit, RenderTime, ShotClaim};
 use rand::Rng;
 use rand_pcg::Pcg64Mcg;
@@ -38,6 +38,7 @@ use rand_pcg::Pcg64Mcg;
 use crate::body::{self, Arena, BONES, EYE, look_along};
 use crate::cheat::{Cheat, FAKE_LATENCY};
 use crate::server::RIFLE;
+pub use crate::traffic::{ClientInput, EntityUpdate, FiredShot, Frame, fingerprint};
 
 /// How far past its newest snapshot a client draws the world (extrapolating each body
 /// along its velocity), seconds; past that it holds the world and holds fire.
@@ -94,76 +95,6 @@ impl BrainConfig {
             fire_rate: None,
         }
     }
-}
-
-/// One entity's state in a snapshot, as the server sent it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EntityUpdate {
-    /// The entity.
-    pub id: EntityId,
-    /// World transforms of its bones.
-    pub bones: Vec<BoneTransform>,
-    /// Its velocity, for extrapolation.
-    pub velocity: Vec3,
-    /// The tick of its latest teleport. The brain compares it with the newest snapshot it
-    /// holds: a teleport in frames it never received (a lost snapshot) still forbids the
-    /// blend, as the core's rebuild does.
-    pub last_teleport: Option<Tick>,
-    /// Whether its lag compensation is off (just respawned, invulnerable).
-    pub protected: bool,
-    /// The tick since which the server has sent this entity to this client without a
-    /// break (`None`: always, as the simulator's server sends everyone). When it is newer
-    /// than the newest snapshot of the entity the brain holds, the entity was out of view
-    /// in between: what the brain holds is dropped rather than blended into the new
-    /// snapshots.
-    pub in_view_since: Option<Tick>,
-}
-
-/// What a brain sends in one frame: one input.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClientInput {
-    /// The frame counter, one more each frame (wrapping).
-    pub frame: u32,
-    /// The view.
-    pub aim: Quat,
-    /// A clock-sync ping, when one is due.
-    pub ping: Option<Ping>,
-    /// The id of the server's latest round-trip probe, answered once.
-    pub probe_reply: Option<u32>,
-    /// Shots not yet acknowledged (and a replaying cheat's extra one): the sender's
-    /// sequence number and the claim.
-    pub shots: Vec<(u32, ShotClaim)>,
-    /// How far behind the server's present it draws others, seconds (half its round trip
-    /// plus its interpolation delay).
-    pub interp_delay: f64,
-    /// The newest snapshot tick received.
-    pub newest_tick: Option<Tick>,
-}
-
-/// What a brain remembers about a shot it fired, to judge the server's answer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FiredShot {
-    /// The claim's content hash ([`fingerprint`]).
-    pub fingerprint: u64,
-    /// The claim's sequence number.
-    pub seq: u32,
-    /// The entity and hitbox the client saw hit.
-    pub client_hit: Option<(EntityId, HitboxId)>,
-    /// The target's bones as the client drew them (for the reconstruction error).
-    pub drawn: Vec<BoneTransform>,
-    /// Whether the view was a plain blend or exact frame (not teleport, not extrapolated).
-    pub clean_view: bool,
-    /// Whether this shot is a cheat's.
-    pub cheat: bool,
-}
-
-/// One frame's output: the input to send and the shot fired, if any.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Frame {
-    /// The input.
-    pub input: ClientInput,
-    /// The shot fired this frame.
-    pub fired: Option<FiredShot>,
 }
 
 /// One entity as the brain draws it.
@@ -1021,40 +952,6 @@ fn wall_distance(arena: &Arena, origin: Vec3, direction: Vec3) -> f32 {
                 .map(|c| c.enter)
         })
         .fold(f32::INFINITY, f32::min)
-}
-
-/// A content hash of a claim, so redundant copies are told from replays: every field,
-/// floats by their bits.
-///
-/// PERF: field by field, without formatting the claim (it is taken for every shot a server
-/// receives, and a flood of replayed copies must cost no allocation).
-#[must_use]
-pub fn fingerprint(claim: &ShotClaim) -> u64 {
-    let vec3 = |f: Fingerprint, v: Vec3| f.f32(v.x).f32(v.y).f32(v.z);
-    let f = Fingerprint::new()
-        .u64(claim.shooter.to_bits())
-        .u32(u32::from(claim.weapon.0))
-        .u32(claim.seq);
-    let f = match claim.render_time {
-        RenderTime::Ticks { from, to, fraction } => f.u32(0).u32(from.0).u32(to.0).f32(fraction),
-        RenderTime::Time(time) => f.u32(1).f64(time),
-    };
-    let f = vec3(vec3(f, claim.origin), claim.direction);
-    let f = match claim.hit {
-        None => f.u32(0),
-        Some(hit) => {
-            let f = f.u32(1).u64(hit.target.to_bits());
-            let f = match hit.hitbox {
-                None => f.u32(0),
-                Some(hitbox) => f.u32(1).u32(u32::from(hitbox.0)),
-            };
-            match hit.point {
-                None => f.u32(0),
-                Some(point) => vec3(f.u32(1), point),
-            }
-        }
-    };
-    f.finish()
 }
 
 /// A standard normal sample (Box-Muller).

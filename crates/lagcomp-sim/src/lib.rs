@@ -23,6 +23,7 @@ pub mod result;
 pub mod scenario;
 pub mod server;
 pub mod skirmish;
+mod traffic;
 
 pub use result::{
     CheatResult, ErrorStats, Mode, ModeResult, Outline, PresetRun, ShotPicture, SimResult,
