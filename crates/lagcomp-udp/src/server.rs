@@ -16,7 +16,7 @@
 //! clients whose turn it is (every client every tick at the full send rate; below it, the
 //! clients' turns are spread over the ticks), with a round-trip probe four times a second.
 //! Each client is sent its own body and the bodies near it ([`ServeConfig::interest`]:
-//! interest management, [`lagcomp_sim::interest`]), each encoded once a tick and packed
+//! interest management, [`lagcomp_game::interest`]), each encoded once a tick and packed
 //! into every client's parts, all in one buffer. A client's tick (its snapshot part, its
 //! verdicts, the probe, its shot acknowledgement, and with every eighth snapshot or so
 //! renet's acknowledgement of its inputs) goes as one datagram of records
@@ -50,7 +50,7 @@
 //! recording and the audit log are flushed once a tick, before its verdicts go out, so a
 //! server killed outright has told no one a verdict that is not in them.
 //!
-//! What is not here: the world's rules (that is `lagcomp_sim`), argument parsing and
+//! What is not here: the world's rules (that is `lagcomp_game`), argument parsing and
 //! printing (`lagcomp-cli`'s `serve.rs`).
 
 use std::collections::{BTreeMap, HashMap};
@@ -62,11 +62,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use lagcomp::{BoneTransform, EntityId, EntityState, HistoryConfig, Tick};
+use lagcomp_game::body::{ArenaError, ArenaSpec, BONES};
+use lagcomp_game::interest::{Interest, InterestConfig};
+use lagcomp_game::server::{CoreConfig, CoreError, QueuedShot, ServerCore};
+use lagcomp_game::traffic::{ClientInput, fingerprint};
+use lagcomp_game::weapon::rules;
 use lagcomp_service::batch::validate_batch;
-use lagcomp_sim::body::{ArenaError, ArenaSpec, BONES};
-use lagcomp_sim::client::{ClientInput, fingerprint};
-use lagcomp_sim::interest::{Interest, InterestConfig};
-use lagcomp_sim::server::{CoreConfig, CoreError, QueuedShot, ServerCore, rules};
 use lagcomp_validate::recording::RecordingWriter;
 use lagcomp_validate::{AuditLog, ClientTiming, ShotClaim, Verdict};
 use lagcomp_wire::{
@@ -649,7 +650,7 @@ pub struct GameServer {
     /// This tick's entities, each encoded once, for every client's view.
     encoded: EntityScratch,
     claims: Vec<(ShotClaim, f64)>,
-    /// Each of `claims`' fingerprint (`lagcomp_sim::client::fingerprint`).
+    /// Each of `claims`' fingerprint (`lagcomp_game::traffic::fingerprint`).
     prints: Vec<u64>,
     scratch: Vec<u8>,
     /// The datagram of records being filled for a client.

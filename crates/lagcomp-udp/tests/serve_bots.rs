@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use lagcomp_sim::body::ArenaSpec;
-use lagcomp_sim::cheat::Cheat;
-use lagcomp_sim::interest::InterestConfig;
+use lagcomp_game::body::ArenaSpec;
+use lagcomp_game::cheat::Cheat;
+use lagcomp_game::interest::InterestConfig;
 use lagcomp_udp::bots::{self, BotsConfig, BotsError};
 use lagcomp_udp::channel::{UNRELIABLE, new_key, unsecure_token};
 use lagcomp_udp::client::ClientTransport;
