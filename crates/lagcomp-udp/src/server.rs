@@ -35,9 +35,9 @@
 //! snapshot is one part for up to 16 bodies in view, and its verdicts and renet's
 //! acknowledgements ride with it.
 //!
-//! A client that connects gets a body and a [`Welcome`](lagcomp_wire::Welcome) naming it; one that leaves is
-//! despawned. Undecodable messages are dropped and counted per client by a
-//! [`MalformedGuard`]; a client past its threshold (or speaking another protocol version)
+//! A client that connects gets a body and a [`Welcome`](lagcomp_wire::Welcome) naming it;
+//! one that leaves is despawned. Undecodable messages are dropped and counted per client by
+//! a [`MalformedGuard`]; a client past its threshold (or speaking another protocol version)
 //! is disconnected.
 //!
 //! A claim sent again unchanged after it was answered (a replay whose sequence number the

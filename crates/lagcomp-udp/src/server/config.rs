@@ -115,9 +115,10 @@ pub struct ServeConfig {
     pub public_addresses: Vec<SocketAddr>,
     /// The most shots validated (and written to the recording and the audit log) for one
     /// client in a second, at least 1. A shot past it is dropped unanswered, counted
-    /// ([`Status::verdicts_capped`](super::Status::verdicts_capped)) and a strike for the malformed-message guard
-    /// ([`ServeConfig::guard`]), so a client that keeps it up is disconnected. Copies of
-    /// shots already answered do not count: they are answered again from memory.
+    /// ([`Status::verdicts_capped`](super::Status::verdicts_capped)) and a strike for the
+    /// malformed-message guard ([`ServeConfig::guard`]), so a client that keeps it up is
+    /// disconnected. Copies of shots already answered do not count: they are answered again
+    /// from memory.
     pub max_verdicts_per_second: u32,
 }
 

@@ -14,7 +14,8 @@ pub struct Status {
     pub ticks: u64,
     /// Ticks that started more than a tick late.
     pub late_ticks: u64,
-    /// Ticks skipped because the server was more than [`MAX_CATCH_UP`](super::MAX_CATCH_UP) ticks behind.
+    /// Ticks skipped because the server was more than [`MAX_CATCH_UP`](super::MAX_CATCH_UP)
+    /// ticks behind.
     pub skipped_ticks: u64,
     /// Tick work time, median, seconds (`None` without ticks).
     pub tick_p50: Option<f64>,
@@ -38,8 +39,8 @@ pub struct Status {
     /// acknowledgements and resends; not the answers to pings, sent at once between ticks).
     pub tick_datagrams: u64,
     /// Verdicts dropped before their shooter acknowledged them, because
-    /// [`VerdictOutbox::CAPACITY`](lagcomp_wire::VerdictOutbox::CAPACITY) of its verdicts were waiting (a client that stopped
-    /// acknowledging).
+    /// [`VerdictOutbox::CAPACITY`](lagcomp_wire::VerdictOutbox::CAPACITY) of its verdicts
+    /// were waiting (a client that stopped acknowledging).
     pub verdicts_given_up: u64,
     /// Of the tick's work, moving the bodies and recording the frame: 99th percentile.
     pub record_p99: Option<f64>,
