@@ -122,6 +122,44 @@ struct Player {
 }
 
 /// The server's game state (see the [module documentation](self)).
+///
+/// # Example
+///
+/// Two players join; each tick moves and records their bodies, hands back the shots that
+/// arrived since the last tick to be validated, and gives the snapshot to send.
+///
+/// ```
+/// use lagcomp::Tick;
+/// use lagcomp_game::body::Arena;
+/// use lagcomp_game::server::{CoreConfig, ServerCore};
+/// use rand::SeedableRng;
+/// use rand_pcg::Pcg64Mcg;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let config = CoreConfig {
+///     tick_rate: 64.0,
+///     max_rewind: 0.5,
+///     respawn_rate: 0.0,
+/// };
+/// let mut core = ServerCore::new(config, Arena::standard())?;
+/// let mut rng = Pcg64Mcg::seed_from_u64(1);
+/// let (alice, bob) = (core.join(&mut rng), core.join(&mut rng));
+/// let dt = 1.0 / config.tick_rate;
+/// for tick in 0..3 {
+///     let time = f64::from(tick) * dt;
+///     // Inputs go in as they arrive, between ticks: `core.receive(player, input, now)`.
+///     for queued in core.tick(Tick(tick), time, dt, &mut rng)? {
+///         let verdict = core.validate(&queued.claim, queued.received);
+///         println!("{:?}'s shot {}: {:?}", queued.shooter, queued.claim.seq, verdict.outcome);
+///     }
+///     let snapshot = core.snapshot(time);
+///     assert_eq!(snapshot.len(), 2);
+///     assert_eq!((snapshot[0].id, snapshot[1].id), (alice, bob));
+/// }
+/// assert_eq!(core.history().newest_tick(), Some(Tick(2)));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct ServerCore {
     config: CoreConfig,
