@@ -10,11 +10,6 @@
 //! with bad: non-finite lines, zero directions, bad radii and boxes, targets outside the
 //! window, ticks never recorded, unknown entities.
 
-#![allow(
-    dead_code,
-    reason = "each test binary uses a different part of the world"
-)]
-
 use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
