@@ -1,5 +1,5 @@
 //! `lagcomp` side by side with a plain memcpy, parry3d's BVH and a rewound rapier3d world,
-//! one criterion group per scene (see `lagcomp_bench::scene::SCENES`).
+//! one criterion group per scene (see `lagcomp_fixtures::scene::SCENES`).
 //!
 //! Per scene:
 //! - `record_lagcomp`: one full tick (`begin_frame`, `record_all` with every entity's
@@ -29,8 +29,9 @@ use lagcomp_bench::copy_target::CopyTarget;
 use lagcomp_bench::parry_world::parry_ray;
 use lagcomp_bench::report::bench;
 use lagcomp_bench::row_copy::RowCopy;
-use lagcomp_bench::scene::{SHOT_RANGE, record_frame};
-use lagcomp_bench::{ParryWorld, RapierRewind, SCENES, Scene, SceneSpec};
+use lagcomp_bench::{ParryWorld, RapierRewind};
+use lagcomp_fixtures::scene::{SHOT_RANGE, record_frame};
+use lagcomp_fixtures::{SCENES, Scene, SceneSpec};
 
 /// Keeps a query's answer alive where the caller got it, as a server that reads its fields
 /// does. Every query benchmark (ours, parry's, rapier's) ends with this, not with

@@ -27,12 +27,13 @@ use std::time::Instant;
 
 use lagcomp::Tick;
 use lagcomp::{Broadphase, QueryLog, RewindTarget, WindowPolicy};
+use lagcomp_bench::ParryWorld;
 use lagcomp_bench::copy_target::CopyTarget;
 use lagcomp_bench::parry_world::parry_ray;
-use lagcomp_bench::scene::{SHOT_RANGE, record_frame, record_frame_each};
-use lagcomp_bench::{ParryWorld, SCENES, Scene};
+use lagcomp_fixtures::scene::{SHOT_RANGE, record_frame, record_frame_each};
+use lagcomp_fixtures::{SCENES, Scene};
 
-fn per_shot(scene: &Scene, mut f: impl FnMut(&lagcomp_bench::Shot)) -> f64 {
+fn per_shot(scene: &Scene, mut f: impl FnMut(&lagcomp_fixtures::Shot)) -> f64 {
     // `FUNNEL_SHORT=1`: the minimum over 2,000 passes of the shots instead of 5 runs of 200
     // passes, so that on a shared machine some passes run without a neighbour's
     // interference (same shots, same instructions).
@@ -69,13 +70,13 @@ fn per_shot(scene: &Scene, mut f: impl FnMut(&lagcomp_bench::Shot)) -> f64 {
 }
 
 /// The benchmark scenes, with `FUNNEL_ENTITIES` entities each when it is set.
-fn scenes() -> impl Iterator<Item = lagcomp_bench::SceneSpec> {
+fn scenes() -> impl Iterator<Item = lagcomp_fixtures::SceneSpec> {
     let entities = std::env::var("FUNNEL_ENTITIES")
         .ok()
         .and_then(|n| n.parse::<usize>().ok());
     SCENES
         .into_iter()
-        .map(move |spec| lagcomp_bench::SceneSpec {
+        .map(move |spec| lagcomp_fixtures::SceneSpec {
             entities: entities.unwrap_or(spec.entities),
             ..spec
         })

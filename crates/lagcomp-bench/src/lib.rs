@@ -1,8 +1,6 @@
-//! Benchmark scenes for `lagcomp`, and the same scenes in parry3d and rapier3d.
+//! The benchmark scenes of `lagcomp` (built by `lagcomp-fixtures`) in parry3d and
+//! rapier3d, and what the criterion suite needs around them.
 //!
-//! - [`rig`]: a humanoid skeleton (16 or 20 bones, one hitbox per bone) and its walk cycle.
-//! - [`scene`]: seeded scenes of entities walking an arena, recorded into a full
-//!   [`lagcomp::History`], with shots at random times inside the rewind window.
 //! - [`parry_world`]: the same hitboxes, in the present, in a parry3d `Bvh` and `Compound`.
 //! - [`rapier_world`]: the same hitboxes as rapier3d colliders, rewound the usual way
 //!   (move every collider, update the broad phase, cast, move back, update).
@@ -17,11 +15,7 @@ pub mod copy_target;
 pub mod parry_world;
 pub mod rapier_world;
 pub mod report;
-pub mod rig;
 pub mod row_copy;
-pub mod scene;
 
 pub use parry_world::ParryWorld;
 pub use rapier_world::RapierRewind;
-pub use rig::Skeleton;
-pub use scene::{SCENES, Scene, SceneSpec, Shot};

@@ -10,7 +10,7 @@ use rapier3d::prelude::{
 };
 
 use crate::parry_world::{Part, pose_of};
-use crate::scene::Scene;
+use lagcomp_fixtures::Scene;
 
 /// A rapier3d world holding one standalone collider per hitbox, plus the per-tick hitbox
 /// poses a server would keep to rewind it.

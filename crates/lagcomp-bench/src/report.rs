@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::scene::SceneSpec;
+use lagcomp_fixtures::SceneSpec;
 
 /// Benchmark function names inside each scene's criterion group.
 pub mod bench {

@@ -7,8 +7,9 @@
 
 use lagcomp::RewindTarget;
 use lagcomp_bench::parry_world::parry_ray;
-use lagcomp_bench::scene::{SCENES, SHOT_RANGE};
-use lagcomp_bench::{ParryWorld, RapierRewind, Scene};
+use lagcomp_bench::{ParryWorld, RapierRewind};
+use lagcomp_fixtures::Scene;
+use lagcomp_fixtures::scene::{SCENES, SHOT_RANGE};
 
 /// Largest accepted distance difference, metres.
 const TOLERANCE: f32 = 0.05;

@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use anyhow::Context;
-use lagcomp_sim::cheat::Cheat;
+use lagcomp_game::cheat::Cheat;
 use lagcomp_udp::bots::{self, BotsConfig, BotsReport};
 
 use crate::serve::{positive, resolve};

@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use lagcomp_sim::body::ArenaSpec;
-use lagcomp_sim::interest::InterestConfig;
+use lagcomp_game::body::ArenaSpec;
+use lagcomp_game::interest::InterestConfig;
 use lagcomp_udp::server::{GameServer, MAX_TICK_RATE, Outputs, ServeConfig, Status};
 use lagcomp_validate::AuditLog;
 

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
+use lagcomp_game::scorecard::CheatResult;
 use lagcomp_sim::report::write_report;
-use lagcomp_sim::result::CheatResult;
 use lagcomp_sim::scenario::{Scenario, parse_preset};
 use lagcomp_sim::{Mode, SimResult};
 

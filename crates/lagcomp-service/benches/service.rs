@@ -1,6 +1,6 @@
 //! Throughput of the query service and the batch API against the synchronous loop, and
 //! what sharing the history costs the recorder, on the benchmark scene `200x20_60hz`
-//! (`lagcomp_bench::SCENES[1]`: 200 humanoids of 20 bones, 60 Hz, 35 frames kept).
+//! (`lagcomp_fixtures::SCENES[1]`: 200 humanoids of 20 bones, 60 Hz, 35 frames kept).
 //!
 //! - `queries/*`: the scene's 512 rewound rays (`Time` targets inside the window) per
 //!   iteration: one by one on this thread (`sync_loop`), through a [`QueryService`] with
@@ -24,8 +24,8 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use lagcomp::{BoneTransform, Ray, RewindTarget, Tick, Vec3};
-use lagcomp_bench::scene::record_frame;
-use lagcomp_bench::{SCENES, Scene};
+use lagcomp_fixtures::scene::record_frame;
+use lagcomp_fixtures::{SCENES, Scene};
 use lagcomp_service::{
     Line, Probe, QueryService, RewoundQuery, ServiceConfig, SharedHistory, batch,
 };

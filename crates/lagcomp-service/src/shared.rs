@@ -5,9 +5,9 @@
 //! state of the history it was computed on. Running queries and claims is in
 //! [`crate::service`] and [`crate::batch`].
 //!
-//! Why a plain `RwLock`: a rewound query holds the read lock for one query (about 1.2 to
-//! 2 µs on the benchmark scenes), and recording a tick holds the write lock for one tick's
-//! recording (21 µs with 200 players of 20 bones, `BENCHMARKS.md`), once per tick. So
+//! Why a plain `RwLock`: a rewound query holds the read lock for one query (microseconds),
+//! and recording a tick holds the write lock for one tick's recording (tens of
+//! microseconds for hundreds of players), once per tick. So
 //! readers wait at most one tick's recording, and the recorder at most the queries in
 //! flight: std's lock is writer-preferring (new readers queue behind a waiting writer), so
 //! a stream of queries cannot starve the game thread. The alternatives cost the recorder

@@ -19,7 +19,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::result::{ModeResult, SimResult};
+use lagcomp_game::scorecard::ModeResult;
+
+use crate::result::SimResult;
 
 /// Appends formatted text to a `String`.
 ///

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use lagcomp_game::scorecard::{CheatResult, ModeResult};
 use serde::{Deserialize, Serialize};
 
 /// How the server decides a shot, side by side on the same shots.
@@ -49,27 +50,6 @@ pub struct ErrorStats {
     pub histogram: Vec<(Option<f64>, u64)>,
 }
 
-/// One mode's numbers in one network condition.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ModeResult {
-    /// Shots honest clients fired.
-    pub shots_sent: u64,
-    /// Shots that reached the server.
-    pub shots_arrived: u64,
-    /// Arrived shots the client saw hit.
-    pub client_hits: u64,
-    /// Arrived shots the server confirmed.
-    pub confirmed: u64,
-    /// Of `client_hits`, how many the server confirmed (on the same target).
-    pub agreed: u64,
-    /// `agreed / client_hits`.
-    pub agreement: f64,
-    /// Shots the server confirmed although the client saw them miss.
-    pub false_confirmations: u64,
-    /// Honest shots rejected, by reason name.
-    pub rejections: BTreeMap<String, u64>,
-}
-
 /// One network condition (a preset) with its three modes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PresetRun {
@@ -87,23 +67,6 @@ pub struct PresetRun {
     /// for full compensation (largest bone distance per shot), excluding teleport frames.
     pub reconstruction: ErrorStats,
     /// Honest shots the full validator rejected, all reasons.
-    pub honest_rejected: u64,
-}
-
-/// One cheat class, run on its own.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CheatResult {
-    /// The class (`"backtrack"`, `"rapid_fire"`, …).
-    pub class: String,
-    /// What the cheat does, one line.
-    pub description: String,
-    /// Cheating shots that reached the server.
-    pub attempts: u64,
-    /// Of those, confirmed as hits (the floor is 0).
-    pub accepted: u64,
-    /// How they were rejected, by reason name (plus `miss` / `blocked`).
-    pub outcomes: BTreeMap<String, u64>,
-    /// Honest shots (from the other bots in the same run) rejected.
     pub honest_rejected: u64,
 }
 

@@ -1,10 +1,11 @@
 //! Scenarios: what a `lagcomp simulate` run plays (network conditions, cheat classes) and
 //! how the matches' tallies become a [`SimResult`].
 
+use lagcomp_game::cheat::Cheat;
+use lagcomp_game::scorecard::CheatResult;
 use lagcomp_net::conditioner::{PRESETS, Preset, preset};
 
-use crate::cheat::Cheat;
-use crate::result::{CheatResult, ErrorStats, Mode, PresetRun, SimResult};
+use crate::result::{ErrorStats, Mode, PresetRun, SimResult};
 use crate::skirmish::{SkirmishConfig, Tally, play};
 
 /// A run's settings.
@@ -35,7 +36,7 @@ pub struct Scenario {
     /// Respawns per bot per second.
     pub respawn_rate: f64,
     /// Whether the server holds probed round trips to its players' snapshot
-    /// acknowledgements (the fake-latency defence, [`crate::echo`]); `true` unless
+    /// acknowledgements (the fake-latency defence, [`lagcomp_game::echo`]); `true` unless
     /// measuring what it changes.
     pub echo_ceiling: bool,
 }

@@ -16,20 +16,19 @@ use std::sync::Arc;
 
 use glam::Vec3;
 use lagcomp::{EntityId, PlacedShape, Ray, RewindTarget, Tick, WindowPolicy};
+use lagcomp_game::body::{self, Arena, BONES};
+use lagcomp_game::brain::{BotBrain, BrainConfig, WARM_UP};
+use lagcomp_game::cheat::Cheat;
+use lagcomp_game::scorecard::ModeResult;
+use lagcomp_game::server::{CoreConfig, EntitySnapshot, QueuedShot, ServerCore};
+use lagcomp_game::traffic::{ClientInput, EntityUpdate, FiredShot, fingerprint};
 use lagcomp_net::clock::Pong;
 use lagcomp_net::conditioner::{LinkConditioner, Preset};
 use lagcomp_validate::{Outcome, RenderTime, ShotClaim};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
-use crate::body::{self, Arena, BONES};
-use crate::cheat::Cheat;
-use crate::client::{BotBrain, BrainConfig, ClientInput, EntityUpdate, FiredShot, fingerprint};
-use crate::result::{Mode, ModeResult, Outline, ShotPicture};
-use crate::server::{CoreConfig, EntitySnapshot, QueuedShot, ServerCore};
-
-pub use crate::client::WARM_UP;
-pub use crate::server::{RIFLE, rules};
+use crate::result::{Mode, Outline, ShotPicture};
 
 /// Everything one match is configured with.
 #[derive(Debug, Clone)]
@@ -55,7 +54,7 @@ pub struct SkirmishConfig {
     /// Bot 0 cheats this way, if any.
     pub cheat: Option<Cheat>,
     /// Whether the server holds probed round trips to its players' snapshot
-    /// acknowledgements ([`crate::echo`]; `true` unless measuring the defence).
+    /// acknowledgements ([`lagcomp_game::echo`]; `true` unless measuring the defence).
     pub echo_ceiling: bool,
 }
 

@@ -5,8 +5,7 @@
 //!
 //! Why: the load benchmark's floor is on the tick's p99. On a virtual machine the p99 of
 //! work that is identical every tick is already well above its median; this measures how
-//! far, so the server's own tail can be read against it (BENCHMARKS.md, "Server under
-//! load").
+//! far, so the server's own tail can be read against it.
 //!
 //! ```text
 //! cargo run --release -p lagcomp-udp --example steady_work -- [work ms] [ticks] [tick Hz] [spin]

@@ -36,7 +36,7 @@ pub(crate) enum Recall {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct AnsweredShot {
     seq: u32,
-    /// `lagcomp_sim::client::fingerprint` of the claim.
+    /// `lagcomp_game::traffic::fingerprint` of the claim.
     print: u64,
     /// `None` until answered.
     answer: Option<(ShotOutcome, u32)>,

@@ -12,7 +12,7 @@
 //! after it, then stops firing and waits (a few seconds at most) for the verdicts of the
 //! shots still in flight before it disconnects. A server sending each client only the
 //! bodies near it is fine: a body whose snapshots stop is no longer drawn, one that comes
-//! back is not blended across its absence (`lagcomp_sim::client`).
+//! back is not blended across its absence (`lagcomp_game::brain`).
 //!
 //! The tally is the simulator's for its full mode: every shot whose verdict came back
 //! counts as arrived; an honest one is a client hit when the bot drew a hit, agreed when
@@ -27,10 +27,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use lagcomp::Rig;
-use lagcomp_sim::body::{self, Arena, ArenaSpec, BONES};
-use lagcomp_sim::cheat::Cheat;
-use lagcomp_sim::client::{BotBrain, BrainConfig, EntityUpdate, FiredShot, HUMAN_PAUSE};
-use lagcomp_sim::result::{CheatResult, ModeResult};
+use lagcomp_game::body::{self, Arena, ArenaSpec, BONES};
+use lagcomp_game::brain::{BotBrain, BrainConfig, HUMAN_PAUSE};
+use lagcomp_game::cheat::Cheat;
+use lagcomp_game::scorecard::{CheatResult, ModeResult};
+use lagcomp_game::traffic::{EntityUpdate, FiredShot};
 use lagcomp_wire::{
     ClientMessage, EntityPose, Input, MAX_SHOTS_PER_INPUT, ProbeReply, ServerMessage, ShotOutcome,
     ShotResult, VerdictInbox,
@@ -192,7 +193,7 @@ pub fn run(config: &BotsConfig) -> Result<BotsReport, BotsError> {
         return Err(BotsError::Pause(config.pause));
     }
     if let Some(rate) = config.fire_rate
-        && !(rate > 0.0 && rate <= 1.0 / lagcomp_sim::client::RIFLE_INTERVAL)
+        && !(rate > 0.0 && rate <= 1.0 / lagcomp_game::weapon::RIFLE_INTERVAL)
     {
         return Err(BotsError::FireRate(rate));
     }

@@ -4,7 +4,7 @@
 //! (the condition is in [`HumanoidStance`]'s documentation).
 
 use lagcomp::BoneTransform;
-use lagcomp_sim::body::{BONES, Stance};
+use lagcomp_game::body::{BONES, Stance};
 use lagcomp_wire::HumanoidStance;
 
 /// The stance as it goes on the wire.
@@ -42,8 +42,8 @@ pub(crate) fn rebuild(stance: &HumanoidStance) -> Option<Vec<BoneTransform>> {
 mod tests {
     use super::*;
     use lagcomp::{EntityId, Quat, Tick, Vec3};
-    use lagcomp_sim::body::ArenaSpec;
-    use lagcomp_sim::server::{CoreConfig, ServerCore};
+    use lagcomp_game::body::ArenaSpec;
+    use lagcomp_game::server::{CoreConfig, ServerCore};
     use lagcomp_wire::{EntityFrame, EntityPose, ServerMessage, SnapshotEncoder};
     use rand::SeedableRng;
     use rand_pcg::Pcg64Mcg;
@@ -76,7 +76,7 @@ mod tests {
                 // Aims as clients send them: anything normalized, between ticks.
                 let aim = Quat::from_rotation_y(tick as f32 * 0.031 + i as f32)
                     * Quat::from_rotation_x((tick as f32 * 0.017).sin());
-                let input = lagcomp_sim::client::ClientInput {
+                let input = lagcomp_game::traffic::ClientInput {
                     frame: tick,
                     aim,
                     ping: None,

@@ -11,7 +11,7 @@
 //! the same seeded scenes.
 
 use lagcomp_bench::report::{SceneFacts, criterion_dir, render};
-use lagcomp_bench::{SCENES, Scene};
+use lagcomp_fixtures::{SCENES, Scene};
 
 fn main() {
     let dir = std::env::args_os()

@@ -8,14 +8,14 @@
 //! in the ring) or advanced frame by frame from an earlier rebuild. An answer computed on
 //! a half-recorded frame, or stamped with the wrong state, differs from it.
 
-mod common;
-
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Gunner, World, assert_same_verdict, block_on, claim, query, rng, synchronous, text};
+use crate::common::{
+    Gunner, World, assert_same_verdict, block_on, claim, query, rng, synchronous, text,
+};
 use lagcomp::History;
 use lagcomp_service::{QueryService, ServiceConfig, SharedHistory};
 use lagcomp_validate::ShotClaim;

@@ -1,7 +1,7 @@
 //! What a bot's brain and the server exchange, as values: the snapshot updates it is
 //! given, the input it sends each frame, the shots it remembers, and the claim
-//! fingerprint both sides use to tell a redundant copy of a shot from a replay. Re-exported
-//! from [`crate::client`], where the brain that makes and reads them lives.
+//! fingerprint both sides use to tell a redundant copy of a shot from a replay. The brain
+//! that makes and reads them is the `brain` module, the server's side the `server` module.
 
 use glam::{Quat, Vec3};
 use lagcomp::{BoneTransform, EntityId, HitboxId, Tick};

@@ -2,8 +2,8 @@
 //! tests"), on shorter matches than the default scenario so the suite stays quick, and
 //! determinism: same seed, same numbers.
 
+use lagcomp_game::cheat::Cheat;
 use lagcomp_sim::Mode;
-use lagcomp_sim::cheat::Cheat;
 use lagcomp_sim::scenario::{Scenario, parse_preset};
 
 fn scenario(duration: f64, presets: &[&str], cheats: Vec<Cheat>) -> Scenario {

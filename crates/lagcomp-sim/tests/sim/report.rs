@@ -3,8 +3,7 @@
 //! result gives the same bytes, odd results (empty, NaN, huge, no picture) do not panic,
 //! and `write_report` writes the file.
 
-#[path = "report/fixture.rs"]
-mod fixture;
+use crate::fixture;
 
 use std::collections::{BTreeMap, BTreeSet};
 

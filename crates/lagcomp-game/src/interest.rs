@@ -7,7 +7,7 @@
 //! [`Interest`] keeps, for each viewer, the entities in its view and the tick each came
 //! into it ([`InView::since`]): a client told that tick drops what it held of the entity
 //! from before, rather than blending across the time it was out of view
-//! ([`crate::client::EntityUpdate::in_view_since`]).
+//! ([`crate::traffic::EntityUpdate::in_view_since`]).
 //!
 //! No clock, no transport, no allocation once every viewer's lists have grown. The
 //! server's history keeps every body whatever anyone is sent, so shot validation does

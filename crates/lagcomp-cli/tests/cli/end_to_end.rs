@@ -349,7 +349,7 @@ fn after(text: &str, key: &str) -> f64 {
 /// The server is run as a deployment on a virtual machine would be: snapshots to each
 /// client at 32 Hz (half the ticks, the clients' turns spread over them: `--send-rate
 /// 32`), and waiting by polling rather than sleeping (`--busy-poll`: a core the hypervisor
-/// sees idle is handed away, and the tick after pays; BENCHMARKS.md, "Server under load").
+/// sees idle is handed away, and the tick after pays).
 ///
 /// `cargo test --release -p lagcomp-cli --test end_to_end -- --ignored --nocapture`;
 /// `LAGCOMP_LOAD_BOTS`, `LAGCOMP_LOAD_SECS`, `LAGCOMP_LOAD_SEND_RATE` (snapshots a second

@@ -2,7 +2,7 @@
 //! all three modes, histograms, honest rejections, three cheat classes (one of them with
 //! accepted shots) and a shot picture with every kind of outline.
 //!
-//! Shared by `tests/report.rs` and `tests/report_browser.rs` through `#[path]`.
+//! Shared by the `report` and `report_browser` test modules.
 
 use std::collections::BTreeMap;
 

@@ -4,14 +4,14 @@
 //! history taken in the state the answer names; the batch functions against the same
 //! calls one by one.
 
-mod common;
-
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Gunner, World, assert_same_verdict, block_on, claim, query, rng, synchronous, text};
+use crate::common::{
+    Gunner, World, assert_same_verdict, block_on, claim, query, rng, synchronous, text,
+};
 use lagcomp::{History, Ray, RewindTarget, Tick};
 use lagcomp_service::{
     QueryAnswer, QueryService, RewoundQuery, ServiceConfig, SharedHistory, VerdictAnswer, batch,

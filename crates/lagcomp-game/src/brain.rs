@@ -37,8 +37,8 @@ use rand_pcg::Pcg64Mcg;
 
 use crate::body::{self, Arena, BONES, EYE, look_along};
 use crate::cheat::{Cheat, FAKE_LATENCY};
-use crate::server::RIFLE;
-pub use crate::traffic::{ClientInput, EntityUpdate, FiredShot, Frame, fingerprint};
+use crate::traffic::{ClientInput, EntityUpdate, FiredShot, Frame, fingerprint};
+use crate::weapon::{RIFLE, RIFLE_INTERVAL};
 
 /// How far past its newest snapshot a client draws the world (extrapolating each body
 /// along its velocity), seconds; past that it holds the world and holds fire.
@@ -46,10 +46,6 @@ const MAX_EXTRAPOLATION: f64 = 0.25;
 
 /// Seconds before any shot is fired: clocks sync and snapshot buffers fill.
 pub const WARM_UP: f64 = 2.0;
-
-/// The rifle's least interval between shots, seconds (its `min_interval` in
-/// [`crate::server::rules`]): a steady rate is never faster.
-pub const RIFLE_INTERVAL: f64 = 0.1;
 
 /// The least time an honest brain lets pass between the times two of its shots claim (a
 /// shot that would claim a closer time waits a frame): 97 % of the rifle's interval. The

@@ -19,50 +19,13 @@ use lagcomp::{
 };
 use lagcomp_net::clock::{Pong, RttEstimator};
 use lagcomp_net::shot::{Delivery, ShotReceiver};
-use lagcomp_validate::{ClientTiming, Participant, RuleSet, ShotClaim, Validator, WeaponId};
+use lagcomp_validate::{ClientTiming, Participant, ShotClaim, Validator};
 use rand_pcg::Pcg64Mcg;
 
 use crate::body::{self, Arena, BONES, Body, EYE, Stance};
-use crate::client::{ClientInput, fingerprint};
 use crate::echo::SnapshotEcho;
-
-/// The weapon every bot carries.
-pub const RIFLE: WeaponId = WeaponId(1);
-
-/// The rules the server validates with.
-///
-/// # Panics
-/// Never for a finite `max_rewind` in `0..=10`; the rules are fixed text otherwise.
-#[must_use]
-pub fn rules(max_rewind: f64) -> RuleSet {
-    RuleSet::from_toml(&format!(
-        r#"
-        [weapons.rifle]
-        id = 1
-        max_range = 200.0
-        min_interval = 0.1
-        aim_tolerance_deg = 45.0
-        origin_tolerance = 0.35
-        hit_leeway = 1.05
-        hit_leeway_min = 0.02
-        max_rewind = {max_rewind}
-        damage = {{ head = 4.0, torso = 1.0, limb = 0.75 }}
-        "#
-    ))
-    .map(|mut rules| {
-        // The server records each bot's view from its latest input, which also carries
-        // its shots: judge the angle against that, not against the view a round trip ago.
-        rules.policy.view_reference = lagcomp_validate::ShooterReference::Arrival;
-        // Shots are resent in every input until acknowledged, so a burst of lost inputs
-        // (Gilbert-Elliott, several in a row at the 2-6 % presets) holds one back by a
-        // send interval per packet lost: up to about 130 ms seen at 100/25/2 %, where
-        // the default 50 ms rejected 1 honest shot in 4,000 as backtracking. A backtrack
-        // of a quarter second is still caught at every preset.
-        rules.policy.rewind_late_slack = 0.1;
-        rules
-    })
-    .expect("the simulator's rules are valid")
-}
+use crate::traffic::{ClientInput, fingerprint};
+use crate::weapon::rules;
 
 /// How a server is set up.
 #[derive(Debug, Clone, Copy)]
@@ -159,6 +122,44 @@ struct Player {
 }
 
 /// The server's game state (see the [module documentation](self)).
+///
+/// # Example
+///
+/// Two players join; each tick moves and records their bodies, hands back the shots that
+/// arrived since the last tick to be validated, and gives the snapshot to send.
+///
+/// ```
+/// use lagcomp::Tick;
+/// use lagcomp_game::body::Arena;
+/// use lagcomp_game::server::{CoreConfig, ServerCore};
+/// use rand::SeedableRng;
+/// use rand_pcg::Pcg64Mcg;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let config = CoreConfig {
+///     tick_rate: 64.0,
+///     max_rewind: 0.5,
+///     respawn_rate: 0.0,
+/// };
+/// let mut core = ServerCore::new(config, Arena::standard())?;
+/// let mut rng = Pcg64Mcg::seed_from_u64(1);
+/// let (alice, bob) = (core.join(&mut rng), core.join(&mut rng));
+/// let dt = 1.0 / config.tick_rate;
+/// for tick in 0..3 {
+///     let time = f64::from(tick) * dt;
+///     // Inputs go in as they arrive, between ticks: `core.receive(player, input, now)`.
+///     for queued in core.tick(Tick(tick), time, dt, &mut rng)? {
+///         let verdict = core.validate(&queued.claim, queued.received);
+///         println!("{:?}'s shot {}: {:?}", queued.shooter, queued.claim.seq, verdict.outcome);
+///     }
+///     let snapshot = core.snapshot(time);
+///     assert_eq!(snapshot.len(), 2);
+///     assert_eq!((snapshot[0].id, snapshot[1].id), (alice, bob));
+/// }
+/// assert_eq!(core.history().newest_tick(), Some(Tick(2)));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct ServerCore {
     config: CoreConfig,

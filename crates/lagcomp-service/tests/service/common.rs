@@ -2,18 +2,13 @@
 //! service's are checked against.
 //!
 //! Humanoids from the benchmark scenes walk an arena; everything recorded at a tick is a
-//! pure function of the tick (poses from `lagcomp_bench::Scene`'s motions, and a state
+//! pure function of the tick (poses from `lagcomp_fixtures::Scene`'s motions, and a state
 //! cycle that kills, respawns by teleport, switches lag compensation off, leaves entities
 //! out of frames and moves them between layers), so a history in the state of any tick
 //! can be rebuilt from nothing ([`World::history_at`]). Two walls on different layers
 //! stand in the arena. Queries and claims come from seeded generators that mix good input
 //! with bad: non-finite lines, zero directions, bad radii and boxes, targets outside the
 //! window, ticks never recorded, unknown entities.
-
-#![allow(
-    dead_code,
-    reason = "each test binary uses a different part of the world"
-)]
 
 use std::future::Future;
 use std::pin::pin;
@@ -25,7 +20,7 @@ use lagcomp::{
     BoneTransform, EntityId, EntityState, History, HistoryConfig, Obb, Pose, Quat, QueryError, Ray,
     RewindTarget, Shape, Tick, Vec3, WindowPolicy,
 };
-use lagcomp_bench::{Scene, SceneSpec};
+use lagcomp_fixtures::{Scene, SceneSpec};
 use lagcomp_service::{Found, Line, Probe, RewoundQuery, SharedHistory};
 use lagcomp_validate::{
     ClaimedHit, ClientTiming, Participant, RenderTime, RuleSet, ShotClaim, Validator, Verdict,

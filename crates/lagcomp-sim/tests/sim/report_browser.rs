@@ -6,8 +6,7 @@
 //! Without one the test fails when `CI` is set (`.ci/run` installs Debian's `chromium`)
 //! and is skipped with a message elsewhere.
 
-#[path = "report/fixture.rs"]
-mod fixture;
+use crate::fixture;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -6,13 +6,13 @@
 //! A worker is held at a known point by holding the history's write lock: it takes a job
 //! and waits for the read lock, so the jobs behind it stay queued.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Gunner, World, assert_same_verdict, block_on, claim, rng, synchronous, text, timing};
+use crate::common::{
+    Gunner, World, assert_same_verdict, block_on, claim, rng, synchronous, text, timing,
+};
 use lagcomp::{Ray, RewindTarget, Vec3};
 use lagcomp_service::{
     Line, Probe, QueryService, RewoundQuery, ServiceConfig, ServiceError, SharedHistory,

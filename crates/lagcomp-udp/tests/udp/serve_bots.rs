@@ -2,8 +2,6 @@
 //! every verdict back, the recording re-validates to the same verdicts, malformed and
 //! foreign messages get a client disconnected, bad settings are typed errors.
 
-mod support;
-
 use std::io::{self, Write};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,9 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use lagcomp_sim::body::ArenaSpec;
-use lagcomp_sim::cheat::Cheat;
-use lagcomp_sim::interest::InterestConfig;
+use crate::support::{FLOOD_RATE, Flood, flood, raw_client, raw_client_on_socket};
+use lagcomp_game::body::ArenaSpec;
+use lagcomp_game::cheat::Cheat;
+use lagcomp_game::interest::InterestConfig;
 use lagcomp_udp::bots::{self, BotsConfig, BotsError};
 use lagcomp_udp::channel::{UNRELIABLE, new_key, unsecure_token};
 use lagcomp_udp::client::ClientTransport;
@@ -25,7 +24,6 @@ use lagcomp_validate::recording::{Recording, revalidate};
 use renet::RenetClient;
 use renet_netcode::ClientAuthentication;
 use renetcode::NetcodeClient;
-use support::{FLOOD_RATE, Flood, flood, raw_client, raw_client_on_socket};
 
 /// A writer whose bytes the test reads afterwards.
 #[derive(Clone, Default)]

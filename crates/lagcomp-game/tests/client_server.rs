@@ -6,9 +6,10 @@ use std::collections::HashMap;
 
 use glam::Quat;
 use lagcomp::{EntityId, Tick};
-use lagcomp_sim::body::{Arena, EYE};
-use lagcomp_sim::client::{BotBrain, BrainConfig, ClientInput, EntityUpdate, FiredShot, WARM_UP};
-use lagcomp_sim::server::{CoreConfig, ServerCore};
+use lagcomp_game::body::{Arena, EYE};
+use lagcomp_game::brain::{BotBrain, BrainConfig, WARM_UP};
+use lagcomp_game::server::{CoreConfig, ServerCore};
+use lagcomp_game::traffic::{ClientInput, EntityUpdate, FiredShot};
 use lagcomp_validate::{Outcome, RenderTime, ShotClaim};
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
@@ -158,7 +159,7 @@ fn the_core_applies_only_newer_views_and_names_the_shooter_itself() {
     let claim = ShotClaim {
         // Claims to be the other player.
         shooter: other,
-        weapon: lagcomp_sim::server::RIFLE,
+        weapon: lagcomp_game::weapon::RIFLE,
         seq: 1,
         render_time: RenderTime::Time(0.0),
         origin: glam::Vec3::ZERO,
@@ -204,7 +205,7 @@ fn a_player_who_leaves_is_despawned_and_its_queued_shots_dropped() {
         .expect("the first tick");
     let claim = ShotClaim {
         shooter: a,
-        weapon: lagcomp_sim::server::RIFLE,
+        weapon: lagcomp_game::weapon::RIFLE,
         seq: 1,
         render_time: RenderTime::Time(0.0),
         origin: glam::Vec3::ZERO,
@@ -231,12 +232,12 @@ fn a_player_who_leaves_is_despawned_and_its_queued_shots_dropped() {
 #[test]
 fn a_claims_fingerprint_changes_with_every_field_and_a_recycled_queue_keeps_its_room() {
     use lagcomp::HitboxId;
-    use lagcomp_sim::client::fingerprint;
+    use lagcomp_game::traffic::fingerprint;
     use lagcomp_validate::{ClaimedHit, WeaponId};
 
     let base = ShotClaim {
         shooter: EntityId::from_bits(3),
-        weapon: lagcomp_sim::server::RIFLE,
+        weapon: lagcomp_game::weapon::RIFLE,
         seq: 7,
         render_time: RenderTime::Ticks {
             from: Tick(4),
@@ -325,8 +326,8 @@ fn a_claims_fingerprint_changes_with_every_field_and_a_recycled_queue_keeps_its_
 /// of view), and what they saw hit the server confirms.
 #[test]
 fn steady_fire_with_interest_management_blends_nothing_across_a_gap_and_agrees() {
-    use lagcomp_sim::body::ArenaSpec;
-    use lagcomp_sim::interest::{Interest, InterestConfig};
+    use lagcomp_game::body::ArenaSpec;
+    use lagcomp_game::interest::{Interest, InterestConfig};
 
     let mut core = ServerCore::new(
         CoreConfig {
@@ -466,7 +467,7 @@ fn a_cheating_brain_ignores_the_steady_fire_rate() {
     let brain = BotBrain::new(
         BrainConfig {
             fire_rate: Some(10.0),
-            ..BrainConfig::new(64.0, Some(lagcomp_sim::cheat::Cheat::Backtrack))
+            ..BrainConfig::new(64.0, Some(lagcomp_game::cheat::Cheat::Backtrack))
         },
         EntityId::from_bits(1),
         &[],
@@ -564,7 +565,7 @@ fn a_body_back_in_view_is_not_blended_across_the_gap() {
 /// (the jumps did bite) and cost little of the rate.
 #[test]
 fn steady_fire_keeps_the_weapons_spacing_while_the_round_trip_jumps() {
-    use lagcomp_sim::client::CLAIM_SPACING;
+    use lagcomp_game::brain::CLAIM_SPACING;
     use lagcomp_validate::RejectReason;
     use rand::Rng;
 
