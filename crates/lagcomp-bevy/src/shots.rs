@@ -77,7 +77,8 @@ const UNKNOWN: EntityId = EntityId::from_bits(u64::MAX);
 pub(crate) fn register_shooter(validator: &mut LagCompValidator, id: EntityId, shooter: &Shooter) {
     validator.register(id, shooter.participant);
     if let Some(timing) = shooter.timing {
-        validator.set_timing(id, timing);
+        // An invalid timing is refused and the last good one kept.
+        let _refused = validator.set_timing(id, timing);
     }
 }
 

@@ -167,7 +167,9 @@ fn through_core() -> Vec<Verdict> {
             aim_forward: Vec3::NEG_Z,
         },
     );
-    validator.set_timing(shooter, support::timing());
+    validator
+        .set_timing(shooter, support::timing())
+        .expect("a valid timing");
     let mut verdicts = Vec::new();
     for tick in 0..TICKS {
         let mut frame = history

@@ -534,7 +534,9 @@ pub unsafe extern "C" fn lagcomp_validator_set_timing(
         }
         with_validator(validator, |state| {
             let id = entity(shooter);
-            state.validator.set_timing(id, timing);
+            if let Err(e) = state.validator.set_timing(id, timing) {
+                return fail(LAGCOMP_INVALID_ARGUMENT, e);
+            }
             lock_history(&state.history)?.record_line(|w| w.timing(id, &timing))
         })
     })

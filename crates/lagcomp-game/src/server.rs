@@ -486,7 +486,8 @@ impl ServerCore {
                 };
                 if player.timing != Some(timing) {
                     player.timing = Some(timing);
-                    self.validator.set_timing(player.id, timing);
+                    // Refused only if not a timing (NaN, negative); the last one stays.
+                    let _refused = self.validator.set_timing(player.id, timing);
                 }
             }
         }

@@ -82,7 +82,8 @@ fn validator(scene: &Scene) -> Validator {
                 rttvar: 0.005,
                 interp_delay: 0.1,
             },
-        );
+        )
+        .expect("a valid timing");
     }
     v
 }

@@ -180,7 +180,7 @@ fn set_up_validator(m: &Match) -> Result<Validator, Box<dyn std::error::Error>> 
     validator.register(m.shooter, Participant { team: 1, ..player });
     validator.register(m.target, Participant { team: 2, ..player });
     // Without a timing every shot is `no_timing`.
-    validator.set_timing(m.shooter, SHOOTER_TIMING);
+    validator.set_timing(m.shooter, SHOOTER_TIMING)?;
     Ok(validator)
 }
 // ANCHOR_END: setup
@@ -246,7 +246,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // ANCHOR: forgotten
     // Forgot `register`: every shot of this shooter is refused.
     let mut unregistered = Validator::new(RuleSet::from_toml(RULES)?);
-    unregistered.set_timing(m.shooter, SHOOTER_TIMING);
+    unregistered.set_timing(m.shooter, SHOOTER_TIMING)?;
     let v = unregistered.validate(&m.history, &claim, received_at);
     assert_eq!(v.outcome.reason(), Some(RejectReason::UnknownShooter));
     println!("without register:   {}", v.outcome.label());

@@ -3,6 +3,7 @@
 
 use std::io::{self, BufRead, Write};
 
+use crate::explain::Rejection;
 use crate::jsonl::{LineError, TornTail, read_line};
 use crate::verdict::{Outcome, Verdict};
 
@@ -29,7 +30,13 @@ pub fn emit(verdict: &Verdict) {
             requested,
             used,
             latency,
-            "shot rejected: {reason}"
+            measured = verdict.basis.measured.map_or(f64::NAN, |m| m.value),
+            allowed = verdict.basis.measured.map_or(f64::NAN, |m| m.most),
+            "shot rejected: {}",
+            Rejection {
+                reason,
+                measured: verdict.basis.measured,
+            }
         ),
         Outcome::Confirmed(hit) => tracing::info!(
             target: "lagcomp::verdict",

@@ -40,6 +40,30 @@ pub struct ClaimedHit {
 }
 
 /// A client's "I fired".
+///
+/// Built by the client from what its screen showed (usually sent over the wire and
+/// decoded on the server), then judged by [`crate::Validator::validate`]. World space,
+/// metres.
+///
+/// ```
+/// use lagcomp::{EntityId, HitboxId, Tick, Vec3};
+/// use lagcomp_validate::{ClaimedHit, RenderTime, ShotClaim, WeaponId};
+///
+/// # let (me, enemy) = (EntityId::from_bits(1), EntityId::from_bits(2));
+/// // Fired while drawing 30 % of the way from tick 40 to tick 41, from the eye (1.65 m
+/// // up) at an enemy's head 10 m ahead.
+/// let eye = Vec3::new(0.0, 1.65, 0.0);
+/// let claim = ShotClaim {
+///     shooter: me,
+///     weapon: WeaponId(1),
+///     seq: 17,
+///     render_time: RenderTime::Ticks { from: Tick(40), to: Tick(41), fraction: 0.3 },
+///     origin: eye,
+///     direction: Vec3::new(0.0, 1.6, -10.0) - eye,
+///     hit: Some(ClaimedHit { target: enemy, hitbox: Some(HitboxId(1)), point: None }),
+/// };
+/// assert_eq!(claim.hit.map(|h| h.target), Some(enemy));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ShotClaim {
     /// Who fired (the server knows this from the connection, not from the packet).
@@ -60,6 +84,17 @@ pub struct ShotClaim {
 }
 
 /// What the server measured about a client's connection (from its clock-sync pings).
+/// Seconds, not milliseconds.
+///
+/// ```
+/// use lagcomp_validate::ClientTiming;
+///
+/// // 80 ms round trip varying by 4 ms; the client draws others 100 ms in the past.
+/// let timing = ClientTiming { srtt: 0.080, rttvar: 0.004, interp_delay: 0.100 };
+/// assert!(timing.is_valid());
+/// // A shot from this client should reach back 40 ms + 100 ms.
+/// assert!((timing.expected_rewind() - 0.140).abs() < 1e-12);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ClientTiming {
     /// Smoothed round-trip time, seconds.
@@ -79,11 +114,67 @@ impl ClientTiming {
         self.srtt / 2.0 + self.interp_delay
     }
 
-    /// Whether every field is finite and non-negative.
+    /// Whether every field is finite, non-negative and below [`ClientTiming::MAX`]
+    /// ([`ClientTiming::check`] says which is not).
     #[must_use]
     pub fn is_valid(&self) -> bool {
-        [self.srtt, self.rttvar, self.interp_delay]
-            .iter()
-            .all(|v| v.is_finite() && *v >= 0.0 && *v < 1e6)
+        self.check().is_ok()
     }
+
+    /// The largest value any field may have, seconds: more is no connection's timing.
+    pub const MAX: f64 = 1e6;
+
+    /// Checks every field: finite, non-negative and below [`ClientTiming::MAX`].
+    ///
+    /// # Errors
+    /// [`TimingError`] naming the first field that is not.
+    pub fn check(&self) -> Result<(), TimingError> {
+        let fields = [
+            ("srtt", self.srtt),
+            ("rttvar", self.rttvar),
+            ("interp_delay", self.interp_delay),
+        ];
+        for (field, value) in fields {
+            if !value.is_finite() {
+                return Err(TimingError::NotFinite { field, value });
+            }
+            if value < 0.0 {
+                return Err(TimingError::Negative { field, value });
+            }
+            if value >= Self::MAX {
+                return Err(TimingError::TooLarge { field, value });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a [`ClientTiming`] was refused (by [`crate::Validator::set_timing`]): the field and
+/// its value, seconds.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum TimingError {
+    /// NaN or infinite.
+    #[error("client timing: {field} is {value}, not a finite number of seconds")]
+    NotFinite {
+        /// `srtt`, `rttvar` or `interp_delay`.
+        field: &'static str,
+        /// The value given.
+        value: f64,
+    },
+    /// Below zero.
+    #[error("client timing: {field} is {value} s, below zero")]
+    Negative {
+        /// `srtt`, `rttvar` or `interp_delay`.
+        field: &'static str,
+        /// The value given.
+        value: f64,
+    },
+    /// At least [`ClientTiming::MAX`].
+    #[error("client timing: {field} is {value} s, far beyond any connection (not seconds?)")]
+    TooLarge {
+        /// `srtt`, `rttvar` or `interp_delay`.
+        field: &'static str,
+        /// The value given.
+        value: f64,
+    },
 }

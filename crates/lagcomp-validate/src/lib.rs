@@ -10,13 +10,98 @@
 //! - [`claim`]: the claim a client sends and the timing the server measured.
 //! - [`validator`]: the checks, in order.
 //! - [`verdict`]: outcomes, reasons and their basis.
+//! - [`explain`]: verdicts a person can read: how far off a rejected claim was.
 //! - [`audit`]: the `tracing` event and a JSON Lines audit log, and its reader.
 //! - [`recording`]: match recordings (JSON Lines, `docs/FORMAT.md`) and offline
 //!   re-validation.
+//!
+//! # Example
+//!
+//! A server with two players: it records their bones every tick, sets up the validator in
+//! its three steps (rules, [`Validator::register`] for each player,
+//! [`Validator::set_timing`] for each shooter), and judges one head shot. The shooter's
+//! eye is a bone of its rig, the *aim bone*: the origin and angle checks compare the shot
+//! with it. Seconds and metres throughout; a view looks along its bone's -Z.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use lagcomp::{BoneTransform, EntityState, History, HistoryConfig, Hitbox, Rig, Shape, Tick, Vec3, Zone};
+//! use lagcomp_validate::{
+//!     ClaimedHit, ClientTiming, Outcome, Participant, RenderTime, RuleSet, ShotClaim, Validator,
+//!     WeaponId,
+//! };
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // A humanoid rig: bone 0 the pelvis (body box), 1 the head (head sphere), 2 the eye.
+//! let rig = Arc::new(Rig::new(3, vec![
+//!     Hitbox::new(0, "body", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.25, 0.4, 0.15))),
+//!     Hitbox::new(1, "head", Zone::Head, 1, Shape::sphere(0.12)),
+//! ])?);
+//! // Each player's bones, standing at `feet` and looking along -Z.
+//! let bones = |feet: Vec3| {
+//!     [1.0, 1.6, 1.65].map(|up| BoneTransform::from_translation(feet + Vec3::Y * up))
+//! };
+//!
+//! // 64 ticks a second, half a second of history.
+//! let mut history = History::new(HistoryConfig { tick_rate: 64.0, max_rewind: 0.5 })?;
+//! let shooter = history.spawn(Arc::clone(&rig));
+//! let target = history.spawn(rig);
+//! for tick in 0..=32 {
+//!     let mut frame = history.begin_frame(Tick(tick), f64::from(tick) / 64.0)?;
+//!     frame.record(shooter, &bones(Vec3::ZERO), EntityState::default())?;
+//!     frame.record(target, &bones(Vec3::new(0.0, 0.0, -10.0)), EntityState::default())?;
+//! }
+//!
+//! let rules = RuleSet::from_toml(
+//!     r#"
+//!     [weapons.rifle]
+//!     id = 1
+//!     max_range = 250.0        # metres
+//!     min_interval = 0.1       # seconds between two shots
+//!     aim_tolerance_deg = 5.0
+//!     origin_tolerance = 0.5   # metres from the eye
+//!     hit_leeway = 1.25
+//!     hit_leeway_min = 0.05    # metres
+//!     max_rewind = 0.35        # seconds
+//!     damage = { head = 4.0 }
+//!     "#,
+//! )?;
+//! let mut validator = Validator::new(rules);
+//! let eye = Participant { team: 1, aim_bone: 2, aim_forward: Vec3::NEG_Z };
+//! validator.register(shooter, eye);
+//! validator.register(target, Participant { team: 2, ..eye });
+//! // Measured from the shooter's pings: 100 ms round trip; it draws others 100 ms late.
+//! let timing = ClientTiming { srtt: 0.100, rttvar: 0.005, interp_delay: 0.100 };
+//! validator.set_timing(shooter, timing)?;
+//!
+//! // The shot arrives at server time 0.5 s; the client saw the world as it was 0.15 s
+//! // earlier and aimed from its eye at the target's head.
+//! let received_at = 0.5;
+//! let origin = Vec3::new(0.0, 1.65, 0.0);
+//! let claim = ShotClaim {
+//!     shooter,
+//!     weapon: WeaponId(1),
+//!     seq: 0,
+//!     render_time: RenderTime::Time(received_at - timing.expected_rewind()),
+//!     origin,
+//!     direction: Vec3::new(0.0, 1.6, -10.0) - origin,
+//!     hit: Some(ClaimedHit { target, hitbox: None, point: None }),
+//! };
+//! let verdict = validator.validate(&history, &claim, received_at);
+//! let Outcome::Confirmed(hit) = verdict.outcome else { panic!("{}", verdict.outcome.label()) };
+//! assert_eq!((hit.target, hit.zone, hit.damage_multiplier), (target, Zone::Head, 4.0));
+//! // Judged at the moment the client saw: 0.35 s.
+//! assert!((verdict.basis.time_used.unwrap() - 0.35).abs() < 1e-9);
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod audit;
 pub mod claim;
+pub mod explain;
 mod jsonl;
+mod measurement;
 pub mod recording;
 pub mod rules;
 mod shot_memory;
@@ -24,8 +109,10 @@ pub mod validator;
 pub mod verdict;
 
 pub use audit::AuditLog;
-pub use claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim, WeaponId};
+pub use claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim, TimingError, WeaponId};
+pub use explain::Rejection;
 pub use jsonl::TornTail;
+pub use measurement::Measurement;
 pub use rules::{
     DamageMultipliers, Policy, RuleSet, RulesError, ShooterReference, TimeMismatch, WeaponRules,
 };

@@ -27,6 +27,41 @@ use serde::{Deserialize, Serialize};
 use crate::claim::WeaponId;
 
 /// Everything the validator is configured with: the weapons and the policy.
+///
+/// Usually loaded with [`RuleSet::from_toml`]; built in code, check it with
+/// [`RuleSet::check`] before handing it to a [`crate::Validator`]:
+///
+/// ```
+/// use std::collections::BTreeMap;
+///
+/// use lagcomp::Zone;
+/// use lagcomp_validate::{DamageMultipliers, Policy, RuleSet, WeaponId, WeaponRules};
+///
+/// let pistol = WeaponRules {
+///     id: WeaponId(2),
+///     radius: 0.0,           // a hitscan line
+///     max_range: 80.0,       // metres
+///     min_interval: 0.25,    // seconds between two shots
+///     burst: 0,
+///     aim_tolerance_deg: 5.0,
+///     origin_tolerance: 0.5, // metres from the shooter's aim bone
+///     hit_leeway: 1.25,
+///     hit_leeway_min: 0.05,  // metres
+///     max_rewind: 0.35,      // seconds
+///     no_rewind_above_rtt: None,
+///     friendly_fire: false,
+///     damage: DamageMultipliers { head: 3.0, ..DamageMultipliers::default() },
+/// };
+/// let rules = RuleSet {
+///     policy: Policy::default(),
+///     weapons: BTreeMap::from([("pistol".to_string(), pistol)]),
+/// };
+/// rules.check()?;
+/// assert_eq!(rules.weapon(WeaponId(2)).unwrap().damage.of(Zone::Head), 3.0);
+/// // The same rules as a file.
+/// assert_eq!(RuleSet::from_toml(&rules.to_toml())?, rules);
+/// # Ok::<(), lagcomp_validate::RulesError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuleSet {
@@ -227,7 +262,34 @@ pub enum RulesError {
 }
 
 impl RuleSet {
-    /// Parses and checks a TOML rule set.
+    /// Parses and checks a TOML rule set (the format is in the [module documentation](self);
+    /// seconds, metres and degrees). Fields left out take their defaults: no policy table
+    /// is the default [`Policy`].
+    ///
+    /// ```
+    /// use lagcomp_validate::{RuleSet, RulesError, WeaponId};
+    ///
+    /// let toml = r#"
+    ///     [weapons.rifle]
+    ///     id = 1
+    ///     max_range = 250.0
+    ///     min_interval = 0.1
+    ///     aim_tolerance_deg = 5.0
+    ///     origin_tolerance = 0.5
+    ///     hit_leeway = 1.25
+    ///     hit_leeway_min = 0.05
+    ///     max_rewind = 0.35
+    ///     damage = { head = 4.0, torso = 1.0, limb = 0.75 }
+    /// "#;
+    /// let rules = RuleSet::from_toml(toml)?;
+    /// assert_eq!(rules.weapon(WeaponId(1)).unwrap().max_range, 250.0);
+    ///
+    /// // A bad number is refused, naming the field.
+    /// let error = RuleSet::from_toml(&toml.replace("250.0", "-1.0")).unwrap_err();
+    /// assert!(matches!(error, RulesError::OutOfRange { .. }));
+    /// assert!(error.to_string().contains("weapons.rifle.max_range"), "{error}");
+    /// # Ok::<(), RulesError>(())
+    /// ```
     ///
     /// # Errors
     /// [`RulesError`] naming the bad field.

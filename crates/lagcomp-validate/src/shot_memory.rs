@@ -3,6 +3,7 @@
 //! fire-rate check). Both are fixed-size, so judging a shot never allocates. The checks
 //! that read them, and when a shot counts, are in `validator.rs`.
 
+use crate::measurement::Measurement;
 use crate::verdict::RejectReason;
 
 /// Sequence numbers already used by one shooter: the highest seen and a bit per number
@@ -55,6 +56,17 @@ impl SequenceWindow {
         }
         self.used[w] |= b;
         Ok(())
+    }
+
+    /// How far `seq` lies behind the highest number seen, against the window, when that
+    /// is what [`Self::admit`] refused it for.
+    pub(crate) fn behind(&self, seq: u32, window: u32) -> Option<Measurement> {
+        let window = window.min((Self::BITS / 2) as u32);
+        let behind = self.highest?.checked_sub(seq)?;
+        if behind <= window {
+            return None;
+        }
+        Measurement::at_most(f64::from(behind), f64::from(window))
     }
 }
 

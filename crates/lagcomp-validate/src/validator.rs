@@ -29,7 +29,8 @@ use lagcomp::{
     WindowPolicy, WindowSide,
 };
 
-use crate::claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim};
+use crate::claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim, TimingError};
+use crate::measurement::Measurement;
 use crate::rules::{Policy, RuleSet, ShooterReference, TimeMismatch, WeaponRules};
 use crate::shot_memory::{FiredShots, SequenceWindow, spacing_allows};
 use crate::verdict::{Basis, Confirmed, Outcome, RejectReason, Verdict};
@@ -98,7 +99,10 @@ impl Shooter {
         basis: &mut Basis,
     ) -> Result<(), RejectReason> {
         // 2. Replay. The number is used up whatever the verdict.
-        self.sequence.admit(claim.seq, policy.sequence_window)?;
+        if let Err(reason) = self.sequence.admit(claim.seq, policy.sequence_window) {
+            basis.measured = self.sequence.behind(claim.seq, policy.sequence_window);
+            return Err(reason);
+        }
 
         // 3. Fire rate, on the claimed time when it can be resolved (otherwise the time
         //    check rejects the shot).
@@ -227,6 +231,29 @@ pub struct StaleShot {
 /// shooter's earlier shots (sequence numbers, fire rate) and counts the shot. Settling a
 /// shooter's examined claims in the order they would have been validated gives exactly
 /// the verdicts [`Validator::validate`] gives.
+///
+/// Set up in three steps, then call [`Validator::validate`] for each claim:
+///
+/// ```
+/// use lagcomp::{EntityId, Vec3};
+/// use lagcomp_validate::{ClientTiming, Participant, RuleSet, Validator};
+///
+/// # let (shooter, target) = (EntityId::from_bits(1), EntityId::from_bits(2));
+/// # let rules = "[weapons.rifle]\nid = 1\nmax_range = 250.0\nmin_interval = 0.1\naim_tolerance_deg = 5.0\norigin_tolerance = 0.5\nhit_leeway = 1.25\nhit_leeway_min = 0.05\nmax_rewind = 0.35";
+/// // 1. The rules (a TOML file, or built in code).
+/// let mut validator = Validator::new(RuleSet::from_toml(rules)?);
+/// // 2. Every player, as spawned in the history: its team and its aim bone (the eye, bone 2
+/// //    of its rig, looking along the bone's -Z). Unregistered shooters are refused.
+/// let player = Participant { team: 1, aim_bone: 2, aim_forward: Vec3::NEG_Z };
+/// validator.register(shooter, player);
+/// validator.register(target, Participant { team: 2, ..player });
+/// // 3. Each shooter's timing, measured from its pings (seconds), and again whenever it
+/// //    changes. Without one, its shots are refused as `no_timing`.
+/// let timing = ClientTiming { srtt: 0.080, rttvar: 0.004, interp_delay: 0.1 };
+/// validator.set_timing(shooter, timing)?;
+/// assert_eq!(validator.timing(shooter), Some(timing));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Validator {
     rules: RuleSet,
@@ -285,12 +312,36 @@ impl Validator {
     }
 
     /// Sets what the server measured about a shooter's connection (before or after
-    /// [`Validator::register`]). Ignored unless every field is finite and non-negative.
-    pub fn set_timing(&mut self, shooter: EntityId, timing: ClientTiming) {
-        if timing.is_valid() {
-            self.participants.entry(shooter).or_default().timing = Some(timing);
-            self.revision = next_revision();
-        }
+    /// [`Validator::register`]), seconds. Call it again whenever the measurement changes.
+    ///
+    /// ```
+    /// use lagcomp::EntityId;
+    /// use lagcomp_validate::{ClientTiming, RuleSet, TimingError, Validator};
+    ///
+    /// # let shooter = EntityId::from_bits(1);
+    /// let mut validator = Validator::new(RuleSet::from_toml("[weapons]")?);
+    /// let timing = ClientTiming { srtt: 0.080, rttvar: 0.004, interp_delay: 0.1 };
+    /// validator.set_timing(shooter, timing)?;
+    /// // A broken measurement is refused, and the last good one stays.
+    /// let broken = ClientTiming { srtt: f64::NAN, ..timing };
+    /// let error = validator.set_timing(shooter, broken).unwrap_err();
+    /// assert!(matches!(error, TimingError::NotFinite { field: "srtt", .. }));
+    /// assert_eq!(validator.timing(shooter), Some(timing));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`TimingError`], with nothing changed, when a field is NaN, infinite, negative or
+    /// at least [`ClientTiming::MAX`].
+    pub fn set_timing(
+        &mut self,
+        shooter: EntityId,
+        timing: ClientTiming,
+    ) -> Result<(), TimingError> {
+        timing.check()?;
+        self.participants.entry(shooter).or_default().timing = Some(timing);
+        self.revision = next_revision();
+        Ok(())
     }
 
     /// The timing last set for `shooter`.
@@ -301,6 +352,54 @@ impl Validator {
 
     /// Judges `claim`, which arrived at server time `received_at`, against `history`.
     /// Emits the verdict as a `tracing` event (target `lagcomp::verdict`).
+    ///
+    /// Feed each shooter's claims in the order they arrived: the replay and fire-rate
+    /// checks remember earlier ones. `received_at` is in seconds, on the history's clock.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use lagcomp::{BoneTransform, EntityState, History, HistoryConfig, Hitbox, Rig, Shape, Tick, Vec3, Zone};
+    /// # use lagcomp_validate::{ClaimedHit, ClientTiming, Outcome, Participant, RejectReason, RenderTime, RuleSet, ShotClaim, Validator, WeaponId};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # // A humanoid rig (bone 0 pelvis, 1 head, 2 eye); two players 10 m apart, recorded
+    /// # // for half a second at 64 Hz; the validator set up in its three steps.
+    /// # let rig = Arc::new(Rig::new(3, vec![
+    /// #     Hitbox::new(0, "body", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.25, 0.4, 0.15))),
+    /// #     Hitbox::new(1, "head", Zone::Head, 1, Shape::sphere(0.12)),
+    /// # ])?);
+    /// # let bones = |feet: Vec3| [1.0, 1.6, 1.65].map(|up| BoneTransform::from_translation(feet + Vec3::Y * up));
+    /// # let mut history = History::new(HistoryConfig { tick_rate: 64.0, max_rewind: 0.5 })?;
+    /// # let (shooter, target) = (history.spawn(Arc::clone(&rig)), history.spawn(rig));
+    /// # for tick in 0..=32 {
+    /// #     let mut frame = history.begin_frame(Tick(tick), f64::from(tick) / 64.0)?;
+    /// #     frame.record(shooter, &bones(Vec3::ZERO), EntityState::default())?;
+    /// #     frame.record(target, &bones(Vec3::new(0.0, 0.0, -10.0)), EntityState::default())?;
+    /// # }
+    /// # let mut validator = Validator::new(RuleSet::from_toml("[weapons.rifle]\nid = 1\nmax_range = 250.0\nmin_interval = 0.1\naim_tolerance_deg = 5.0\norigin_tolerance = 0.5\nhit_leeway = 1.25\nhit_leeway_min = 0.05\nmax_rewind = 0.35")?);
+    /// # let eye = Participant { team: 1, aim_bone: 2, aim_forward: Vec3::NEG_Z };
+    /// # validator.register(shooter, eye);
+    /// # validator.register(target, Participant { team: 2, ..eye });
+    /// # validator.set_timing(shooter, ClientTiming { srtt: 0.1, rttvar: 0.005, interp_delay: 0.1 })?;
+    /// // Server time 0.5 s: a shot the client drew 0.15 s earlier, from its eye at the
+    /// // target's head.
+    /// let origin = Vec3::new(0.0, 1.65, 0.0);
+    /// let claim = ShotClaim {
+    ///     shooter,
+    ///     weapon: WeaponId(1),
+    ///     seq: 0,
+    ///     render_time: RenderTime::Time(0.35),
+    ///     origin,
+    ///     direction: Vec3::new(0.0, 1.6, -10.0) - origin,
+    ///     hit: Some(ClaimedHit { target, hitbox: None, point: None }),
+    /// };
+    /// let verdict = validator.validate(&history, &claim, 0.5);
+    /// assert!(matches!(verdict.outcome, Outcome::Confirmed(hit) if hit.zone == Zone::Head));
+    /// // The same sequence number again is a replay.
+    /// let again = validator.validate(&history, &claim, 0.6);
+    /// assert_eq!(again.outcome.reason(), Some(RejectReason::Replayed));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn validate(&mut self, history: &History, claim: &ShotClaim, received_at: f64) -> Verdict {
         let mut basis = Basis {
             received_at,
@@ -493,6 +592,7 @@ impl Validator {
         basis.oldest = Some(oldest);
         basis.newest = Some(newest);
         if t > received_at + policy.future_tolerance {
+            basis.measured = Measurement::at_most(t - received_at, policy.future_tolerance);
             return Err(RejectReason::TimeInFuture);
         }
         let no_rewind = weapon
@@ -503,6 +603,9 @@ impl Validator {
         } else {
             let implied = received_at - t;
             if implied > weapon.max_rewind || t < oldest {
+                // The history's oldest moment may be the nearer limit.
+                let most = weapon.max_rewind.min(received_at - oldest);
+                basis.measured = Measurement::at_most(implied, most);
                 return Err(RejectReason::TimeTooOld);
             }
             let expected = timing.expected_rewind();
@@ -515,11 +618,20 @@ impl Validator {
                 (target_of_claim, WindowPolicy::Clamp)
             } else {
                 match policy.time_mismatch {
-                    TimeMismatch::Reject => return Err(RejectReason::Backtrack),
+                    TimeMismatch::Reject => {
+                        basis.measured = Measurement::between(
+                            implied,
+                            Some(expected - tolerance),
+                            expected + tolerance + policy.rewind_late_slack,
+                        );
+                        return Err(RejectReason::Backtrack);
+                    }
                     TimeMismatch::UseServerEstimate => {
                         basis.fallback = true;
                         let estimate = (received_at - expected).clamp(oldest, newest);
                         if received_at - estimate > weapon.max_rewind {
+                            basis.measured =
+                                Measurement::at_most(received_at - estimate, weapon.max_rewind);
                             return Err(RejectReason::TimeTooOld);
                         }
                         (RewindTarget::Time(estimate), WindowPolicy::Reject)
@@ -553,7 +665,9 @@ impl Validator {
         let aim = me
             .bone(participant.aim_bone)
             .ok_or(RejectReason::UnknownShooter)?;
-        if claim.origin.distance(aim.translation) > weapon.origin_tolerance {
+        let off = claim.origin.distance(aim.translation);
+        if off > weapon.origin_tolerance {
+            basis.measured = Measurement::at_most(off.into(), weapon.origin_tolerance.into());
             return Err(RejectReason::OriginTooFar);
         }
         let ray = Ray::new(claim.origin, claim.direction, weapon.max_range)
@@ -578,6 +692,11 @@ impl Validator {
         // Fails closed: a participant registered without a usable forward (zero, NaN)
         // has no view any shot can be within.
         if !(forward != Vec3::ZERO && ray.dir().dot(forward) >= cos_tolerance) {
+            if forward != Vec3::ZERO {
+                let degrees = ray.dir().angle_between(forward).to_degrees();
+                basis.measured =
+                    Measurement::at_most(degrees.into(), weapon.aim_tolerance_deg.into());
+            }
             return Err(RejectReason::AngleTooFar);
         }
 

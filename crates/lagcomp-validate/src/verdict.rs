@@ -6,6 +6,7 @@ use lagcomp::{EntityId, HitboxId, SampleKind, StaticId, Vec3, Zone};
 use serde::{Deserialize, Serialize};
 
 use crate::claim::WeaponId;
+use crate::measurement::Measurement;
 
 /// Why a claim was rejected. Stable across versions: variants are only ever added, each
 /// keeps its [`RejectReason::code`] and [`RejectReason::name`], and recordings store the
@@ -229,9 +230,65 @@ pub struct Basis {
     pub shooter_latency: Option<f64>,
     /// The shooter's interpolation delay, seconds.
     pub interp_delay: Option<f64>,
+    /// How far off a rejected claim was against the tolerance of the check that refused
+    /// it (see [`crate::Rejection`]); `None` for other outcomes and for checks that
+    /// measure nothing. Absent from JSON when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<Measurement>,
 }
 
 /// The validator's answer to one claim.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use lagcomp::{BoneTransform, EntityState, History, HistoryConfig, Hitbox, Rig, Shape, Tick, Vec3, Zone};
+/// # use lagcomp_validate::{ClaimedHit, ClientTiming, Outcome, Participant, RejectReason, RenderTime, RuleSet, ShotClaim, Validator, WeaponId};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # // A humanoid rig (bone 0 pelvis, 1 head, 2 eye); two players 10 m apart, recorded
+/// # // for half a second at 64 Hz; the validator set up in its three steps.
+/// # let rig = Arc::new(Rig::new(3, vec![
+/// #     Hitbox::new(0, "body", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.25, 0.4, 0.15))),
+/// #     Hitbox::new(1, "head", Zone::Head, 1, Shape::sphere(0.12)),
+/// # ])?);
+/// # let bones = |feet: Vec3| [1.0, 1.6, 1.65].map(|up| BoneTransform::from_translation(feet + Vec3::Y * up));
+/// # let mut history = History::new(HistoryConfig { tick_rate: 64.0, max_rewind: 0.5 })?;
+/// # let (shooter, target) = (history.spawn(Arc::clone(&rig)), history.spawn(rig));
+/// # for tick in 0..=32 {
+/// #     let mut frame = history.begin_frame(Tick(tick), f64::from(tick) / 64.0)?;
+/// #     frame.record(shooter, &bones(Vec3::ZERO), EntityState::default())?;
+/// #     frame.record(target, &bones(Vec3::new(0.0, 0.0, -10.0)), EntityState::default())?;
+/// # }
+/// # let mut validator = Validator::new(RuleSet::from_toml("[weapons.rifle]\nid = 1\nmax_range = 250.0\nmin_interval = 0.1\naim_tolerance_deg = 5.0\norigin_tolerance = 0.5\nhit_leeway = 1.25\nhit_leeway_min = 0.05\nmax_rewind = 0.35")?);
+/// # let eye = Participant { team: 1, aim_bone: 2, aim_forward: Vec3::NEG_Z };
+/// # validator.register(shooter, eye);
+/// # validator.register(target, Participant { team: 2, ..eye });
+/// # validator.set_timing(shooter, ClientTiming { srtt: 0.1, rttvar: 0.005, interp_delay: 0.1 })?;
+/// // A claim whose muzzle is 2 m above the shooter's eye.
+/// let claim = ShotClaim {
+///     shooter,
+///     weapon: WeaponId(1),
+///     seq: 0,
+///     render_time: RenderTime::Time(0.35),
+///     origin: Vec3::new(0.0, 3.65, 0.0),
+///     direction: Vec3::NEG_Z,
+///     hit: None,
+/// };
+/// let verdict = validator.validate(&history, &claim, 0.5);
+/// match verdict.outcome {
+///     Outcome::Confirmed(hit) => println!("hit {:?}, damage x{}", hit.zone, hit.damage_multiplier),
+///     Outcome::Miss | Outcome::Blocked { .. } => println!("no damage"),
+///     Outcome::Rejected { reason } => println!("refused: {reason} (code {})", reason.code()),
+/// }
+/// assert_eq!(verdict.outcome.reason(), Some(RejectReason::OriginTooFar));
+/// // For a person: how far off, against what the weapon allows.
+/// let rejection = verdict.rejection().unwrap();
+/// assert_eq!(rejection.to_string(), "origin_too_far: 2.00 m from the aim bone, allowed 0.50 m");
+/// // What it was decided on: the time claimed, the shooter's one-way latency (seconds).
+/// assert_eq!(verdict.basis.requested_time, Some(0.35));
+/// assert_eq!(verdict.basis.shooter_latency, Some(0.05));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     /// Who fired.

@@ -25,7 +25,8 @@
 //! No I/O and no clocks: whoever needs "now" passes it in as `f64` seconds.
 //!
 //! - [`client`]: client messages.
-//! - [`server`]: server messages other than snapshots, and shot outcomes.
+//! - [`server`]: server messages other than snapshots.
+//! - [`shot_result`]: one shot's verdict as its shooter gets it.
 //! - [`snapshot`]: snapshot parts, entities and the splitting encoder.
 //! - [`verdicts`]: shot verdicts delivered by repetition: the server's
 //!   [`VerdictOutbox`], the client's [`VerdictInbox`].
@@ -102,13 +103,15 @@ pub mod datagram;
 pub mod error;
 pub mod guard;
 pub mod server;
+pub mod shot_result;
 pub mod snapshot;
 pub mod verdicts;
 
 pub use client::{ClientMessage, Input, ProbeReply};
 pub use error::{DecodeError, Direction, EncodeError};
 pub use guard::{GuardConfig, GuardConfigError, MalformedGuard, Penalty};
-pub use server::{Probe, ServerMessage, ShotOutcome, ShotResult, Welcome};
+pub use server::{Probe, ServerMessage, Welcome};
+pub use shot_result::{ShotOutcome, ShotResult};
 pub use snapshot::{
     EncodedEntities, EntityFrame, EntityPose, HumanoidStance, SnapshotEncoder, SnapshotPart,
     SnapshotParts,

@@ -1,11 +1,12 @@
 //! What the server sends: the welcome, snapshot parts, clock-sync answers, round-trip
 //! probes, shot acknowledgements and shot verdicts.
 //!
-//! Snapshots themselves (entities, bones, splitting) live in [`crate::snapshot`].
+//! Snapshots themselves (entities, bones, splitting) live in [`crate::snapshot`]; one
+//! shot's verdict ([`crate::ShotResult`]) in [`crate::shot_result`], and their delivery in
+//! [`crate::verdicts`].
 
-use lagcomp::{EntityId, HitboxId};
+use lagcomp::EntityId;
 use lagcomp_net::Pong;
-use lagcomp_validate::{Outcome, RejectReason};
 
 use crate::codec::{Reader, Writer, encode_into, kind};
 use crate::error::{DecodeError, Direction, EncodeError};
@@ -13,6 +14,36 @@ use crate::snapshot::SnapshotPart;
 use crate::verdicts::Verdicts;
 
 /// A message from the server to a client.
+///
+/// The server encodes into a buffer it keeps; the client decodes each message it gets:
+///
+/// ```
+/// use lagcomp::EntityId;
+/// use lagcomp_net::Pong;
+/// use lagcomp_wire::{ServerMessage, Welcome};
+///
+/// let welcome = ServerMessage::Welcome(Welcome {
+///     you: EntityId::from_bits(3),
+///     tick_rate: 64.0,   // ticks per second
+///     send_rate: 32.0,   // snapshots per second
+///     max_rewind: 0.35,  // seconds
+///     bones: 15,
+///     arena_half_size: 40.0, // metres
+///     arena_walls: 12,
+///     arena_seed: 7,
+/// });
+/// let mut out = Vec::new(); // reused for every message
+/// welcome.encode(&mut out)?;
+/// assert_eq!(ServerMessage::decode(&out)?, welcome);
+///
+/// // The answer to a clock-sync ping: its id and three times, seconds.
+/// let pong = ServerMessage::Pong(Pong { id: 9, client_send: 4.25, server_receive: 104.27, server_send: 104.27 });
+/// pong.encode(&mut out)?;
+/// assert_eq!(ServerMessage::decode(&out)?, pong);
+/// // A client never decodes its own kind of message as the server's.
+/// assert!(lagcomp_wire::ClientMessage::decode(&out).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum ServerMessage {
     /// Sent once when the client connects: who it is and how the match runs.
@@ -152,124 +183,4 @@ pub struct Probe {
     pub id: u32,
     /// The server's clock when it sent the probe, seconds.
     pub server_time: f64,
-}
-
-/// What the server decided about one shot, so a client (or a bot tallying agreement) can
-/// compare it with what it saw.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShotResult {
-    /// The shot's sequence number (the claim's).
-    pub seq: u32,
-    /// The decision.
-    pub outcome: ShotOutcome,
-}
-
-/// A verdict's outcome as the shooter needs it: what was hit, or why not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShotOutcome {
-    /// The shot hit this entity's hitbox.
-    Confirmed {
-        /// The entity hit.
-        target: EntityId,
-        /// The hitbox hit.
-        hitbox: HitboxId,
-    },
-    /// The shot hit nothing within range.
-    Miss,
-    /// A wall was in the way.
-    Blocked,
-    /// The claim was refused, for this reason.
-    Rejected(RejectReason),
-}
-
-impl From<&Outcome> for ShotOutcome {
-    fn from(outcome: &Outcome) -> Self {
-        match *outcome {
-            Outcome::Confirmed(hit) => Self::Confirmed {
-                target: hit.target,
-                hitbox: hit.hitbox,
-            },
-            Outcome::Miss => Self::Miss,
-            Outcome::Blocked { .. } => Self::Blocked,
-            Outcome::Rejected { reason } => Self::Rejected(reason),
-        }
-    }
-}
-
-impl ShotOutcome {
-    /// The stable label of [`Outcome::label`]: `confirmed`, `miss`, `blocked`, or the
-    /// rejection reason's name.
-    #[must_use]
-    pub fn label(&self) -> &'static str {
-        match self {
-            Self::Confirmed { .. } => "confirmed",
-            Self::Miss => "miss",
-            Self::Blocked => "blocked",
-            Self::Rejected(reason) => reason.name(),
-        }
-    }
-}
-
-const OUTCOME_CONFIRMED: u8 = 0;
-const OUTCOME_MISS: u8 = 1;
-const OUTCOME_BLOCKED: u8 = 2;
-const OUTCOME_REJECTED: u8 = 3;
-
-impl ShotResult {
-    pub(crate) fn write(&self, w: &mut Writer<'_>) -> Result<(), EncodeError> {
-        w.u32(self.seq);
-        match self.outcome {
-            ShotOutcome::Confirmed { target, hitbox } => {
-                w.u8(OUTCOME_CONFIRMED);
-                w.u64(target.to_bits());
-                w.u16(hitbox.0);
-            }
-            ShotOutcome::Miss => w.u8(OUTCOME_MISS),
-            ShotOutcome::Blocked => w.u8(OUTCOME_BLOCKED),
-            ShotOutcome::Rejected(reason) => {
-                let code = reason.code();
-                // Only codes the receiver can name go out: a reason newer than
-                // `RejectReason::ALL` would not decode.
-                if reason_of(code).is_none() {
-                    return Err(EncodeError::UnknownRejectReason { code });
-                }
-                w.u8(OUTCOME_REJECTED);
-                w.u16(code);
-            }
-        }
-        Ok(())
-    }
-
-    pub(crate) fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        let seq = r.u32("shot_result.seq")?;
-        let offset = r.offset();
-        let outcome = match r.u8("shot_result.outcome")? {
-            OUTCOME_CONFIRMED => ShotOutcome::Confirmed {
-                target: EntityId::from_bits(r.u64("shot_result.target")?),
-                hitbox: HitboxId(r.u16("shot_result.hitbox")?),
-            },
-            OUTCOME_MISS => ShotOutcome::Miss,
-            OUTCOME_BLOCKED => ShotOutcome::Blocked,
-            OUTCOME_REJECTED => {
-                let offset = r.offset();
-                let code = r.u16("shot_result.reason")?;
-                ShotOutcome::Rejected(
-                    reason_of(code).ok_or(DecodeError::UnknownRejectCode { offset, code })?,
-                )
-            }
-            tag => {
-                return Err(DecodeError::UnknownTag {
-                    offset,
-                    field: "shot_result.outcome",
-                    tag,
-                });
-            }
-        };
-        Ok(Self { seq, outcome })
-    }
-}
-
-/// The reason with this stable code.
-fn reason_of(code: u16) -> Option<RejectReason> {
-    RejectReason::ALL.into_iter().find(|r| r.code() == code)
 }

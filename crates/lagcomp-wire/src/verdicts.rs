@@ -16,12 +16,42 @@
 //!
 //! Numbers compare as serial numbers (wrapping, within 2^31 of each other), so a
 //! connection never runs out of them.
+//!
+//! ```
+//! use lagcomp::{EntityId, HitboxId};
+//! use lagcomp_validate::{Outcome, RejectReason};
+//! use lagcomp_wire::{ServerMessage, ShotOutcome, ShotResult, VerdictInbox, VerdictOutbox};
+//!
+//! // The server: each verdict of this client's shots goes into its outbox...
+//! let mut outbox = VerdictOutbox::new();
+//! let refused = Outcome::Rejected { reason: RejectReason::FireRate };
+//! outbox.push(ShotResult { seq: 41, outcome: ShotOutcome::from(&refused) });
+//! outbox.push(ShotResult {
+//!     seq: 42,
+//!     outcome: ShotOutcome::Confirmed { target: EntityId::from_bits(5), hitbox: HitboxId(1) },
+//! });
+//! // ...and every datagram to the client carries the ones not yet acknowledged.
+//! let mut bytes = Vec::new();
+//! assert!(outbox.encode(&mut bytes)?);
+//!
+//! // The client hands each on once, however often it arrives.
+//! let mut inbox = VerdictInbox::new();
+//! let ServerMessage::Verdicts(message) = ServerMessage::decode(&bytes)? else { panic!() };
+//! let new: Vec<_> = inbox.receive(&message).iter().map(|r| r.outcome.label()).collect();
+//! assert_eq!(new, ["fire_rate", "confirmed"]);
+//! assert!(inbox.receive(&message).is_empty(), "a repeat");
+//!
+//! // Its next input says it has both; the server stops sending them.
+//! outbox.acknowledge(inbox.received());
+//! assert!(outbox.is_empty());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::collections::VecDeque;
 
 use crate::codec::{Reader, Writer, encode_into, kind};
 use crate::error::{DecodeError, EncodeError};
-use crate::server::ShotResult;
+use crate::shot_result::ShotResult;
 
 /// The most verdicts one [`Verdicts`] message carries (the oldest waiting go first; the
 /// rest follow once they are acknowledged). At 20 bytes each at most, 32 keep the message
@@ -267,7 +297,7 @@ impl VerdictInbox {
 mod tests {
     use super::*;
     use crate::ServerMessage;
-    use crate::server::ShotOutcome;
+    use crate::shot_result::ShotOutcome;
 
     fn result(seq: u32) -> ShotResult {
         ShotResult {

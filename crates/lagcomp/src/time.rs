@@ -89,6 +89,16 @@ pub enum WindowSide {
     TooNew,
 }
 
+/// In words, for messages: `too old`, `too new`.
+impl fmt::Display for WindowSide {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::TooOld => "too old",
+            Self::TooNew => "too new",
+        })
+    }
+}
+
 /// Why a rewind target could not be resolved to recorded history.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 pub enum RewindError {
@@ -115,7 +125,7 @@ pub enum RewindError {
     /// The target lies outside the window. Nothing was moved; the caller may retry with
     /// [`WindowPolicy::Clamp`].
     #[error(
-        "requested time {requested:.4}s is {side:?}: history holds {oldest:.4}s..={newest:.4}s"
+        "requested time {requested:.4} s is {side}: the history holds {oldest:.4} s to {newest:.4} s"
     )]
     OutOfWindow {
         /// The time that was asked for.
@@ -127,4 +137,30 @@ pub enum RewindError {
         /// Which side it fell off.
         side: WindowSide,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_out_of_window_message_reads_as_words() {
+        let e = RewindError::OutOfWindow {
+            requested: 0.1,
+            oldest: 0.5,
+            newest: 1.0,
+            side: WindowSide::TooOld,
+        };
+        assert_eq!(
+            e.to_string(),
+            "requested time 0.1000 s is too old: the history holds 0.5000 s to 1.0000 s"
+        );
+        let e = RewindError::OutOfWindow {
+            side: WindowSide::TooNew,
+            requested: 1.5,
+            oldest: 0.5,
+            newest: 1.0,
+        };
+        assert!(e.to_string().contains("is too new:"), "{e}");
+    }
 }

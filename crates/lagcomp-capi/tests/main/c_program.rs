@@ -315,14 +315,16 @@ pub(crate) fn rust_verdicts() -> Vec<String> {
             aim_forward: Vec3::NEG_Z,
         },
     );
-    validator.set_timing(
-        shooter,
-        ClientTiming {
-            srtt: 0.1,
-            rttvar: 0.005,
-            interp_delay: 0.075,
-        },
-    );
+    validator
+        .set_timing(
+            shooter,
+            ClientTiming {
+                srtt: 0.1,
+                rttvar: 0.005,
+                interp_delay: 0.075,
+            },
+        )
+        .expect("a valid timing");
     let mut head_shot = claim(shooter, 1, 20, Vec3::new(target_x(time_of(20)), 1.7, 10.0));
     head_shot.hit = Some(ClaimedHit {
         target,

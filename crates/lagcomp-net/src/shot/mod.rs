@@ -67,6 +67,30 @@ impl Stamp {
 /// same nearer-frame rule to them and gets the same pose, and the claim keeps the exact
 /// moment for the validator's timing checks. A single snapshot ([`View::Exact`],
 /// [`View::Held`]) is claimed as that tick twice at fraction 0.
+///
+/// ```
+/// use lagcomp::{BoneTransform, RewindTarget, Tick, Vec3};
+/// use lagcomp_net::{Snapshot, SnapshotBuffer, Stamp, stamp};
+///
+/// // Snapshots of a remote player at ticks 10 and 11 (20 a second, times in seconds).
+/// let mut buffer = SnapshotBuffer::new(32);
+/// for tick in [10, 11] {
+///     buffer.push(Snapshot {
+///         tick: Tick(tick),
+///         time: f64::from(tick) / 20.0,
+///         bones: vec![BoneTransform::from_translation(Vec3::new(tick as f32, 0.0, 0.0))],
+///         velocity: Vec3::new(20.0, 0.0, 0.0), // metres per second
+///         teleport: false,
+///     });
+/// }
+/// // The frame on screen when the player fired: a quarter of the way from 10 to 11.
+/// let mut bones = Vec::new();
+/// let view = buffer.sample(0.5125, 0.25, &mut bones).unwrap();
+/// let claim = stamp(&view);
+/// assert_eq!(claim, Stamp::Ticks { from: Tick(10), to: Tick(11), fraction: 0.25 });
+/// // The server rewinds its history to exactly that moment.
+/// assert_eq!(claim.rewind_target(), Some(RewindTarget::between(Tick(10), Tick(11), 0.25)));
+/// ```
 #[must_use]
 pub fn stamp(view: &View) -> Stamp {
     match *view {

@@ -218,7 +218,7 @@ impl World {
                     aim_forward: Vec3::Z,
                 },
             );
-            v.set_timing(id, timing());
+            v.set_timing(id, timing()).expect("a valid timing");
         }
         v
     }

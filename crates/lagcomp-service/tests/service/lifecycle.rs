@@ -320,7 +320,7 @@ fn claims_keep_their_order_while_the_configuration_changes() {
             while !stop.load(Ordering::Relaxed) {
                 let n = changes.fetch_add(1, Ordering::Relaxed);
                 let id = ids[n as usize % ids.len()];
-                service.with_validator(|v| v.set_timing(id, timing()));
+                service.with_validator(|v| v.set_timing(id, timing()).expect("a valid timing"));
                 std::thread::yield_now();
             }
         })

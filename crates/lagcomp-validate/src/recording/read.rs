@@ -40,6 +40,21 @@ impl Recording {
     /// line, and [`Recording::torn`] says so; a claim whose verdict line was lost then has
     /// no recorded verdict.
     ///
+    /// ```
+    /// use lagcomp_validate::recording::{Recording, revalidate};
+    ///
+    /// // A short match: two players at 10 ticks a second, a wall, a few shots.
+    /// let text = include_str!("../../tests/data/example.jsonl");
+    /// let recording = Recording::read(text.as_bytes())?;
+    /// assert_eq!(recording.config.tick_rate, 10.0);
+    /// assert!(recording.torn.is_none());
+    /// // Judged again under the recorded rules, every claim gets its recorded verdict.
+    /// let judged = revalidate(&recording, None, |_, _| {})?;
+    /// assert!(!judged.is_empty());
+    /// assert!(judged.iter().all(|shot| shot.recorded.is_some() && !shot.changed()));
+    /// # Ok::<(), lagcomp_validate::recording::RecordingError>(())
+    /// ```
+    ///
     /// # Errors
     /// The first problem, with its line; [`RecordingErrorKind::Io`] if reading fails.
     pub fn read(mut input: impl BufRead) -> Result<Self, RecordingError> {

@@ -31,11 +31,18 @@ pub struct Revalidated {
 }
 
 impl Revalidated {
-    /// Whether there was a recorded verdict and the new one differs from it.
+    /// Whether there was a recorded verdict and the new one differs from it. A verdict
+    /// recorded without [`crate::Basis::measured`] (written before verdicts carried it) is
+    /// compared without it.
     #[must_use]
     pub fn changed(&self) -> bool {
-        self.recorded
-            .is_some_and(|recorded| recorded != self.verdict)
+        self.recorded.is_some_and(|recorded| {
+            let mut now = self.verdict;
+            if recorded.basis.measured.is_none() {
+                now.basis.measured = None;
+            }
+            recorded != now
+        })
     }
 }
 
@@ -140,7 +147,9 @@ pub fn revalidate(
                 recorder.finish();
             }
             Record::Timing { shooter, timing } => {
-                validator.set_timing(ids.replayed(*shooter), *timing);
+                // A timing the live validator refused (negative, absurd) it refused
+                // here too: the replay keeps the state the live server had.
+                let _refused = validator.set_timing(ids.replayed(*shooter), *timing);
             }
             Record::Claim { received_at, claim } => {
                 let verdict = validator.validate(&history, &ids.claim(claim), *received_at);

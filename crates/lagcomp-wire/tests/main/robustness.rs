@@ -3,8 +3,7 @@
 //! `cargo test`; the long runs are the cargo-fuzz targets in `fuzz/`). Whatever decodes
 //! must encode back to the same bytes.
 
-mod common;
-
+use crate::common;
 use lagcomp_wire::{ClientMessage, MAGIC, MAX_MESSAGE_BYTES, PROTOCOL_VERSION, ServerMessage};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;

@@ -7,11 +7,10 @@
 //! Checks that keep state (sequence numbers, fire rate) judge the cheat and its twin on
 //! clones of one validator, so both face the same history of shots.
 
-mod fixture;
-
+use crate::fixture;
 use std::collections::BTreeSet;
 
-use fixture::{
+use crate::fixture::{
     ARM_L, CHEST, HEAD, HEAD_RADIUS, LAUNCHER, PELVIS, RIFLE, Role, Scene, Script, Shot, confirmed,
     rejected, rules, timing,
 };
@@ -189,7 +188,9 @@ mod cases {
         for role in [Role::Alpha, Role::Bravo, Role::Teammate] {
             unregistered.register(scene.id(role), fixture::participant(role));
         }
-        unregistered.set_timing(scene.id(Role::Shooter), timing());
+        unregistered
+            .set_timing(scene.id(Role::Shooter), timing())
+            .expect("a valid timing");
         let mut no_such_bone = scene.validator();
         no_such_bone.register(
             scene.id(Role::Shooter),
@@ -300,13 +301,14 @@ mod cases {
             unmeasured.register(scene.id(role), fixture::participant(role));
         }
         let mut nonsense = unmeasured.clone();
-        nonsense.set_timing(
+        let refused = nonsense.set_timing(
             scene.id(Role::Shooter),
             ClientTiming {
                 srtt: f64::NAN,
                 ..timing()
             },
         );
+        assert!(refused.is_err());
         assert_eq!(nonsense.timing(scene.id(Role::Shooter)), None);
         let reason = all_rejected(
             RejectReason::NoTiming,
@@ -873,7 +875,8 @@ fn high_ping() -> ClientTiming {
 fn high_ping_shooter_hits_what_is_there_now_and_misses_what_was_there_then() {
     let scene = Scene::new();
     let mut v = scene.validator();
-    v.set_timing(scene.id(Role::Shooter), high_ping());
+    v.set_timing(scene.id(Role::Shooter), high_ping())
+        .expect("a valid timing");
     let now = scene.newest();
     let then = now - high_ping().expected_rewind();
 
@@ -966,7 +969,8 @@ fn honest_player_at_the_exact_interval_with_bunched_arrivals_is_never_rejected()
     let mut rng = Pcg32::seed_from_u64(0x5eed);
     let mut scene = Scene::new();
     let mut v = scene.validator();
-    v.set_timing(scene.id(Role::Shooter), jittery);
+    v.set_timing(scene.id(Role::Shooter), jittery)
+        .expect("a valid timing");
     let mut arrivals: Vec<f64> = Vec::new();
     for k in 0..30_u32 {
         let render = 0.6 + f64::from(k) * INTERVAL;
@@ -1001,7 +1005,8 @@ fn honest_player_at_the_exact_interval_with_bunched_arrivals_is_never_rejected()
 fn spaced_claims(period: f64, shots: u32, timing: ClientTiming) -> Vec<(f64, Verdict)> {
     let mut scene = Scene::new();
     let mut v = scene.validator();
-    v.set_timing(scene.id(Role::Shooter), timing);
+    v.set_timing(scene.id(Role::Shooter), timing)
+        .expect("a valid timing");
     let no_rewind = timing.srtt > 0.4;
     let first_arrival = 0.75;
     // Without rewind the claimed time is not checked against the measured latency, so
@@ -1170,7 +1175,8 @@ fn bug_a_skipped_tick_is_a_tick_the_server_never_had() {
 fn bug_a_high_ping_claim_on_what_was_there_then_is_a_miss() {
     let scene = Scene::new();
     let mut v = scene.validator();
-    v.set_timing(scene.id(Role::Shooter), high_ping());
+    v.set_timing(scene.id(Role::Shooter), high_ping())
+        .expect("a valid timing");
     let now = scene.newest();
     let seen = scene
         .shoot(Role::Alpha, HEAD, now - high_ping().expected_rewind())

@@ -3,9 +3,8 @@
 //! malformed), however far ahead of settling the claims were examined, and a shot examined
 //! under another configuration is refused as stale with nothing changed.
 
-mod fixture;
-
-use fixture::{HEAD, Role, Scene, Script, Shot};
+use crate::fixture;
+use crate::fixture::{HEAD, Role, Scene, Script, Shot};
 use lagcomp::{EntityId, HitboxId, Tick, Vec3};
 use lagcomp_validate::validator::StaleShot;
 use lagcomp_validate::{
@@ -107,7 +106,8 @@ fn validator(scene: &Scene, variant: u8) -> Validator {
                 rttvar: 0.02,
                 interp_delay: 0.05,
             },
-        );
+        )
+        .expect("a valid timing");
     }
     v
 }
@@ -179,7 +179,8 @@ fn a_shot_examined_under_another_configuration_is_stale_and_changes_nothing() {
     // Timing changed between examining and settling.
     let mut v = fresh();
     let examined = v.examine(&scene.history, &shot.claim, shot.received_at);
-    v.set_timing(scene.id(Role::Shooter), fixture::timing());
+    v.set_timing(scene.id(Role::Shooter), fixture::timing())
+        .expect("a valid timing");
     assert_eq!(
         v.settle(examined.clone()),
         Err(StaleShot {
@@ -211,10 +212,10 @@ fn a_shot_examined_under_another_configuration_is_stale_and_changes_nothing() {
         }
         assert!(v.settle(examined).is_err(), "change {change}");
     }
-    // Invalid timing is ignored, so it changes nothing.
+    // Invalid timing is refused, so it changes nothing.
     let mut v = fresh();
     let examined = v.examine(&scene.history, &shot.claim, shot.received_at);
-    v.set_timing(
+    let refused = v.set_timing(
         scene.id(Role::Shooter),
         ClientTiming {
             srtt: f64::NAN,
@@ -222,6 +223,7 @@ fn a_shot_examined_under_another_configuration_is_stale_and_changes_nothing() {
             interp_delay: 0.0,
         },
     );
+    assert!(refused.is_err());
     assert!(v.settle(examined).is_ok());
 
     // A clone has the same configuration: it settles what the original examined.

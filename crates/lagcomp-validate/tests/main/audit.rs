@@ -1,11 +1,9 @@
 //! The audit trail: every verdict is a `tracing` event (target `lagcomp::verdict`, WARN
 //! for rejections) and the JSON Lines audit log reads back to the same verdicts.
 
-mod fixture;
-
 use std::sync::{Arc, Mutex};
 
-use fixture::{HEAD, Role, Scene};
+use crate::fixture::{HEAD, Role, Scene};
 use lagcomp_validate::audit::{AuditReadError, read_audit_log};
 use lagcomp_validate::{AuditLog, RejectReason, Verdict};
 use tracing::field::{Field, Visit};
@@ -151,4 +149,34 @@ fn an_audit_log_cut_anywhere_in_its_last_line_reads_to_its_complete_lines() {
         "{e}"
     );
     assert!(e.to_string().starts_with("line 1: not a verdict"), "{e}");
+}
+
+#[test]
+fn a_rejection_event_says_how_far_off_the_claim_was() {
+    let capture = Capture::default();
+    let verdict = tracing::subscriber::with_default(capture.clone(), || {
+        let scene = Scene::new();
+        let older = crate::readable::backtracking(&scene);
+        scene.judge(&mut scene.validator(), &older)
+    });
+    assert_eq!(verdict.outcome.reason(), Some(RejectReason::Backtrack));
+    let events = capture.0.lock().unwrap().clone();
+    assert_eq!(events.len(), 1, "{events:#?}");
+    let message = events[0].field("message").expect("a message");
+    let rejection = verdict.rejection().expect("rejected").to_string();
+    assert_eq!(message, format!("shot rejected: {rejection}"));
+    assert!(
+        message
+            .starts_with("shot rejected: backtrack: claimed 0.300 s behind its arrival, allowed "),
+        "{message}"
+    );
+    let measured = verdict.basis.measured.expect("measured");
+    assert_eq!(
+        events[0].field("measured"),
+        Some(format!("{:?}", measured.value).as_str())
+    );
+    assert_eq!(
+        events[0].field("allowed"),
+        Some(format!("{:?}", measured.most).as_str())
+    );
 }

@@ -71,7 +71,9 @@ impl Server {
     }
 
     pub(crate) fn timing(&mut self, id: EntityId, timing: ClientTiming) {
-        self.validator.set_timing(id, timing);
+        self.validator
+            .set_timing(id, timing)
+            .expect("a valid timing");
         self.out.timing(id, &timing).expect("recorded");
     }
 

@@ -2,11 +2,13 @@
 //! rules, bad recordings refused with their line, and the format document's example and
 //! JSON shapes checked against what the library really writes.
 
-mod recording_support;
-
+use crate::recording_support;
 use std::collections::BTreeSet;
 use std::io;
 
+use crate::recording_support::{
+    EXAMPLE_RULES, MATCH_RULES, Played, RIFLE, SMG, example_recording, match_rules, play_match,
+};
 use lagcomp::{
     BoneTransform, EntityId, EntityState, HistoryConfig, NearestReason, Pose, Quat, Rig,
     SampleKind, Shape, StaticId, Tick, TransformError, Vec3, Zone,
@@ -18,9 +20,6 @@ use lagcomp_validate::recording::{
 use lagcomp_validate::{
     Basis, ClaimedHit, ClientTiming, Confirmed, Outcome, Participant, RejectReason, RenderTime,
     ShotClaim, TornTail, Verdict, WeaponId,
-};
-use recording_support::{
-    EXAMPLE_RULES, MATCH_RULES, Played, RIFLE, SMG, example_recording, match_rules, play_match,
 };
 
 fn read(bytes: &[u8]) -> Recording {
@@ -223,6 +222,8 @@ fn changed_rules_change_the_verdicts_they_should() {
             // The SMG's head shot from 20 m: the trace no longer reaches, and the claimed
             // point lies beyond the range.
             (10, SMG, "confirmed", "tampered_claim"),
+            // Too far off under both; the verdict now measures it against 2 degrees.
+            (16, RIFLE, "angle_too_far", "angle_too_far"),
             (317, RIFLE, "miss", "angle_too_far"),
         ]
     );
@@ -1052,6 +1053,7 @@ fn the_document_shows_the_real_json_shapes() {
             fallback: false,
             shooter_latency: Some(0.05),
             interp_delay: Some(0.1),
+            measured: None,
         }),
     ];
     for sample in &samples {

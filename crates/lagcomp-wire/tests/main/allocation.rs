@@ -1,8 +1,7 @@
 //! Decoding allocates no more than the input's length justifies: a counting allocator
 //! measures every decode of valid, mutated and hostile messages.
 
-mod common;
-
+use crate::common;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 

@@ -101,7 +101,9 @@ fn judge(gap: f32) -> Outcome {
         rttvar: 0.005,
         interp_delay: 0.1,
     };
-    validator.set_timing(shooter, timing);
+    validator
+        .set_timing(shooter, timing)
+        .expect("a valid timing");
     let render = 30.0 / RATE;
     let claim = ShotClaim {
         shooter,

@@ -1,8 +1,7 @@
 //! Property tests: every valid message comes back bit for bit, and every cut or padded
 //! copy of one is an error.
 
-mod common;
-
+use crate::common;
 use lagcomp_wire::{ClientMessage, DecodeError, ServerMessage};
 use proptest::prelude::*;
 

@@ -7,9 +7,8 @@
 //! any `f64` and `f32` including NaN, infinities, zeros and extremes, any entity ids,
 //! ticks, weapons and sequence numbers.
 
-mod fixture;
-
-use fixture::{LAST_TICK, Role, Scene, Script, Shot};
+use crate::fixture;
+use crate::fixture::{LAST_TICK, Role, Scene, Script, Shot};
 use lagcomp::{EntityId, HitboxId, Ray, RewindTarget, Tick, Vec3, WindowPolicy};
 use lagcomp_validate::{
     ClaimedHit, ClientTiming, RenderTime, ShooterReference, ShotClaim, TimeMismatch, Validator,
@@ -232,7 +231,7 @@ fn skirmish() -> Scene {
 struct Case {
     /// No player's connection has been measured yet.
     unmeasured: bool,
-    /// Replaces the shooter's measured timing (ignored when invalid).
+    /// Replaces the shooter's measured timing (refused when invalid).
     timing: Option<ClientTiming>,
     estimate: bool,
     at_arrival: bool,
@@ -274,7 +273,8 @@ fn validator(scene: &Scene, case: &Case) -> Validator {
         scene.validator()
     };
     if let Some(timing) = case.timing {
-        v.set_timing(scene.id(Role::Shooter), timing);
+        // An invalid one is refused and changes nothing, as before any was set.
+        let _refused = v.set_timing(scene.id(Role::Shooter), timing);
     }
     let mut rules = v.rules().clone();
     if case.estimate {

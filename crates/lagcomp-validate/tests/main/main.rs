@@ -1,0 +1,13 @@
+//! lagcomp-validate's integration tests, in one binary so the crate's dependencies are
+//! linked once: a module per concern, and the shared skirmish (`fixture`) and recording
+//! helpers (`recording_support`).
+
+mod audit;
+mod examine;
+mod fixture;
+mod properties;
+mod readable;
+mod reasons;
+mod recording;
+mod recording_support;
+mod walls;
