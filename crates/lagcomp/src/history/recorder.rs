@@ -8,10 +8,69 @@ use super::plan::{Fresh, RecordPlanned};
 use super::stamp::{
     ANY_FORM, FLAT_FORM, FrameSlot, TREE_FORM, keep_first, mark_uncompensated, record_entity,
 };
-use super::{EntityId, EntityState, FrameMeta, History, RecordError};
-use crate::math::BoneTransform;
+use super::{EntityError, EntityId, EntityState, FrameMeta, History};
+use crate::math::{BoneTransform, TransformError};
 use crate::simd::{Isa, KernelBody};
 use crate::time::Tick;
+
+/// Why a frame or an entity's record in it was refused. The history is unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum RecordError {
+    /// The frame time is NaN, infinite or beyond ±1e12 seconds.
+    #[error("frame time {0} is not a finite server time")]
+    InvalidTime(f64),
+    /// Ticks must increase from frame to frame.
+    #[error("{got} does not follow the newest recorded {newest}")]
+    TickNotIncreasing {
+        /// The newest recorded tick.
+        newest: Tick,
+        /// The tick that was offered.
+        got: Tick,
+    },
+    /// Frame times must increase from frame to frame.
+    #[error("frame time {got} does not follow the newest recorded time {newest}")]
+    TimeNotIncreasing {
+        /// The newest recorded time.
+        newest: f64,
+        /// The time that was offered.
+        got: f64,
+    },
+    /// The entity handle cannot record.
+    #[error(transparent)]
+    Entity(#[from] EntityError),
+    /// The entity was already recorded in this frame.
+    #[error("{0} was already recorded in this frame")]
+    AlreadyRecorded(EntityId),
+    /// The number of bone transforms does not match the rig.
+    #[error("{entity} has {expected} bones, got {got} transforms")]
+    BoneCount {
+        /// The entity.
+        entity: EntityId,
+        /// Bones in its rig.
+        expected: u16,
+        /// Transforms offered.
+        got: usize,
+    },
+    /// [`FrameRecorder::record_all`] was given a different number of transforms than its
+    /// entities' rigs have bones together.
+    #[error("the entities have {expected} bones together, got {got} transforms")]
+    BatchBones {
+        /// Bones of every listed entity's rig, summed.
+        expected: usize,
+        /// Transforms offered.
+        got: usize,
+    },
+    /// A bone transform is invalid.
+    #[error("{entity} bone {bone}: {error}")]
+    Transform {
+        /// The entity.
+        entity: EntityId,
+        /// The bone.
+        bone: u16,
+        /// What is wrong with it.
+        error: TransformError,
+    },
+}
 
 /// Server times beyond this many seconds are treated as corrupt.
 const MAX_TIME: f64 = 1.0e12;

@@ -35,7 +35,7 @@ pub(crate) use portable::{Portable, min_into};
 /// for, or the portable ones when forced (see the module docs).
 ///
 /// A value names a level only if this CPU runs it ([`Kernels::detect`],
-/// [`Kernels::available`] and [`Kernels::PORTABLE`] are the only ways to make one): the
+/// `Kernels::available` (tests) and [`Kernels::PORTABLE`] are the only ways to make one): the
 /// dispatch in [`Kernels::run`] relies on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Kernels(Level);
