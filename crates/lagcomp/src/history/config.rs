@@ -1,6 +1,13 @@
 //! How a history is sized ([`HistoryConfig`]) and why a size is refused ([`ConfigError`]).
 
-/// How the history is sized.
+/// How the history is sized: [`History::new`](super::History::new) shows one in use.
+///
+/// ```
+/// use lagcomp::HistoryConfig;
+///
+/// // The default: a 64 Hz server keeping half a second.
+/// assert_eq!(HistoryConfig::default(), HistoryConfig { tick_rate: 64.0, max_rewind: 0.5 });
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct HistoryConfig {

@@ -16,6 +16,25 @@ impl History {
     /// frame begins, so spawning many entities between two frames copies the history at
     /// most once. That copy is slow for a large history (see [`History::reserve`]):
     /// entities spawned before the first frame, or into reserved room, cost nothing.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use lagcomp::{History, HistoryConfig, Hitbox, Rig, Shape, Vec3, Zone};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut history = History::new(HistoryConfig::default())?;
+    /// // One rig per kind of entity, shared by every entity of that kind.
+    /// let player = Arc::new(Rig::rigid(vec![
+    ///     Hitbox::new(0, "body", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.3, 0.9, 0.3))),
+    /// ])?);
+    /// let (alice, bob) = (history.spawn(player.clone()), history.spawn(player));
+    /// assert_ne!(alice, bob);
+    /// assert!(history.is_active(alice));
+    /// assert_eq!(history.entity_count(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn spawn(&mut self, rig: Arc<Rig>) -> EntityId {
         let bone_count = usize::from(rig.bone_count());
         let index = match self.free.pop() {
@@ -116,6 +135,34 @@ impl History {
     ///
     /// # Errors
     /// [`EntityError`] if the handle is unknown, stale or already despawned.
+    ///
+    /// # Example
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use lagcomp::{Axis, BoneTransform, EntityState, History, HistoryConfig, Hitbox, Rig, Shape, Tick, Vec3, Zone};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let humanoid = Arc::new(Rig::new(4, vec![
+    /// #     Hitbox::new(0, "pelvis", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.18, 0.12, 0.12))),
+    /// #     Hitbox::new(1, "chest", Zone::Torso, 1, Shape::capsule(0.2, 0.15, Axis::Y)),
+    /// #     Hitbox::new(2, "head", Zone::Head, 2, Shape::sphere(0.12)),
+    /// # ])?);
+    /// # // Pelvis, chest, head and eye bones of a player standing at `feet`, in metres.
+    /// # let pose = |feet: Vec3| [0.95, 1.35, 1.7, 1.68].map(|y| BoneTransform::from_translation(feet + Vec3::Y * y));
+    /// let mut history = History::new(HistoryConfig { tick_rate: 64.0, max_rewind: 0.5 })?;
+    /// let victim = history.spawn(humanoid);
+    /// let mut frame = history.begin_frame(Tick(1), 1.0 / 64.0)?;
+    /// frame.record(victim, &pose(Vec3::ZERO), EntityState::default())?;
+    /// frame.finish();
+    ///
+    /// // Killed and removed this tick: it records no more...
+    /// history.despawn(victim)?;
+    /// assert!(!history.is_active(victim));
+    /// assert!(history.despawn(victim).is_err());
+    /// // ...but a shot fired before the kill can still be checked against it.
+    /// assert!(history.rig(victim).is_ok());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn despawn(&mut self, id: EntityId) -> Result<(), EntityError> {
         let index = self.active_index(id)?;
         self.layout_epoch += 1;

@@ -239,6 +239,21 @@ impl History {
     ///
     /// # Errors
     /// [`ConfigError`] for a tick rate or window that is not finite and positive.
+    ///
+    /// # Example
+    /// ```
+    /// use lagcomp::{ConfigError, History, HistoryConfig};
+    ///
+    /// // A 60 Hz server that honours shots fired up to 250 ms in the past.
+    /// let config = HistoryConfig { tick_rate: 60.0, max_rewind: 0.25 };
+    /// let history = History::new(config)?;
+    /// // 16.5 frames cover the window at a tick rate 10 % fast, plus two at its edges.
+    /// assert_eq!(history.capacity(), 19);
+    ///
+    /// let too_long = HistoryConfig { max_rewind: 30.0, ..config };
+    /// assert_eq!(History::new(too_long).unwrap_err(), ConfigError::MaxRewind(30.0));
+    /// # Ok::<(), ConfigError>(())
+    /// ```
     pub fn new(config: HistoryConfig) -> Result<Self, ConfigError> {
         if !(config.tick_rate.is_finite() && config.tick_rate > 0.0 && config.tick_rate <= 1000.0) {
             return Err(ConfigError::TickRate(config.tick_rate));
