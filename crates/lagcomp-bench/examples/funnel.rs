@@ -26,7 +26,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use lagcomp::Tick;
-use lagcomp::{Broadphase, QueryLog, RewindTarget, WindowPolicy};
+use lagcomp::{BroadphaseDecision, QueryLog, RewindTarget, WindowPolicy};
 use lagcomp_bench::ParryWorld;
 use lagcomp_bench::copy_target::CopyTarget;
 use lagcomp_bench::parry_world::parry_ray;
@@ -227,7 +227,7 @@ fn main() {
             passed += log
                 .broadphase
                 .iter()
-                .filter(|(_, d)| *d == Broadphase::Passed)
+                .filter(|(_, d)| *d == BroadphaseDecision::Passed)
                 .count();
             tested += log.hitboxes.len();
         }

@@ -6,19 +6,19 @@
 //! [`crate::service`] and [`crate::batch`].
 //!
 //! Why a plain `RwLock`: a rewound query holds the read lock for one query (microseconds),
-//! and recording a tick holds the write lock for one tick's recording (tens of
-//! microseconds for hundreds of players), once per tick. So
-//! readers wait at most one tick's recording, and the recorder at most the queries in
-//! flight: std's lock is writer-preferring (new readers queue behind a waiting writer), so
-//! a stream of queries cannot starve the game thread. The alternatives cost the recorder
-//! more than that wait. Publishing a copy of the history every tick (an `Arc` swap) copies
-//! the whole ring: 4.2 MB of poses for those 200 players, and `History::clone` measured
-//! 5.8 ms against 32 µs to record the tick (this crate's benchmark, `history/*`). Keeping
-//! two copies and recording every tick into both (left-right) doubles the recording and
-//! needs a log of every spawn, despawn and wall to replay on the second copy. Measured
-//! here: recording through this lock costs what recording the history directly does
-//! (`record_shared` against `record`), and recording while another thread queries as fast
-//! as it can took 65 to 92 µs on a loaded two-core machine, where the two threads also
+//! and recording a tick holds the write lock for one tick's recording (ten to twenty times
+//! a query's work for 200 players of 20 bones), once per tick. So readers wait at most one
+//! tick's recording, and the recorder at most the queries in flight: std's lock is
+//! writer-preferring (new readers queue behind a waiting writer), so a stream of queries
+//! cannot starve the game thread. The alternatives cost the recorder more than that wait.
+//! Publishing a copy of the history every tick (an `Arc` swap) copies the whole ring: 4.2
+//! MB of poses for those 200 players, and `History::clone` took about 180 times as long as
+//! recording the tick (this crate's benchmark, `history/*`). Keeping two copies and
+//! recording every tick into both (left-right) doubles the recording and needs a log of
+//! every spawn, despawn and wall to replay on the second copy. Measured here: recording
+//! through this lock costs what recording the history directly does (`record_shared`
+//! against `record`), and recording while another thread queries as fast as it can took
+//! two to three times as long on a loaded two-core machine, where the two threads also
 //! share a core.
 
 use std::ops::{Deref, DerefMut};

@@ -72,7 +72,7 @@ pub use history::{
 };
 pub use math::{Aabb, BoneTransform, Pose, TransformError};
 pub use narrow::{Obb, PlacedShape};
-pub use query::observer::{Broadphase, NoObserver, QueryLog, QueryObserver};
+pub use query::observer::{BroadphaseDecision, NoObserver, QueryLog, QueryObserver};
 pub use query::{
     EntityAt, Hit, Overlap, Query, QueryError, Ray, RayError, Rewind, StaticHit, SurfacePoint,
     Trace,

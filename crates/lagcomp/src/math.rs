@@ -7,8 +7,9 @@
 //! Determinism: the client and the server must compute the same geometry. Everything here
 //! is plain IEEE-754 arithmetic (`+ - * /` and `sqrt` are correctly rounded everywhere) except
 //! the transcendental calls of [`slerp`] for turns above 51.7 degrees in one blend (smaller
-//! turns use a power series), which go through [`det`] only, so a build that needs
-//! bit-identical results across platforms can swap them for a portable libm there.
+//! turns use a power series), which go through one private module (`det`) only, so a build
+//! that needs bit-identical results across platforms can swap them for a portable libm
+//! there.
 
 use glam::{Quat, Vec3, Vec3A, Vec4};
 
@@ -417,7 +418,7 @@ pub fn lerp(a: Vec3, b: Vec3, alpha: f32) -> Vec3 {
 /// tick-to-tick turn of an animated bone) take slerp's weights from a five-term power
 /// series in `cos - 1` (each weight within 4.7e-8 of `sin(t theta) / sin(theta)`), plain
 /// `+` and `*`, the same bits on every platform; larger turns, or an `alpha` outside
-/// `[0, 1]`, use `acos` and `sin` from [`det`].
+/// `[0, 1]`, use `acos` and `sin` from the private module of transcendental functions.
 #[must_use]
 #[inline]
 pub fn slerp(a: Quat, b: Quat, alpha: f32) -> Quat {
@@ -513,18 +514,18 @@ fn slerp_weights_series(x: f32, alpha: f32) -> (f32, f32) {
 /// All of them are here so that one place decides where they come from. Today they are the
 /// standard library's (the platform libm); a deployment that mixes CPU architectures or
 /// operating systems between client and server can route them through a portable libm.
-pub mod det {
+pub(crate) mod det {
     /// Arc cosine, argument clamped to `[-1, 1]`.
     #[must_use]
     #[inline]
-    pub fn acos(x: f32) -> f32 {
+    pub(crate) fn acos(x: f32) -> f32 {
         x.clamp(-1.0, 1.0).acos()
     }
 
     /// Sine.
     #[must_use]
     #[inline]
-    pub fn sin(x: f32) -> f32 {
+    pub(crate) fn sin(x: f32) -> f32 {
         x.sin()
     }
 }

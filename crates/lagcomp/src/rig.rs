@@ -72,6 +72,18 @@ impl Axis {
 }
 
 /// The geometry of a hitbox, in its own local space, centred on its origin.
+///
+/// # Example
+/// ```
+/// use lagcomp::{Axis, Shape, Vec3};
+///
+/// let head = Shape::sphere(0.12); // radius, metres
+/// let torso = Shape::cuboid(Vec3::new(0.2, 0.3, 0.12)); // half extents
+/// let arm = Shape::capsule(0.05, 0.15, Axis::X); // radius, half the inner segment's length
+/// assert!((arm.bounding_radius() - 0.2).abs() < 1e-6);
+/// assert!(head.validate().is_ok() && torso.validate().is_ok());
+/// assert!(Shape::sphere(-1.0).validate().is_err());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Shape {
@@ -210,6 +222,17 @@ pub enum ShapeError {
 }
 
 /// One hit volume riding on a bone.
+///
+/// # Example
+/// ```
+/// use lagcomp::{BoneTransform, Hitbox, Shape, Vec3, Zone};
+///
+/// // A head sphere (12 cm radius) 10 cm above bone 2.
+/// let head = Hitbox::new(7, "head", Zone::Head, 2, Shape::sphere(0.12)).offset_by(Vec3::Y * 0.1);
+/// // Where it is when the bone stands 1.6 m up (world space, metres).
+/// let placed = head.placed(&BoneTransform::from_translation(Vec3::new(0.0, 1.6, 0.0)));
+/// assert!(placed.pose.translation.distance(Vec3::new(0.0, 1.7, 0.0)) < 1e-6);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Hitbox {
@@ -342,6 +365,30 @@ const REACH_PAD: f32 = 1.0 + 1.0e-5 + 2.0 * ROTATION_NORM_TOLERANCE * 1.25;
 /// The hitboxes of one kind of entity, and what the broadphase needs to know about them.
 ///
 /// Hitboxes are kept sorted by bone so a query interpolates each bone at most once.
+///
+/// # Example
+/// ```
+/// use lagcomp::{Axis, Hitbox, HitboxId, Rig, RigError, Shape, Vec3, Zone};
+///
+/// # fn main() -> Result<(), RigError> {
+/// // Bones: 0 pelvis, 1 chest, 2 head, 3 eye (where the weapon aims from: no hitbox).
+/// // Sizes in metres.
+/// let humanoid = Rig::new(4, vec![
+///     Hitbox::new(0, "pelvis", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.18, 0.12, 0.12))),
+///     Hitbox::new(1, "chest", Zone::Torso, 1, Shape::capsule(0.2, 0.15, Axis::Y)),
+///     // The head sphere sits 5 cm in front of the head bone.
+///     Hitbox::new(2, "head", Zone::Head, 2, Shape::sphere(0.12)).offset_by(Vec3::Z * 0.05),
+/// ])?;
+/// assert_eq!(humanoid.bone_count(), 4);
+/// assert_eq!(humanoid.hitbox(HitboxId(2)).map(|head| head.zone), Some(Zone::Head));
+///
+/// // A hitbox on a bone the rig does not have is refused.
+/// let head_only = vec![Hitbox::new(0, "head", Zone::Head, 2, Shape::sphere(0.12))];
+/// let refused = Rig::new(2, head_only).unwrap_err();
+/// assert!(matches!(refused, RigError::BoneOutOfRange { bone: 2, bones: 2, .. }));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rig {
     bone_count: u16,

@@ -319,13 +319,20 @@ fn bad_transforms_are_refused_and_leave_the_history_intact() {
             .overlap_sphere(Vec3::ZERO, 100.0, &mut out)
             .unwrap();
         // Never recorded: nothing to sample at any time.
-        assert_eq!(log.decision(s.never), Some(lagcomp::Broadphase::Absent));
+        assert_eq!(
+            log.decision(s.never),
+            Some(lagcomp::BroadphaseDecision::Absent)
+        );
         for entity in [s.rigid, s.skel] {
             let decision = log.decision(entity);
             if record_good {
-                assert_eq!(decision, Some(lagcomp::Broadphase::Passed));
+                assert_eq!(decision, Some(lagcomp::BroadphaseDecision::Passed));
             } else {
-                assert_eq!(decision, Some(lagcomp::Broadphase::Absent), "case {case}");
+                assert_eq!(
+                    decision,
+                    Some(lagcomp::BroadphaseDecision::Absent),
+                    "case {case}"
+                );
             }
         }
         if record_good {

@@ -10,7 +10,7 @@ mod support;
 use std::sync::Arc;
 
 use lagcomp::{
-    BoneTransform, Broadphase, EntityError, EntityId, EntityState, History, Hit, HitboxId,
+    BoneTransform, BroadphaseDecision, EntityError, EntityId, EntityState, History, Hit, HitboxId,
     NearestReason, Obb, Quat, QueryError, QueryLog, Ray, RewindError, RewindTarget, Rig,
     SampleKind, Tick, Vec3, WindowPolicy, WindowSide,
 };
@@ -964,7 +964,7 @@ fn a_reused_slot_never_shows_the_old_entity_history() {
                 hits.is_empty(),
                 "hit before the new entity was recorded: {hits:?}"
             );
-            assert_eq!(log.decision(new), Some(Broadphase::Absent));
+            assert_eq!(log.decision(new), Some(BroadphaseDecision::Absent));
         } else if time < first_new {
             assert!(hits.iter().all(|hit| hit.entity == new));
         } else {
@@ -1069,12 +1069,12 @@ fn alive_and_layers_are_read_at_the_rewound_time() {
     // Alive then, dead now: hit.
     let (hit, decision) = shoot(t(1), u32::MAX);
     assert!(hit.is_some_and(|h| h.state.alive));
-    assert_eq!(decision, Some(Broadphase::Passed));
+    assert_eq!(decision, Some(BroadphaseDecision::Passed));
     // Dead then: not hit.
     for tick in [3, 4, 5, 9, 11] {
         let (hit, decision) = shoot(t(tick), u32::MAX);
         assert!(hit.is_none(), "hit while dead at {tick}");
-        assert_eq!(decision, Some(Broadphase::NotAlive));
+        assert_eq!(decision, Some(BroadphaseDecision::NotAlive));
     }
     // Blends take the older frame's state.
     assert!(
@@ -1093,13 +1093,13 @@ fn alive_and_layers_are_read_at_the_rewound_time() {
             .is_some()
     );
     // Layers at the time: layer 2 at 6..=7, layer 1 at 8.
-    assert_eq!(shoot(t(6), 1), (None, Some(Broadphase::OtherLayer)));
+    assert_eq!(shoot(t(6), 1), (None, Some(BroadphaseDecision::OtherLayer)));
     let (hit, _) = shoot(t(6), 2);
     assert_eq!(hit.map(|h| h.state.layers), Some(2));
-    assert_eq!(shoot(t(8), 2), (None, Some(Broadphase::OtherLayer)));
+    assert_eq!(shoot(t(8), 2), (None, Some(BroadphaseDecision::OtherLayer)));
     assert!(shoot(t(8), 1).0.is_some());
     assert!(shoot(t(7), 3).0.is_some());
-    assert_eq!(shoot(t(8), 0), (None, Some(Broadphase::OtherLayer)));
+    assert_eq!(shoot(t(8), 0), (None, Some(BroadphaseDecision::OtherLayer)));
 }
 
 // --- (l) latency targets --------------------------------------------------------------------

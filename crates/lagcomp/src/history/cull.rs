@@ -253,7 +253,7 @@ pub(crate) struct LineLanes {
 
 impl LineLanes {
     /// The line from `origin` along unit `dir`, grown by `radius`, culled with `kernels`
-    /// ([`History::kernels`]).
+    /// ([`History::kernels`](super::History::kernels)).
     #[inline]
     pub(crate) fn new(origin: Vec3, dir: Vec3, radius: f32, kernels: Kernels) -> Self {
         Self {

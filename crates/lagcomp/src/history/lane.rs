@@ -4,7 +4,7 @@
 //!
 //! What lives here: [`Lane`] (a fixed-length array of plain values that, when large, sits on
 //! huge pages) and [`BoneRanges`] (first-fit-by-size allocation of bone ranges). How an
-//! entity's rows are placed inside the lanes (the layout) is `History`'s business (`mod.rs`).
+//! entity's rows are placed inside the lanes (the layout) is `layout`'s.
 //!
 //! Why not a `Vec` per entity, as before: a tick writes one row in every entity's ring, and
 //! with thousands of entities those rows sat in thousands of separate 4 KiB-paged

@@ -1,10 +1,12 @@
 //! The recorded past: entities, their rigs, and a ring buffer of per-tick bone transforms.
 //!
-//! What lives here: [`History`] (configuration, spawning, despawning, static geometry),
-//! [`FrameRecorder`] (writing one tick; its per-bone copy-check-bound pass is `bone_pass`,
-//! whose kernels live in `crate::simd`), resolving a [`RewindTarget`] to the
-//! frames that bracket it (`bracket`), and rebuilding an entity's bones at that moment
-//! (`sample`).
+//! What lives here: [`History`] (its fields, static geometry and the ring's bookkeeping
+//! here; its [`HistoryConfig`] in `config`; the entity table, spawning and despawning in
+//! `entities`, the handles and per-tick facts in `entity`; where rows lie in the lanes in
+//! `layout`), [`FrameRecorder`] (writing one tick, `recorder`; its per-bone
+//! copy-check-bound pass is `bone_pass`, whose kernels live in `crate::simd`), resolving a
+//! [`RewindTarget`] to the frames that bracket it, and rebuilding an entity's bones at that
+//! moment (`sample`).
 //! Queries over the rebuilt past live in [`crate::query`].
 //!
 //! Layout, and why:
@@ -41,9 +43,13 @@
 //!   number it was written at, so a stale slot is recognised instead of erased.
 
 mod bone_pass;
+mod config;
 mod cull;
+mod entities;
+mod entity;
 mod frame;
 mod lane;
+mod layout;
 mod plan;
 #[cfg(test)]
 mod record_tests;
@@ -52,12 +58,15 @@ mod sample;
 mod stamp;
 
 pub(crate) use bone_pass::{BonePass, assert_one_length};
+pub use config::{ConfigError, HistoryConfig};
 pub(crate) use cull::{LineLanes, cull4};
-pub use recorder::FrameRecorder;
+use entity::{ALIVE, LAG_COMPENSATED, TELEPORTED};
+pub use entity::{EntityError, EntityId, EntityState};
+use layout::Lanes;
+pub use recorder::{FrameRecorder, RecordError};
 pub(crate) use sample::{Bracket, EntitySample, EntityView};
 pub use sample::{NearestReason, Sample, SampleKind};
 
-use std::fmt;
 use std::sync::Arc;
 
 use glam::{Quat, Vec3};
@@ -68,221 +77,6 @@ use crate::narrow::PlacedShape;
 use crate::rig::{Rig, Shape, ShapeError};
 use crate::simd::Kernels;
 use crate::time::{RewindError, RewindTarget, Tick, WindowPolicy};
-use lane::{BoneRanges, Lane};
-
-/// How the history is sized.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct HistoryConfig {
-    /// Server ticks per second (frames recorded per second).
-    pub tick_rate: f64,
-    /// The furthest back a query may rewind, in seconds.
-    pub max_rewind: f64,
-}
-
-impl Default for HistoryConfig {
-    fn default() -> Self {
-        Self {
-            tick_rate: 64.0,
-            max_rewind: 0.5,
-        }
-    }
-}
-
-impl HistoryConfig {
-    /// Frames kept: enough to cover the window at a tick rate up to 10 % faster than
-    /// configured (tick lengths vary), plus the frame just older than the window edge and
-    /// the newest frame.
-    fn capacity(&self) -> usize {
-        ((self.max_rewind * self.tick_rate * 1.1).ceil() as usize).saturating_add(2)
-    }
-}
-
-/// Why a configuration was refused.
-#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
-pub enum ConfigError {
-    /// The tick rate must be finite and in `(0, 1000]`.
-    #[error("tick rate {0} must be finite and in (0, 1000] Hz")]
-    TickRate(f64),
-    /// The rewind window must be finite and in `(0, 10]` seconds.
-    #[error("max rewind {0} must be finite and in (0, 10] seconds")]
-    MaxRewind(f64),
-}
-
-/// A handle to an entity. Generational: once an entity is despawned and its history has
-/// aged out, its slot may be reused, and the old handle then reports
-/// [`EntityError::Stale`] instead of seeing the new entity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct EntityId {
-    index: u32,
-    generation: u32,
-}
-
-impl EntityId {
-    /// Slot index (dense, reused after the slot's history ages out).
-    #[must_use]
-    pub const fn index(self) -> u32 {
-        self.index
-    }
-
-    /// How many times the slot had been reused when this handle was issued.
-    #[must_use]
-    pub const fn generation(self) -> u32 {
-        self.generation
-    }
-
-    /// The handle packed into 64 bits (generation high, index low), for the wire.
-    #[must_use]
-    pub const fn to_bits(self) -> u64 {
-        ((self.generation as u64) << 32) | self.index as u64
-    }
-
-    /// A handle from [`EntityId::to_bits`]. Any value is accepted; an id that was never
-    /// issued is reported as unknown or stale when used.
-    #[must_use]
-    pub const fn from_bits(bits: u64) -> Self {
-        Self {
-            index: bits as u32,
-            generation: (bits >> 32) as u32,
-        }
-    }
-}
-
-impl fmt::Display for EntityId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "entity {}v{}", self.index, self.generation)
-    }
-}
-
-/// Per-tick facts about an entity, recorded with its bones. Queries see them as they were
-/// at the rewound time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct EntityState {
-    /// Alive and hittable.
-    pub alive: bool,
-    /// Lag compensation applies. Off while invulnerable, dodging or otherwise evasive: the
-    /// entity is then tested at its present pose and the hit says so.
-    pub lag_compensated: bool,
-    /// The entity jumped to this frame's pose (respawn, teleporter): never interpolate into
-    /// this frame from the previous one.
-    pub teleported: bool,
-    /// Collision layers; a query sees the entity when its mask shares a bit with these.
-    pub layers: u32,
-    /// Game-defined bits (team, stance), carried through to hits.
-    pub user: u16,
-}
-
-impl Default for EntityState {
-    fn default() -> Self {
-        Self {
-            alive: true,
-            lag_compensated: true,
-            teleported: false,
-            layers: 1,
-            user: 0,
-        }
-    }
-}
-
-const ALIVE: u8 = 1;
-const LAG_COMPENSATED: u8 = 2;
-const TELEPORTED: u8 = 4;
-
-impl EntityState {
-    fn to_flags(self) -> u8 {
-        (u8::from(self.alive) * ALIVE)
-            | (u8::from(self.lag_compensated) * LAG_COMPENSATED)
-            | (u8::from(self.teleported) * TELEPORTED)
-    }
-
-    fn from_frame(frame: &EntityFrame) -> Self {
-        Self {
-            alive: frame.flags & ALIVE != 0,
-            lag_compensated: frame.flags & LAG_COMPENSATED != 0,
-            teleported: frame.flags & TELEPORTED != 0,
-            layers: frame.layers,
-            user: frame.user,
-        }
-    }
-}
-
-/// Why an entity handle could not be used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum EntityError {
-    /// No entity was ever issued this handle.
-    #[error("{0} is unknown")]
-    Unknown(EntityId),
-    /// The entity's history aged out and its slot was reused.
-    #[error("{0} is stale: its history has aged out")]
-    Stale(EntityId),
-    /// The entity was despawned; its history is still queryable but it records no more.
-    #[error("{0} was despawned")]
-    Despawned(EntityId),
-    /// The entity has no recorded frame to answer from.
-    #[error("{0} has no recorded frames")]
-    NoFrames(EntityId),
-}
-
-/// Why a frame or an entity's record in it was refused. The history is unchanged.
-#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
-pub enum RecordError {
-    /// The frame time is NaN, infinite or beyond ±1e12 seconds.
-    #[error("frame time {0} is not a finite server time")]
-    InvalidTime(f64),
-    /// Ticks must increase from frame to frame.
-    #[error("{got} does not follow the newest recorded {newest}")]
-    TickNotIncreasing {
-        /// The newest recorded tick.
-        newest: Tick,
-        /// The tick that was offered.
-        got: Tick,
-    },
-    /// Frame times must increase from frame to frame.
-    #[error("frame time {got} does not follow the newest recorded time {newest}")]
-    TimeNotIncreasing {
-        /// The newest recorded time.
-        newest: f64,
-        /// The time that was offered.
-        got: f64,
-    },
-    /// The entity handle cannot record.
-    #[error(transparent)]
-    Entity(#[from] EntityError),
-    /// The entity was already recorded in this frame.
-    #[error("{0} was already recorded in this frame")]
-    AlreadyRecorded(EntityId),
-    /// The number of bone transforms does not match the rig.
-    #[error("{entity} has {expected} bones, got {got} transforms")]
-    BoneCount {
-        /// The entity.
-        entity: EntityId,
-        /// Bones in its rig.
-        expected: u16,
-        /// Transforms offered.
-        got: usize,
-    },
-    /// [`FrameRecorder::record_all`] was given a different number of transforms than its
-    /// entities' rigs have bones together.
-    #[error("the entities have {expected} bones together, got {got} transforms")]
-    BatchBones {
-        /// Bones of every listed entity's rig, summed.
-        expected: usize,
-        /// Transforms offered.
-        got: usize,
-    },
-    /// A bone transform is invalid.
-    #[error("{entity} bone {bone}: {error}")]
-    Transform {
-        /// The entity.
-        entity: EntityId,
-        /// The bone.
-        bone: u16,
-        /// What is wrong with it.
-        error: TransformError,
-    },
-}
 
 /// Why static geometry was refused.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
@@ -379,7 +173,7 @@ struct EntitySlot {
     rig: Option<Arc<Rig>>,
     bone_count: usize,
     /// First of the `bone_count` places the entity holds in each ring slot's block of the
-    /// bone lanes ([`BoneRanges`], [`Lanes::row`]); kept while the slot is free, to give
+    /// bone lanes ([`BoneRanges`](lane::BoneRanges), [`Lanes::row`]); kept while the slot is free, to give
     /// them back once.
     bones_at: usize,
     /// Empty while every recorded scale has been one; then `capacity * bone_count`,
@@ -389,128 +183,6 @@ struct EntitySlot {
     last_seq: u64,
     /// Sequence number of the first frame this entity was recorded in (0: never).
     first_seq: u64,
-}
-
-/// The rings of every entity, one allocation per lane.
-///
-/// Layout (frame-major): each lane is `capacity` blocks, one per ring slot, of `row_stride`
-/// bone places (bone lanes) or `frame_stride` records (frame lane). Entity slot `i` with
-/// `n` bones has its row of ring slot `r` at `r * row_stride + bones_at` (`n` consecutive
-/// bones) and its frame record at `r * frame_stride + i`. A tick writes one block of each
-/// lane, front to back when entities are recorded in the order they were spawned: three
-/// sequential streams, which the hardware prefetches, instead of a few lines in every
-/// entity's ring.
-#[derive(Debug, Clone, Default)]
-struct Lanes {
-    /// Bone translations, and one spare element after the last row: recording's 16-byte
-    /// stores spill onto the element after a row and put it back (see `bone_pass`).
-    translations: Lane<StoredTranslation>,
-    /// Bone rotations, row for row with the translations.
-    rotations: Lane<StoredRotation>,
-    /// Per-entity frame records.
-    frames: Lane<EntityFrame>,
-    /// Bone places per ring slot block (at least `ranges.end()`).
-    row_stride: usize,
-    /// Frame records per ring slot block (at least the number of entity slots).
-    frame_stride: usize,
-    /// Which bone places belong to which entity.
-    ranges: BoneRanges,
-    /// Slots spawned since the lanes were last fitted (`History::fit_lanes`): their places
-    /// may lie past the lanes' end, and their rows are reset there.
-    pending: Vec<u32>,
-    /// Whether a batch writes the rows with non-temporal (streaming) stores: the bone lanes
-    /// hold at least [`STREAM_MIN_BYTES`] (see there).
-    stream: bool,
-    /// Tests: streaming on or off whatever the size.
-    #[cfg(test)]
-    force_stream: Option<bool>,
-}
-
-/// Bone lanes of at least this many bytes are written by [`FrameRecorder::record_all`]
-/// with streaming stores (x86_64 with AVX2), which go to memory without first reading each
-/// line. A ring slot is rewritten once per window, after every other slot: when the lanes
-/// are larger than the last-level cache (32 MiB on the machine measured), the slot being
-/// written has left the caches, and a plain store waits for its line to be read from
-/// memory. Smaller lanes keep plain stores: their
-/// rows are still cached when rewritten, and queries read the newest frames warm.
-pub(super) const STREAM_MIN_BYTES: usize = 32 << 20;
-
-/// The identity rotation, as stored.
-const IDENTITY_ROTATION: StoredRotation = [0.0, 0.0, 0.0, 1.0];
-
-impl Lanes {
-    /// Index in the bone lanes of `slot`'s row of ring slot `ring`.
-    #[inline(always)]
-    fn row(&self, slot: &EntitySlot, ring: usize) -> usize {
-        ring * self.row_stride + slot.bones_at
-    }
-
-    /// Index in the frame lane of slot `index`'s record of ring slot `ring`.
-    #[inline(always)]
-    fn frame(&self, index: usize, ring: usize) -> usize {
-        ring * self.frame_stride + index
-    }
-
-    /// Lays the lanes out again (a copy of every row) if their blocks are shorter than
-    /// `places` bone places or `slots` frame records, to the length `stride(old, needed)`
-    /// gives.
-    ///
-    /// Bone blocks are a whole number of [`lane::GROUP`]s long, so that every aligned range
-    /// of places is aligned in every block.
-    fn fit(
-        &mut self,
-        capacity: usize,
-        places: usize,
-        slots: usize,
-        stride: impl Fn(usize, usize) -> usize,
-    ) {
-        if self.row_stride < places {
-            let new = stride(self.row_stride, places).next_multiple_of(lane::GROUP);
-            let strides = (self.row_stride, new);
-            // One spare translation after the last block: see `bone_pass`.
-            self.translations = restrided(&self.translations, capacity, strides, 1, [0.0; 3]);
-            self.rotations = restrided(&self.rotations, capacity, strides, 0, IDENTITY_ROTATION);
-            self.row_stride = strides.1;
-        }
-        if self.frame_stride < slots {
-            let strides = (self.frame_stride, stride(self.frame_stride, slots));
-            self.frames = restrided(&self.frames, capacity, strides, 0, EntityFrame::NEVER);
-            self.frame_stride = strides.1;
-        }
-        self.stream =
-            self.translations.held_bytes() + self.rotations.held_bytes() >= STREAM_MIN_BYTES;
-        #[cfg(test)]
-        if let Some(forced) = self.force_stream {
-            self.stream = forced;
-        }
-    }
-}
-
-/// `lane` (`capacity` blocks of `old` elements, then `extra`) laid out again as
-/// `capacity` blocks of `new` elements, then `extra`: each block keeps its elements at the
-/// front and is filled with `fill` after them.
-fn restrided<T: Copy>(
-    lane: &Lane<T>,
-    capacity: usize,
-    (old, new): (usize, usize),
-    extra: usize,
-    fill: T,
-) -> Lane<T> {
-    debug_assert!(new >= old && lane.len() == capacity * old + if old == 0 { 0 } else { extra });
-    let mut grown = Lane::filled(capacity * new + extra, fill);
-    for ring in 0..capacity {
-        grown[ring * new..][..old].copy_from_slice(&lane[ring * old..][..old]);
-    }
-    grown
-}
-
-impl EntitySlot {
-    fn id(&self, index: usize) -> EntityId {
-        EntityId {
-            index: index as u32,
-            generation: self.generation,
-        }
-    }
 }
 
 /// The recorded past of every entity, and static world geometry.
@@ -567,6 +239,21 @@ impl History {
     ///
     /// # Errors
     /// [`ConfigError`] for a tick rate or window that is not finite and positive.
+    ///
+    /// # Example
+    /// ```
+    /// use lagcomp::{ConfigError, History, HistoryConfig};
+    ///
+    /// // A 60 Hz server that honours shots fired up to 250 ms in the past.
+    /// let config = HistoryConfig { tick_rate: 60.0, max_rewind: 0.25 };
+    /// let history = History::new(config)?;
+    /// // 16.5 frames cover the window at a tick rate 10 % fast, plus two at its edges.
+    /// assert_eq!(history.capacity(), 19);
+    ///
+    /// let too_long = HistoryConfig { max_rewind: 30.0, ..config };
+    /// assert_eq!(History::new(too_long).unwrap_err(), ConfigError::MaxRewind(30.0));
+    /// # Ok::<(), ConfigError>(())
+    /// ```
     pub fn new(config: HistoryConfig) -> Result<Self, ConfigError> {
         if !(config.tick_rate.is_finite() && config.tick_rate > 0.0 && config.tick_rate <= 1000.0) {
             return Err(ConfigError::TickRate(config.tick_rate));
@@ -618,207 +305,6 @@ impl History {
     #[must_use]
     pub fn capacity(&self) -> usize {
         self.capacity
-    }
-
-    /// Registers an entity with its rig. It becomes visible to queries from the first
-    /// frame it is recorded in. Its ring is placed in the history's lanes (in places a
-    /// retired entity held when they fit); the lanes grow, if they must, when the next
-    /// frame begins, so spawning many entities between two frames copies the history at
-    /// most once. That copy is slow for a large history (see [`History::reserve`]):
-    /// entities spawned before the first frame, or into reserved room, cost nothing.
-    pub fn spawn(&mut self, rig: Arc<Rig>) -> EntityId {
-        let bone_count = usize::from(rig.bone_count());
-        let index = match self.free.pop() {
-            Some(index) => index as usize,
-            None => {
-                self.slots.push(EntitySlot {
-                    generation: 0,
-                    life: Life::Free,
-                    rig: None,
-                    bone_count: 0,
-                    bones_at: 0,
-                    scales: Vec::new(),
-                    last_seq: 0,
-                    first_seq: 0,
-                });
-                self.slots.len() - 1
-            }
-        };
-        let bones_at = self.lanes.ranges.take(bone_count);
-        let slot = &mut self.slots[index];
-        slot.life = Life::Active;
-        slot.rig = Some(rig);
-        slot.bone_count = bone_count;
-        slot.bones_at = bones_at;
-        slot.scales.clear();
-        slot.last_seq = 0;
-        slot.first_seq = 0;
-        self.lanes.pending.push(index as u32);
-        self.spawned.push(index as u32);
-        self.layout_epoch += 1;
-        slot.id(index)
-    }
-
-    /// Makes the lanes hold every spawned entity's ring, and resets the rings of entities
-    /// spawned since the last call. Called when a frame begins: between a spawn and the
-    /// next frame nothing reads a new entity's rows (it has no recorded frame).
-    ///
-    /// Growing lays every lane out again with longer blocks (a copy): each time by at
-    /// least a quarter, so that spawning one entity per tick copies each row a bounded
-    /// number of times, and to exactly what is needed when the lanes were empty (all of a
-    /// match's entities spawned before its first frame hold no slack).
-    ///
-    /// PERF: out of line: it runs once per frame and returns at once but after spawns.
-    #[inline(never)]
-    fn fit_lanes(&mut self) {
-        if self.lanes.pending.is_empty() {
-            return;
-        }
-        self.layout_epoch += 1;
-        let capacity = self.capacity;
-        let lanes = &mut self.lanes;
-        let places = lanes.ranges.end();
-        lanes.fit(capacity, places, self.slots.len(), |stride, needed| {
-            needed.max(stride + stride / 4)
-        });
-        for &index in &lanes.pending {
-            let index = index as usize;
-            let slot = &self.slots[index];
-            if slot.life == Life::Free {
-                // Despawned before its first frame: its places went back to the ranges.
-                continue;
-            }
-            for ring in 0..capacity {
-                let row = lanes.row(slot, ring);
-                lanes.translations[row..row + slot.bone_count].fill([0.0; 3]);
-                lanes.rotations[row..row + slot.bone_count].fill(IDENTITY_ROTATION);
-                let frame = lanes.frame(index, ring);
-                lanes.frames[frame] = EntityFrame::NEVER;
-            }
-        }
-        lanes.pending.clear();
-    }
-
-    /// Makes room for `entities` more entities with `bones` bones between them, so that
-    /// spawning them does not lay the history's lanes out again when the next frame begins.
-    /// Growing copies the whole history into new memory (57 MB for 5,000 twenty-bone
-    /// entities at 30 Hz and a 0.5 s window), which can take several ticks of a game
-    /// server. A server that knows how many players it takes reserves them before the
-    /// match; like `Vec::reserve`, this may hold more than asked.
-    ///
-    /// # Panics
-    /// As `Vec::reserve` does: if the room asked for does not fit in the address space.
-    pub fn reserve(&mut self, entities: usize, bones: usize) {
-        // A spawn takes a free slot before a new one, and a free range of places before
-        // new places at the end: room past both ends is enough for any order of spawns.
-        let slots = self.slots.len().saturating_add(entities);
-        let places = self.lanes.ranges.end().saturating_add(bones);
-        self.slots.reserve(entities);
-        self.spawned.reserve(entities);
-        self.layout_epoch += 1;
-        self.lanes
-            .fit(self.capacity, places, slots, |_, needed| needed);
-    }
-
-    /// Stops recording an entity. Its history stays queryable until its last frame ages
-    /// out of the window (a shot at a player who died this tick still validates); then its
-    /// slot is reused under a new generation.
-    ///
-    /// # Errors
-    /// [`EntityError`] if the handle is unknown, stale or already despawned.
-    pub fn despawn(&mut self, id: EntityId) -> Result<(), EntityError> {
-        let index = self.active_index(id)?;
-        self.layout_epoch += 1;
-        let slot = &mut self.slots[index];
-        if slot.last_seq == 0 {
-            self.free_slot(index);
-        } else {
-            slot.life = Life::Despawned;
-            self.retiring.push(index as u32);
-        }
-        Ok(())
-    }
-
-    fn free_slot(&mut self, index: usize) {
-        self.layout_epoch += 1;
-        let slot = &mut self.slots[index];
-        slot.life = Life::Free;
-        slot.generation = slot.generation.wrapping_add(1);
-        slot.rig = None;
-        self.lanes.ranges.give_back(slot.bones_at, slot.bone_count);
-        self.free.push(index as u32);
-        self.uncompensated.retain(|&(i, _)| i as usize != index);
-        // The tree is not rebuilt for this: a slot is freed once its last frame has aged
-        // out, so its leaf is empty in every frame the trees still answer for, and stays
-        // so (nothing records a free slot) until the next build drops it or a spawn into
-        // the slot rebuilds anyway.
-    }
-
-    /// The rig of an entity (despawned entities keep theirs until they age out).
-    ///
-    /// # Errors
-    /// [`EntityError::Unknown`] or [`EntityError::Stale`].
-    pub fn rig(&self, id: EntityId) -> Result<&Arc<Rig>, EntityError> {
-        let index = self.known_index(id)?;
-        self.slots[index].rig.as_ref().ok_or(EntityError::Stale(id))
-    }
-
-    /// Whether the entity is registered and not despawned.
-    #[must_use]
-    pub fn is_active(&self, id: EntityId) -> bool {
-        self.active_index(id).is_ok()
-    }
-
-    /// How many entities are registered or despawned but still in the window.
-    #[must_use]
-    pub fn entity_count(&self) -> usize {
-        self.slots.len() - self.free.len()
-    }
-
-    /// Index of a handle that names a live or despawned-but-remembered entity.
-    pub(crate) fn known_index(&self, id: EntityId) -> Result<usize, EntityError> {
-        let index = id.index as usize;
-        let slot = self.slots.get(index).ok_or(EntityError::Unknown(id))?;
-        if slot.generation != id.generation {
-            return Err(if id.generation > slot.generation {
-                EntityError::Unknown(id)
-            } else {
-                EntityError::Stale(id)
-            });
-        }
-        match slot.life {
-            // A free slot's current generation has not been handed out yet.
-            Life::Free => Err(EntityError::Unknown(id)),
-            Life::Active | Life::Despawned => Ok(index),
-        }
-    }
-
-    fn active_index(&self, id: EntityId) -> Result<usize, EntityError> {
-        let index = self.known_index(id)?;
-        match self.slots[index].life {
-            Life::Active => Ok(index),
-            _ => Err(EntityError::Despawned(id)),
-        }
-    }
-
-    /// Checks a batch for [`FrameRecorder::record_all`]: every handle active, and as many
-    /// transforms as the entities have bones together.
-    fn check_batch(
-        &self,
-        entities: &[(EntityId, EntityState)],
-        transforms: usize,
-    ) -> Result<(), RecordError> {
-        let mut expected = 0;
-        for &(id, _) in entities {
-            expected += self.slots[self.active_index(id)?].bone_count;
-        }
-        if expected != transforms {
-            return Err(RecordError::BatchBones {
-                expected,
-                got: transforms,
-            });
-        }
-        Ok(())
     }
 
     /// Adds a piece of static world geometry; it blocks every trace that reaches it on a

@@ -15,7 +15,7 @@ use super::{EntityId, EntityState, History, Life};
 use crate::math::BoneTransform;
 use crate::simd::{Isa, KernelBody};
 
-/// The last batch [`FrameRecorder::record_all`] recorded whole, kept so that the same batch
+/// The last batch [`FrameRecorder::record_all`](super::FrameRecorder::record_all) recorded whole, kept so that the same batch
 /// at the next tick skips the per-entity handle checks and runs the bone pass over the
 /// batch's rows: a game server records every entity every tick, in the same order.
 ///

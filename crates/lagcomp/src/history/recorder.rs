@@ -8,10 +8,69 @@ use super::plan::{Fresh, RecordPlanned};
 use super::stamp::{
     ANY_FORM, FLAT_FORM, FrameSlot, TREE_FORM, keep_first, mark_uncompensated, record_entity,
 };
-use super::{EntityId, EntityState, FrameMeta, History, RecordError};
-use crate::math::BoneTransform;
+use super::{EntityError, EntityId, EntityState, FrameMeta, History};
+use crate::math::{BoneTransform, TransformError};
 use crate::simd::{Isa, KernelBody};
 use crate::time::Tick;
+
+/// Why a frame or an entity's record in it was refused. The history is unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum RecordError {
+    /// The frame time is NaN, infinite or beyond ±1e12 seconds.
+    #[error("frame time {0} is not a finite server time")]
+    InvalidTime(f64),
+    /// Ticks must increase from frame to frame.
+    #[error("{got} does not follow the newest recorded {newest}")]
+    TickNotIncreasing {
+        /// The newest recorded tick.
+        newest: Tick,
+        /// The tick that was offered.
+        got: Tick,
+    },
+    /// Frame times must increase from frame to frame.
+    #[error("frame time {got} does not follow the newest recorded time {newest}")]
+    TimeNotIncreasing {
+        /// The newest recorded time.
+        newest: f64,
+        /// The time that was offered.
+        got: f64,
+    },
+    /// The entity handle cannot record.
+    #[error(transparent)]
+    Entity(#[from] EntityError),
+    /// The entity was already recorded in this frame.
+    #[error("{0} was already recorded in this frame")]
+    AlreadyRecorded(EntityId),
+    /// The number of bone transforms does not match the rig.
+    #[error("{entity} has {expected} bones, got {got} transforms")]
+    BoneCount {
+        /// The entity.
+        entity: EntityId,
+        /// Bones in its rig.
+        expected: u16,
+        /// Transforms offered.
+        got: usize,
+    },
+    /// [`FrameRecorder::record_all`] was given a different number of transforms than its
+    /// entities' rigs have bones together.
+    #[error("the entities have {expected} bones together, got {got} transforms")]
+    BatchBones {
+        /// Bones of every listed entity's rig, summed.
+        expected: usize,
+        /// Transforms offered.
+        got: usize,
+    },
+    /// A bone transform is invalid.
+    #[error("{entity} bone {bone}: {error}")]
+    Transform {
+        /// The entity.
+        entity: EntityId,
+        /// The bone.
+        bone: u16,
+        /// What is wrong with it.
+        error: TransformError,
+    },
+}
 
 /// Server times beyond this many seconds are treated as corrupt.
 const MAX_TIME: f64 = 1.0e12;
@@ -25,6 +84,29 @@ impl History {
     /// # Errors
     /// [`RecordError`] if the time is not finite, or the tick or time does not increase.
     /// Nothing is changed on error.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use lagcomp::{BoneTransform, EntityState, History, HistoryConfig, Hitbox, Rig, Shape, Tick, Vec3, Zone};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut history = History::new(HistoryConfig { tick_rate: 64.0, max_rewind: 0.5 })?;
+    /// let hull = Shape::cuboid(Vec3::new(1.0, 0.5, 2.0)); // half extents, metres
+    /// let drone = history.spawn(Arc::new(Rig::rigid(vec![Hitbox::new(0, "hull", Zone::Custom(1), 0, hull)])?));
+    /// // Every server tick, at the server's clock in seconds: the drone climbs 5 cm a tick.
+    /// for tick in 1..=3_u32 {
+    ///     let mut frame = history.begin_frame(Tick(tick), f64::from(tick) / 64.0)?;
+    ///     let transform = BoneTransform::from_translation(Vec3::Y * 0.05 * tick as f32);
+    ///     frame.record_rigid(drone, transform, EntityState::default())?;
+    ///     frame.finish(); // or drop it: the frame is then complete
+    /// }
+    /// assert_eq!(history.newest_tick(), Some(Tick(3)));
+    /// // Ticks and times only go forward.
+    /// assert!(history.begin_frame(Tick(3), 4.0 / 64.0).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn begin_frame(&mut self, tick: Tick, time: f64) -> Result<FrameRecorder<'_>, RecordError> {
         if !time.is_finite() || time.abs() > MAX_TIME {
             return Err(RecordError::InvalidTime(time));
@@ -93,6 +175,31 @@ impl FrameRecorder<'_> {
     /// [`RecordError`] for a bad handle, a despawned entity, a second record in the same
     /// frame, a wrong bone count, or an invalid transform.
     ///
+    /// # Example
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use lagcomp::{Axis, BoneTransform, EntityState, History, HistoryConfig, Hitbox, Rig, RewindTarget, Shape, Tick, Vec3, Zone};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let humanoid = Arc::new(Rig::new(4, vec![
+    /// #     Hitbox::new(0, "pelvis", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.18, 0.12, 0.12))),
+    /// #     Hitbox::new(1, "chest", Zone::Torso, 1, Shape::capsule(0.2, 0.15, Axis::Y)),
+    /// #     Hitbox::new(2, "head", Zone::Head, 2, Shape::sphere(0.12)),
+    /// # ])?);
+    /// # // Pelvis, chest, head and eye bones of a player standing at `feet`, in metres.
+    /// # let pose = |feet: Vec3| [0.95, 1.35, 1.7, 1.68].map(|y| BoneTransform::from_translation(feet + Vec3::Y * y));
+    /// let mut history = History::new(HistoryConfig::default())?;
+    /// let player = history.spawn(humanoid); // bones: pelvis, chest, head, eye
+    /// let mut frame = history.begin_frame(Tick(1), 1.0 / 64.0)?;
+    /// // One world transform per bone of the rig, in bone order.
+    /// let bones: [BoneTransform; 4] = pose(Vec3::new(3.0, 0.0, -2.0));
+    /// frame.record(player, &bones, EntityState::default())?;
+    /// // A second record of the same entity in one frame, or a wrong bone count, is refused.
+    /// assert!(frame.record(player, &bones, EntityState::default()).is_err());
+    /// frame.finish();
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// PERF: one function per entity compiled for the history's kernels, the bone pass
     /// inlined into it, instead of a call into the pass, whose arguments, result and
     /// spilled registers cost about 40 instructions per entity.
@@ -155,6 +262,38 @@ impl FrameRecorder<'_> {
     /// - An entity already recorded in this frame, or one with an invalid transform: that
     ///   entity is left as it was (not recorded in this frame), every other entity is
     ///   recorded, and the first such error is returned.
+    ///
+    /// # Example
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use lagcomp::{Axis, BoneTransform, EntityState, History, HistoryConfig, Hitbox, HitboxId, Obb, Quat, Ray, RewindTarget, Rig, Shape, Tick, Vec3, WindowPolicy, Zone};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let humanoid = Arc::new(Rig::new(4, vec![
+    /// #     Hitbox::new(0, "pelvis", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.18, 0.12, 0.12))),
+    /// #     Hitbox::new(1, "chest", Zone::Torso, 1, Shape::capsule(0.2, 0.15, Axis::Y)),
+    /// #     Hitbox::new(2, "head", Zone::Head, 2, Shape::sphere(0.12)),
+    /// # ])?);
+    /// # // Pelvis, chest, head and eye bones of a player standing at `feet`, in metres.
+    /// # let pose = |feet: Vec3| [0.95, 1.35, 1.7, 1.68].map(|y| BoneTransform::from_translation(feet + Vec3::Y * y));
+    /// use lagcomp::RecordError;
+    ///
+    /// let mut history = History::new(HistoryConfig::default())?;
+    /// let players: Vec<_> = (0..3).map(|_| history.spawn(humanoid.clone())).collect();
+    /// // The server keeps every player's bones in one buffer, player after player, 2 m apart.
+    /// let entities: Vec<_> = players.iter().map(|&id| (id, EntityState::default())).collect();
+    /// let bones: Vec<BoneTransform> = (0..3).flat_map(|k| pose(Vec3::X * 2.0 * k as f32)).collect();
+    /// for tick in 1..=4_u32 {
+    ///     let mut frame = history.begin_frame(Tick(tick), f64::from(tick) / 64.0)?;
+    ///     frame.record_all(&entities, &bones)?;
+    ///     frame.finish();
+    /// }
+    /// // A buffer that is not the rigs' bone total records nothing.
+    /// let mut frame = history.begin_frame(Tick(5), 5.0 / 64.0)?;
+    /// let short = frame.record_all(&entities, &bones[1..]);
+    /// assert!(matches!(short, Err(RecordError::BatchBones { expected: 12, got: 11 })));
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// PERF: a batch recorded whole is remembered (a batch plan): the same handles in the
     /// same order at the next tick, with no entity spawned or despawned since, are recorded

@@ -279,6 +279,42 @@ pub struct Trace {
 
 /// A query at one rewind target. Built by [`History::query`]; configure with the builder
 /// methods, then run any number of traces and overlaps.
+///
+/// # Example
+/// ```
+/// # use std::sync::Arc;
+/// # use lagcomp::{Axis, BoneTransform, EntityState, History, HistoryConfig, Hitbox, HitboxId, Obb, Quat, Ray, RewindTarget, Rig, Shape, Tick, Vec3, WindowPolicy, Zone};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let humanoid = Arc::new(Rig::new(4, vec![
+/// #     Hitbox::new(0, "pelvis", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.18, 0.12, 0.12))),
+/// #     Hitbox::new(1, "chest", Zone::Torso, 1, Shape::capsule(0.2, 0.15, Axis::Y)),
+/// #     Hitbox::new(2, "head", Zone::Head, 2, Shape::sphere(0.12)),
+/// # ])?);
+/// # // Pelvis, chest, head and eye bones of a player standing at `feet`, in metres.
+/// # let pose = |feet: Vec3| [0.95, 1.35, 1.7, 1.68].map(|y| BoneTransform::from_translation(feet + Vec3::Y * y));
+/// # let mut history = History::new(HistoryConfig { tick_rate: 64.0, max_rewind: 0.5 })?;
+/// # let target = history.spawn(humanoid);
+/// # for tick in 1..=32_u32 {
+/// #     let time = f64::from(tick) / 64.0;
+/// #     let mut frame = history.begin_frame(Tick(tick), time)?;
+/// #     frame.record(target, &pose(Vec3::X * 4.0 * time as f32), EntityState::default())?;
+/// # }
+/// // A humanoid walked along +x at 4 m/s, recorded at 64 Hz for half a second; a shot aims
+/// // at where its head was 250 ms ago (1 m along x, 1.7 m up), from 10 m away.
+/// let ray = Ray::new(Vec3::new(1.0, 1.7, -10.0), Vec3::Z, 100.0)?;
+/// let then = RewindTarget::at(0.25); // server time, seconds
+/// assert!(history.query(then).ray(&ray)?.hit.is_some());
+/// // The shooter's own hitboxes never stop their shot; layers choose who can be hit
+/// // (entities are on layer 1 unless their state says otherwise).
+/// assert!(history.query(then).ignore(&[target]).ray(&ray)?.hit.is_none());
+/// assert!(history.query(then).layers(0b10).ray(&ray)?.hit.is_none());
+/// // A query is reused for many traces at the same moment.
+/// let mut query = history.query(then);
+/// let (high, low) = (Ray::new(Vec3::new(1.0, 2.5, -10.0), Vec3::Z, 100.0)?, ray);
+/// assert!(query.ray(&high)?.hit.is_none() && query.ray(&low)?.hit.is_some());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct Query<'h, 'f, O = NoObserver> {
     history: &'h History,
@@ -408,6 +444,39 @@ impl History {
     /// # Errors
     /// [`QueryError::Rewind`] for a target the policy refuses, [`QueryError::Entity`] for
     /// an unknown or stale handle. A despawned entity is still found while its frames last.
+    ///
+    /// # Example
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use lagcomp::{Axis, BoneTransform, EntityState, History, HistoryConfig, Hitbox, HitboxId, Obb, Quat, Ray, RewindTarget, Rig, Shape, Tick, Vec3, WindowPolicy, Zone};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let humanoid = Arc::new(Rig::new(4, vec![
+    /// #     Hitbox::new(0, "pelvis", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.18, 0.12, 0.12))),
+    /// #     Hitbox::new(1, "chest", Zone::Torso, 1, Shape::capsule(0.2, 0.15, Axis::Y)),
+    /// #     Hitbox::new(2, "head", Zone::Head, 2, Shape::sphere(0.12)),
+    /// # ])?);
+    /// # // Pelvis, chest, head and eye bones of a player standing at `feet`, in metres.
+    /// # let pose = |feet: Vec3| [0.95, 1.35, 1.7, 1.68].map(|y| BoneTransform::from_translation(feet + Vec3::Y * y));
+    /// # let mut history = History::new(HistoryConfig { tick_rate: 64.0, max_rewind: 0.5 })?;
+    /// # let target = history.spawn(humanoid);
+    /// # for tick in 1..=32_u32 {
+    /// #     let time = f64::from(tick) / 64.0;
+    /// #     let mut frame = history.begin_frame(Tick(tick), time)?;
+    /// #     frame.record(target, &pose(Vec3::X * 4.0 * time as f32), EntityState::default())?;
+    /// # }
+    /// // Where was the player's eye (bone 3), and its head hitbox, 250 ms ago (tick 16)?
+    /// let then = history.entity_at(target, RewindTarget::at(0.25), WindowPolicy::Reject)?;
+    /// let then = then.expect("recorded around that moment");
+    /// let eye = then.bone(3).expect("the rig has four bones");
+    /// assert_eq!(eye.translation, Vec3::new(1.0, 1.68, 0.0)); // metres
+    /// let head = then.hitbox(HitboxId(2)).expect("the rig has hitbox 2");
+    /// assert_eq!(head.pose.translation, Vec3::new(1.0, 1.7, 0.0));
+    /// // Before the window: refused, or moved to its edge when asked.
+    /// assert!(history.entity_at(target, RewindTarget::at(-1.0), WindowPolicy::Reject).is_err());
+    /// assert!(history.entity_at(target, RewindTarget::at(-1.0), WindowPolicy::Clamp)?.is_some());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn entity_at(
         &self,
         entity: EntityId,
@@ -547,7 +616,7 @@ fn admit<'h, O: QueryObserver>(
     observer: &mut O,
     touches: impl Fn(&crate::math::Aabb, bool) -> bool,
 ) -> Option<(&'h crate::rig::Rig, EntityId, crate::history::EntitySample)> {
-    use observer::Broadphase;
+    use observer::BroadphaseDecision;
     let (rig, id) = history.slot_rig(index)?;
     let mut decide = |decision| {
         if O::ENABLED {
@@ -555,12 +624,12 @@ fn admit<'h, O: QueryObserver>(
         }
     };
     if ignore.contains(&id) {
-        decide(Broadphase::Ignored);
+        decide(BroadphaseDecision::Ignored);
         return None;
     }
     let Some(sample) = history.sample(index, bracket) else {
         if walk != Walk::Uncompensated {
-            decide(Broadphase::Absent);
+            decide(BroadphaseDecision::Absent);
         }
         return None;
     };
@@ -571,19 +640,19 @@ fn admit<'h, O: QueryObserver>(
         _ => {}
     }
     if !sample.state.alive {
-        decide(Broadphase::NotAlive);
+        decide(BroadphaseDecision::NotAlive);
         return None;
     }
     if sample.state.layers & layers == 0 {
-        decide(Broadphase::OtherLayer);
+        decide(BroadphaseDecision::OtherLayer);
         return None;
     }
     let blended = matches!(sample.kind, crate::history::SampleKind::Interpolated { .. });
     if !touches(&sample.bounds, blended) {
-        decide(Broadphase::Culled);
+        decide(BroadphaseDecision::Culled);
         return None;
     }
-    decide(Broadphase::Passed);
+    decide(BroadphaseDecision::Passed);
     Some((rig, id, sample))
 }
 

@@ -13,7 +13,7 @@ use crate::rig::Hitbox;
 /// What the broadphase decided for one entity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub enum Broadphase {
+pub enum BroadphaseDecision {
     /// Excluded by the query's ignore list (the shooter).
     Ignored,
     /// Not recorded at the target time (not spawned yet, or a gap in its history).
@@ -36,7 +36,7 @@ pub trait QueryObserver {
 
     /// The broadphase decision for an entity. With an observer, every entity registered or
     /// still in the window is reported once.
-    fn broadphase(&mut self, entity: EntityId, decision: Broadphase) {
+    fn broadphase(&mut self, entity: EntityId, decision: BroadphaseDecision) {
         let _ = (entity, decision);
     }
 
@@ -85,7 +85,7 @@ impl QueryObserver for NoObserver {
 impl<O: QueryObserver + ?Sized> QueryObserver for &mut O {
     const ENABLED: bool = O::ENABLED;
 
-    fn broadphase(&mut self, entity: EntityId, decision: Broadphase) {
+    fn broadphase(&mut self, entity: EntityId, decision: BroadphaseDecision) {
         (**self).broadphase(entity, decision);
     }
 
@@ -133,7 +133,7 @@ pub struct TestedHitbox {
 #[derive(Debug, Clone, Default)]
 pub struct QueryLog {
     /// Broadphase decisions, in the order made.
-    pub broadphase: Vec<(EntityId, Broadphase)>,
+    pub broadphase: Vec<(EntityId, BroadphaseDecision)>,
     /// Samples of the entities that passed.
     pub samples: Vec<(EntityId, Sample)>,
     /// Hitboxes tested.
@@ -149,7 +149,7 @@ pub struct QueryLog {
 impl QueryLog {
     /// The broadphase decision recorded for `entity`, if any.
     #[must_use]
-    pub fn decision(&self, entity: EntityId) -> Option<Broadphase> {
+    pub fn decision(&self, entity: EntityId) -> Option<BroadphaseDecision> {
         self.broadphase
             .iter()
             .find(|(e, _)| *e == entity)
@@ -158,7 +158,7 @@ impl QueryLog {
 }
 
 impl QueryObserver for QueryLog {
-    fn broadphase(&mut self, entity: EntityId, decision: Broadphase) {
+    fn broadphase(&mut self, entity: EntityId, decision: BroadphaseDecision) {
         self.broadphase.push((entity, decision));
     }
 

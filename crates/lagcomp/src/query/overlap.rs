@@ -44,6 +44,37 @@ impl<O: QueryObserver> Query<'_, '_, O> {
     ///
     /// # Errors
     /// [`QueryError`] for a bad centre or radius, or a target that cannot be resolved.
+    ///
+    /// # Example
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use lagcomp::{Axis, BoneTransform, EntityState, History, HistoryConfig, Hitbox, HitboxId, Obb, Quat, Ray, RewindTarget, Rig, Shape, Tick, Vec3, WindowPolicy, Zone};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let humanoid = Arc::new(Rig::new(4, vec![
+    /// #     Hitbox::new(0, "pelvis", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.18, 0.12, 0.12))),
+    /// #     Hitbox::new(1, "chest", Zone::Torso, 1, Shape::capsule(0.2, 0.15, Axis::Y)),
+    /// #     Hitbox::new(2, "head", Zone::Head, 2, Shape::sphere(0.12)),
+    /// # ])?);
+    /// # // Pelvis, chest, head and eye bones of a player standing at `feet`, in metres.
+    /// # let pose = |feet: Vec3| [0.95, 1.35, 1.7, 1.68].map(|y| BoneTransform::from_translation(feet + Vec3::Y * y));
+    /// # let mut history = History::new(HistoryConfig { tick_rate: 64.0, max_rewind: 0.5 })?;
+    /// # let target = history.spawn(humanoid);
+    /// # for tick in 1..=32_u32 {
+    /// #     let time = f64::from(tick) / 64.0;
+    /// #     let mut frame = history.begin_frame(Tick(tick), time)?;
+    /// #     frame.record(target, &pose(Vec3::X * 4.0 * time as f32), EntityState::default())?;
+    /// # }
+    /// // A grenade that went off at tick 16, 20 cm up and 50 cm behind the target's feet, with
+    /// // a 1 m blast radius: it reaches the pelvis and the chest, not the head.
+    /// let mut caught = Vec::new();
+    /// let blast = Vec3::new(1.0, 0.2, 0.5);
+    /// history.query(RewindTarget::at(0.25)).overlap_sphere(blast, 1.0, &mut caught)?;
+    /// let ids: Vec<_> = caught.iter().map(|o| o.hitbox).collect();
+    /// assert_eq!(ids, [HitboxId(0), HitboxId(1)]); // nearest first
+    /// assert!(caught[0].distance < caught[1].distance); // metres from the blast's centre
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn overlap_sphere(
         &mut self,
         center: Vec3,
@@ -60,6 +91,35 @@ impl<O: QueryObserver> Query<'_, '_, O> {
     ///
     /// # Errors
     /// [`QueryError`] for a malformed box or a target that cannot be resolved.
+    ///
+    /// # Example
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use lagcomp::{Axis, BoneTransform, EntityState, History, HistoryConfig, Hitbox, HitboxId, Obb, Quat, Ray, RewindTarget, Rig, Shape, Tick, Vec3, WindowPolicy, Zone};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let humanoid = Arc::new(Rig::new(4, vec![
+    /// #     Hitbox::new(0, "pelvis", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.18, 0.12, 0.12))),
+    /// #     Hitbox::new(1, "chest", Zone::Torso, 1, Shape::capsule(0.2, 0.15, Axis::Y)),
+    /// #     Hitbox::new(2, "head", Zone::Head, 2, Shape::sphere(0.12)),
+    /// # ])?);
+    /// # // Pelvis, chest, head and eye bones of a player standing at `feet`, in metres.
+    /// # let pose = |feet: Vec3| [0.95, 1.35, 1.7, 1.68].map(|y| BoneTransform::from_translation(feet + Vec3::Y * y));
+    /// # let mut history = History::new(HistoryConfig { tick_rate: 64.0, max_rewind: 0.5 })?;
+    /// # let target = history.spawn(humanoid);
+    /// # for tick in 1..=32_u32 {
+    /// #     let time = f64::from(tick) / 64.0;
+    /// #     let mut frame = history.begin_frame(Tick(tick), time)?;
+    /// #     frame.record(target, &pose(Vec3::X * 4.0 * time as f32), EntityState::default())?;
+    /// # }
+    /// // A melee swing at tick 16: a 1 m box, 40 cm tall, at chest height in front of the target.
+    /// let swing = Obb::new(Vec3::new(1.0, 1.35, -0.5), Quat::IDENTITY, Vec3::new(0.5, 0.2, 0.5));
+    /// let mut struck = Vec::new();
+    /// history.query(RewindTarget::at(0.25)).overlap_box(&swing, &mut struck)?;
+    /// assert_eq!(struck.len(), 1);
+    /// assert_eq!((struck[0].hitbox, struck[0].zone), (HitboxId(1), Zone::Torso));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn overlap_box(&mut self, obb: &Obb, out: &mut Vec<Overlap>) -> Result<Rewind, QueryError> {
         check_translation(obb.center).map_err(|_| QueryError::Volume)?;
         check_rotation(obb.rotation).map_err(|_| QueryError::Volume)?;

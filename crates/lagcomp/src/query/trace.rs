@@ -100,6 +100,38 @@ impl<O: QueryObserver> Query<'_, '_, O> {
     ///
     /// # Errors
     /// [`QueryError`] when the target cannot be resolved.
+    ///
+    /// # Example
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use lagcomp::{Axis, BoneTransform, EntityState, History, HistoryConfig, Hitbox, HitboxId, Obb, Quat, Ray, RewindTarget, Rig, Shape, Tick, Vec3, WindowPolicy, Zone};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let humanoid = Arc::new(Rig::new(4, vec![
+    /// #     Hitbox::new(0, "pelvis", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.18, 0.12, 0.12))),
+    /// #     Hitbox::new(1, "chest", Zone::Torso, 1, Shape::capsule(0.2, 0.15, Axis::Y)),
+    /// #     Hitbox::new(2, "head", Zone::Head, 2, Shape::sphere(0.12)),
+    /// # ])?);
+    /// # // Pelvis, chest, head and eye bones of a player standing at `feet`, in metres.
+    /// # let pose = |feet: Vec3| [0.95, 1.35, 1.7, 1.68].map(|y| BoneTransform::from_translation(feet + Vec3::Y * y));
+    /// # let mut history = History::new(HistoryConfig { tick_rate: 64.0, max_rewind: 0.5 })?;
+    /// # let target = history.spawn(humanoid);
+    /// # for tick in 1..=32_u32 {
+    /// #     let time = f64::from(tick) / 64.0;
+    /// #     let mut frame = history.begin_frame(Tick(tick), time)?;
+    /// #     frame.record(target, &pose(Vec3::X * 4.0 * time as f32), EntityState::default())?;
+    /// # }
+    /// // The client drew the target as it was at tick 16 (1 m along x) and aimed at its head
+    /// // from 10 m away; the server now holds tick 32, where the target stands 2 m along x.
+    /// let ray = Ray::new(Vec3::new(1.0, 1.7, -10.0), Vec3::Z, 100.0)?; // metres
+    /// let trace = history.query(RewindTarget::between(Tick(16), Tick(17), 0.0)).ray(&ray)?;
+    /// let hit = trace.hit.expect("the head was there then");
+    /// assert_eq!((hit.entity, hit.zone), (target, Zone::Head));
+    /// assert!((hit.distance - 9.88).abs() < 1e-4); // to the surface of the 12 cm head sphere
+    /// // Against the present, the same shot misses.
+    /// assert!(history.query(RewindTarget::at(0.5)).ray(&ray)?.hit.is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn ray(&mut self, ray: &Ray) -> Result<Trace, QueryError> {
         self.trace(ray, 0.0, Found::Closest(None))
     }
@@ -111,6 +143,36 @@ impl<O: QueryObserver> Query<'_, '_, O> {
     ///
     /// # Errors
     /// As [`Query::ray`].
+    ///
+    /// # Example
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use lagcomp::{Axis, BoneTransform, EntityState, History, HistoryConfig, Hitbox, HitboxId, Obb, Quat, Ray, RewindTarget, Rig, Shape, Tick, Vec3, WindowPolicy, Zone};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let humanoid = Arc::new(Rig::new(4, vec![
+    /// #     Hitbox::new(0, "pelvis", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.18, 0.12, 0.12))),
+    /// #     Hitbox::new(1, "chest", Zone::Torso, 1, Shape::capsule(0.2, 0.15, Axis::Y)),
+    /// #     Hitbox::new(2, "head", Zone::Head, 2, Shape::sphere(0.12)),
+    /// # ])?);
+    /// # // Pelvis, chest, head and eye bones of a player standing at `feet`, in metres.
+    /// # let pose = |feet: Vec3| [0.95, 1.35, 1.7, 1.68].map(|y| BoneTransform::from_translation(feet + Vec3::Y * y));
+    /// # let mut history = History::new(HistoryConfig { tick_rate: 64.0, max_rewind: 0.5 })?;
+    /// # let target = history.spawn(humanoid);
+    /// # for tick in 1..=32_u32 {
+    /// #     let time = f64::from(tick) / 64.0;
+    /// #     let mut frame = history.begin_frame(Tick(tick), time)?;
+    /// #     frame.record(target, &pose(Vec3::X * 4.0 * time as f32), EntityState::default())?;
+    /// # }
+    /// // A shot straight down through the target at tick 16: head, chest, then pelvis.
+    /// let ray = Ray::between(Vec3::new(1.0, 3.0, 0.0), Vec3::new(1.0, 0.0, 0.0))?;
+    /// let mut hits = Vec::new(); // reuse across shots
+    /// history.query(RewindTarget::at(0.25)).ray_all(&ray, &mut hits)?;
+    /// let ids: Vec<_> = hits.iter().map(|hit| hit.hitbox).collect();
+    /// assert_eq!(ids, [HitboxId(2), HitboxId(1), HitboxId(0)]);
+    /// assert!(hits.windows(2).all(|pair| pair[0].distance <= pair[1].distance));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn ray_all(&mut self, ray: &Ray, out: &mut Vec<Hit>) -> Result<Trace, QueryError> {
         self.trace(ray, 0.0, Found::All(out))
     }
@@ -120,6 +182,36 @@ impl<O: QueryObserver> Query<'_, '_, O> {
     ///
     /// # Errors
     /// As [`Query::ray`], and [`QueryError::Radius`].
+    ///
+    /// # Example
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use lagcomp::{Axis, BoneTransform, EntityState, History, HistoryConfig, Hitbox, HitboxId, Obb, Quat, Ray, RewindTarget, Rig, Shape, Tick, Vec3, WindowPolicy, Zone};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let humanoid = Arc::new(Rig::new(4, vec![
+    /// #     Hitbox::new(0, "pelvis", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.18, 0.12, 0.12))),
+    /// #     Hitbox::new(1, "chest", Zone::Torso, 1, Shape::capsule(0.2, 0.15, Axis::Y)),
+    /// #     Hitbox::new(2, "head", Zone::Head, 2, Shape::sphere(0.12)),
+    /// # ])?);
+    /// # // Pelvis, chest, head and eye bones of a player standing at `feet`, in metres.
+    /// # let pose = |feet: Vec3| [0.95, 1.35, 1.7, 1.68].map(|y| BoneTransform::from_translation(feet + Vec3::Y * y));
+    /// # let mut history = History::new(HistoryConfig { tick_rate: 64.0, max_rewind: 0.5 })?;
+    /// # let target = history.spawn(humanoid);
+    /// # for tick in 1..=32_u32 {
+    /// #     let time = f64::from(tick) / 64.0;
+    /// #     let mut frame = history.begin_frame(Tick(tick), time)?;
+    /// #     frame.record(target, &pose(Vec3::X * 4.0 * time as f32), EntityState::default())?;
+    /// # }
+    /// // A line passing 20 cm beside the head (radius 12 cm) at tick 16: a ray misses, a
+    /// // projectile 10 cm in radius grazes it.
+    /// let ray = Ray::new(Vec3::new(1.2, 1.75, -10.0), Vec3::Z, 100.0)?;
+    /// let mut query = history.query(RewindTarget::at(0.25));
+    /// assert!(query.ray(&ray)?.hit.is_none());
+    /// let hit = query.sweep(&ray, 0.1)?.hit.expect("the sphere touches the head");
+    /// assert_eq!(hit.zone, Zone::Head);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn sweep(&mut self, ray: &Ray, radius: f32) -> Result<Trace, QueryError> {
         check_radius(radius)?;
         self.trace(ray, radius, Found::Closest(None))
@@ -129,6 +221,35 @@ impl<O: QueryObserver> Query<'_, '_, O> {
     ///
     /// # Errors
     /// As [`Query::sweep`].
+    ///
+    /// # Example
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use lagcomp::{Axis, BoneTransform, EntityState, History, HistoryConfig, Hitbox, HitboxId, Obb, Quat, Ray, RewindTarget, Rig, Shape, Tick, Vec3, WindowPolicy, Zone};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let humanoid = Arc::new(Rig::new(4, vec![
+    /// #     Hitbox::new(0, "pelvis", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.18, 0.12, 0.12))),
+    /// #     Hitbox::new(1, "chest", Zone::Torso, 1, Shape::capsule(0.2, 0.15, Axis::Y)),
+    /// #     Hitbox::new(2, "head", Zone::Head, 2, Shape::sphere(0.12)),
+    /// # ])?);
+    /// # // Pelvis, chest, head and eye bones of a player standing at `feet`, in metres.
+    /// # let pose = |feet: Vec3| [0.95, 1.35, 1.7, 1.68].map(|y| BoneTransform::from_translation(feet + Vec3::Y * y));
+    /// # let mut history = History::new(HistoryConfig { tick_rate: 64.0, max_rewind: 0.5 })?;
+    /// # let target = history.spawn(humanoid);
+    /// # for tick in 1..=32_u32 {
+    /// #     let time = f64::from(tick) / 64.0;
+    /// #     let mut frame = history.begin_frame(Tick(tick), time)?;
+    /// #     frame.record(target, &pose(Vec3::X * 4.0 * time as f32), EntityState::default())?;
+    /// # }
+    /// // A 30 cm-wide beam down through the target at tick 16 touches all three hitboxes.
+    /// let ray = Ray::between(Vec3::new(1.0, 3.0, 0.0), Vec3::new(1.0, 0.0, 0.0))?;
+    /// let mut touched = Vec::new();
+    /// history.query(RewindTarget::at(0.25)).sweep_all(&ray, 0.15, &mut touched)?;
+    /// assert_eq!(touched.len(), 3);
+    /// assert_eq!(touched[0].zone, Zone::Head);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn sweep_all(
         &mut self,
         ray: &Ray,

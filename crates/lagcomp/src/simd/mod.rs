@@ -35,7 +35,7 @@ pub(crate) use portable::{Portable, min_into};
 /// for, or the portable ones when forced (see the module docs).
 ///
 /// A value names a level only if this CPU runs it ([`Kernels::detect`],
-/// [`Kernels::available`] and [`Kernels::PORTABLE`] are the only ways to make one): the
+/// `Kernels::available` (tests) and [`Kernels::PORTABLE`] are the only ways to make one): the
 /// dispatch in [`Kernels::run`] relies on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Kernels(Level);
@@ -210,6 +210,12 @@ pub(crate) trait KernelBody {
 /// One instruction set's kernels. Every kernel computes the same bits as the portable
 /// one; a value of a type is proof that the CPU runs its instructions (the SIMD types are
 /// only made by [`Kernels::run`]).
+///
+/// Each kernel is written once in its portable form: the provided methods here, and, for
+/// the kernels that come with an associated type, the macros
+/// [`portable::entity_by_entity_batches`] and [`portable::four_lane_culls`]. An
+/// instruction set implements only what it does differently, so that two sets whose forms
+/// differ only by target features share one body (compiled for each by [`Kernels::run`]).
 pub(crate) trait Isa: Copy {
     /// The fast checks of a batch's bones so far ([`Isa::bone_segment`]).
     type BatchChecks: Copy;
@@ -280,12 +286,25 @@ pub(crate) trait Isa: Copy {
     /// `None`) and returns its padded corners; the block gets the six planes
     /// (`min.x`, `min.y`, `min.z`, `-max.x`, `-max.y`, `-max.z`, eight lanes each) of
     /// exactly those corners.
+    ///
+    /// The portable form stamps and writes the entities one by one.
+    #[inline(always)]
     fn leaf_block(
         self,
         bounds: &[[Vec3A; 2]; 8],
         block: &mut [f32; 48],
-        stamp: impl FnMut(usize, Option<Vec3A>) -> (Vec3A, Vec3A),
-    );
+        mut stamp: impl FnMut(usize, Option<Vec3A>) -> (Vec3A, Vec3A),
+    ) {
+        // The stamp computes each entity's margin from its record itself.
+        let _ = bounds;
+        for j in 0..8 {
+            let (min, max) = stamp(j, None);
+            let planes = [min.x, min.y, min.z, -max.x, -max.y, -max.z];
+            for (p, value) in planes.into_iter().enumerate() {
+                block[8 * p + j] = value;
+            }
+        }
+    }
 
     /// Copies `bytes` bytes from `src` to `dst`, with non-temporal stores where the kernel
     /// has them: `head` bytes first with plain stores (the bytes before `dst`'s first
@@ -296,6 +315,9 @@ pub(crate) trait Isa: Copy {
     /// # Safety
     /// `src` and `dst` hold `bytes` bytes and do not overlap; `dst + head` is 16-byte
     /// aligned (32-byte if `wide`) unless `head >= bytes`; the caller fences.
+    ///
+    /// The portable form is one plain copy.
+    #[inline(always)]
     unsafe fn stream_copy<const FULL: usize>(
         self,
         dst: *mut u8,
@@ -303,7 +325,12 @@ pub(crate) trait Isa: Copy {
         bytes: usize,
         head: usize,
         wide: bool,
-    );
+    ) {
+        // Plain stores need no alignment: the head and the piece size do not matter.
+        let _ = (head, wide);
+        // SAFETY: the caller's contract.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, bytes) };
+    }
 
     /// A trace's line on this kernel's eight lanes ([`Isa::cull8`]).
     type Line8: Copy;
@@ -330,8 +357,9 @@ pub(crate) trait Isa: Copy {
     unsafe fn store_corner(self, at: *mut f32, v: Vec3A);
 
     /// Orders the non-temporal stores made so far before any later store (a no-op where
-    /// there are none).
-    fn fence(self);
+    /// there are none: the portable form).
+    #[inline(always)]
+    fn fence(self) {}
 }
 
 /// Whether the portable kernels are forced: the `portable` feature, or

@@ -4,9 +4,7 @@
 use glam::{BVec3A, BVec4A, Mat4, Vec3A, Vec4};
 
 use super::Isa;
-use crate::history::{
-    BonePass, LineLanes, StoredRotation, StoredTranslation, assert_one_length, cull4,
-};
+use crate::history::{BonePass, StoredRotation, StoredTranslation, assert_one_length};
 use crate::math::{BoneTransform, MAX_COORDINATE, ROTATION_NORM_TOLERANCE};
 
 /// The portable kernels (any CPU).
@@ -14,8 +12,8 @@ use crate::math::{BoneTransform, MAX_COORDINATE, ROTATION_NORM_TOLERANCE};
 pub(crate) struct Portable;
 
 impl Isa for Portable {
-    /// Whether every bone so far passed.
-    type BatchChecks = bool;
+    entity_by_entity_batches!();
+    four_lane_culls!();
 
     #[inline(always)]
     unsafe fn bone_pass<const STREAM: bool>(
@@ -32,87 +30,6 @@ impl Isa for Portable {
     }
 
     #[inline(always)]
-    fn batch_checks(self) -> bool {
-        true
-    }
-
-    #[inline(always)]
-    unsafe fn bone_segment<const STREAM: bool, const GROUPS: usize>(
-        self,
-        src: *const BoneTransform,
-        reach: *const [f32; 4],
-        t_out: *mut StoredTranslation,
-        r_out: *mut StoredRotation,
-        groups: usize,
-        bounds: &mut [[Vec3A; 2]],
-        checks: &mut bool,
-    ) {
-        // SAFETY: the caller's contract.
-        unsafe {
-            super::segment_entity_by_entity(self, src, reach, t_out, r_out, groups, bounds, checks);
-        }
-    }
-
-    #[inline(always)]
-    fn batch_checks_pass(self, checks: &bool) -> bool {
-        *checks
-    }
-
-    #[inline(always)]
-    fn leaf_block(
-        self,
-        _bounds: &[[Vec3A; 2]; 8],
-        block: &mut [f32; 48],
-        mut stamp: impl FnMut(usize, Option<Vec3A>) -> (Vec3A, Vec3A),
-    ) {
-        for j in 0..8 {
-            let (min, max) = stamp(j, None);
-            let planes = [min.x, min.y, min.z, -max.x, -max.y, -max.z];
-            for (p, value) in planes.into_iter().enumerate() {
-                block[8 * p + j] = value;
-            }
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn stream_copy<const FULL: usize>(
-        self,
-        dst: *mut u8,
-        src: *const u8,
-        bytes: usize,
-        _head: usize,
-        _wide: bool,
-    ) {
-        // SAFETY: the caller's contract.
-        unsafe { std::ptr::copy_nonoverlapping(src, dst, bytes) };
-    }
-
-    type Line8 = (LineLanes, f32, f32);
-
-    #[inline(always)]
-    fn line8(self, line: &LineLanes, t_max: f32, alpha: f32) -> Self::Line8 {
-        (*line, t_max, alpha)
-    }
-
-    #[inline(always)]
-    fn cull8<const SINGLE: bool>(
-        self,
-        ta: &[StoredTranslation; 8],
-        tb: &[StoredTranslation; 8],
-        reach: &[f32; 8],
-        &(ref line, t_max, alpha): &Self::Line8,
-    ) -> u32 {
-        let half = |k: usize| {
-            let four = |rows: &[StoredTranslation; 8]| -> [StoredTranslation; 4] {
-                std::array::from_fn(|j| rows[4 * k + j])
-            };
-            let reach: [f32; 4] = std::array::from_fn(|j| reach[4 * k + j]);
-            cull4::<SINGLE>(&four(ta), &four(tb), &reach, line, t_max, alpha)
-        };
-        half(0) | half(1) << 4
-    }
-
-    #[inline(always)]
     unsafe fn store_corner(self, at: *mut f32, v: Vec3A) {
         // SAFETY: the caller's contract: four floats from `at`.
         unsafe {
@@ -121,10 +38,80 @@ impl Isa for Portable {
             at.add(2).write(v.z);
         }
     }
-
-    #[inline(always)]
-    fn fence(self) {}
 }
+
+/// [`Isa`]'s batch kernels for an instruction set without a batch form of the bone pass:
+/// [`Isa::bone_segment`] as one [`Isa::bone_pass`] per entity, the checks whether every
+/// entity's pass was clean. Expands to the items of an `impl Isa`.
+macro_rules! entity_by_entity_batches {
+    () => {
+        /// Whether every bone so far passed.
+        type BatchChecks = bool;
+
+        #[inline(always)]
+        fn batch_checks(self) -> bool {
+            true
+        }
+
+        #[inline(always)]
+        unsafe fn bone_segment<const STREAM: bool, const GROUPS: usize>(
+            self,
+            src: *const $crate::math::BoneTransform,
+            reach: *const [f32; 4],
+            t_out: *mut $crate::history::StoredTranslation,
+            r_out: *mut $crate::history::StoredRotation,
+            groups: usize,
+            bounds: &mut [[glam::Vec3A; 2]],
+            checks: &mut bool,
+        ) {
+            // SAFETY: the caller's contract.
+            unsafe {
+                $crate::simd::segment_entity_by_entity(
+                    self, src, reach, t_out, r_out, groups, bounds, checks,
+                );
+            }
+        }
+
+        #[inline(always)]
+        fn batch_checks_pass(self, checks: &bool) -> bool {
+            *checks
+        }
+    };
+}
+pub(super) use entity_by_entity_batches;
+
+/// [`Isa`]'s eight-bone cull for an instruction set without eight-lane registers: two
+/// four-lane culls (`history::cull4`). Expands to the items of an `impl Isa`.
+macro_rules! four_lane_culls {
+    () => {
+        type Line8 = ($crate::history::LineLanes, f32, f32);
+
+        #[inline(always)]
+        fn line8(self, line: &$crate::history::LineLanes, t_max: f32, alpha: f32) -> Self::Line8 {
+            (*line, t_max, alpha)
+        }
+
+        #[inline(always)]
+        fn cull8<const SINGLE: bool>(
+            self,
+            ta: &[$crate::history::StoredTranslation; 8],
+            tb: &[$crate::history::StoredTranslation; 8],
+            reach: &[f32; 8],
+            &(ref line, t_max, alpha): &Self::Line8,
+        ) -> u32 {
+            use $crate::history::StoredTranslation;
+            let half = |k: usize| {
+                let four = |rows: &[StoredTranslation; 8]| -> [StoredTranslation; 4] {
+                    std::array::from_fn(|j| rows[4 * k + j])
+                };
+                let reach: [f32; 4] = std::array::from_fn(|j| reach[4 * k + j]);
+                $crate::history::cull4::<SINGLE>(&four(ta), &four(tb), &reach, line, t_max, alpha)
+            };
+            half(0) | half(1) << 4
+        }
+    };
+}
+pub(super) use four_lane_culls;
 
 /// Whether a squared norm is close enough to one, lane by lane.
 #[inline]

@@ -21,7 +21,8 @@ pub(super) use query::{
     flat_scan8, grow_all_avx2, grow_all_sse, lane_minimums, load_rows, pair_lanes, transpose,
 };
 
-use super::{Isa, KernelBody, Level, Portable};
+use super::portable::{entity_by_entity_batches, four_lane_culls};
+use super::{Isa, KernelBody, Level};
 use crate::history::{BonePass, LineLanes, StoredRotation, StoredTranslation, assert_one_length};
 use crate::math::{BoneTransform, PADDING_BASE, PADDING_SLOPE};
 
@@ -76,7 +77,8 @@ pub(super) unsafe fn with_avx2<B: KernelBody>(body: B) -> B::Output {
 }
 
 impl Isa for Sse2 {
-    type BatchChecks = bool;
+    entity_by_entity_batches!();
+    four_lane_culls!();
 
     #[inline(always)]
     unsafe fn bone_pass<const STREAM: bool>(
@@ -93,81 +95,10 @@ impl Isa for Sse2 {
     }
 
     #[inline(always)]
-    fn batch_checks(self) -> bool {
-        true
-    }
-
-    #[inline(always)]
-    unsafe fn bone_segment<const STREAM: bool, const GROUPS: usize>(
-        self,
-        src: *const BoneTransform,
-        reach: *const [f32; 4],
-        t_out: *mut StoredTranslation,
-        r_out: *mut StoredRotation,
-        groups: usize,
-        bounds: &mut [[Vec3A; 2]],
-        checks: &mut bool,
-    ) {
-        // SAFETY: the caller's contract.
-        unsafe {
-            super::segment_entity_by_entity(self, src, reach, t_out, r_out, groups, bounds, checks);
-        }
-    }
-
-    #[inline(always)]
-    fn batch_checks_pass(self, checks: &bool) -> bool {
-        *checks
-    }
-
-    #[inline(always)]
-    fn leaf_block(
-        self,
-        bounds: &[[Vec3A; 2]; 8],
-        block: &mut [f32; 48],
-        stamp: impl FnMut(usize, Option<Vec3A>) -> (Vec3A, Vec3A),
-    ) {
-        Portable.leaf_block(bounds, block, stamp);
-    }
-
-    #[inline(always)]
-    unsafe fn stream_copy<const FULL: usize>(
-        self,
-        dst: *mut u8,
-        src: *const u8,
-        bytes: usize,
-        head: usize,
-        wide: bool,
-    ) {
-        // SAFETY: the caller's contract.
-        unsafe { Portable.stream_copy::<FULL>(dst, src, bytes, head, wide) };
-    }
-
-    type Line8 = <Portable as Isa>::Line8;
-
-    #[inline(always)]
-    fn line8(self, line: &LineLanes, t_max: f32, alpha: f32) -> Self::Line8 {
-        Portable.line8(line, t_max, alpha)
-    }
-
-    #[inline(always)]
-    fn cull8<const SINGLE: bool>(
-        self,
-        ta: &[StoredTranslation; 8],
-        tb: &[StoredTranslation; 8],
-        reach: &[f32; 8],
-        line: &Self::Line8,
-    ) -> u32 {
-        Portable.cull8::<SINGLE>(ta, tb, reach, line)
-    }
-
-    #[inline(always)]
     unsafe fn store_corner(self, at: *mut f32, v: Vec3A) {
         // SAFETY: the caller's contract.
         unsafe { store4(at, v) };
     }
-
-    #[inline(always)]
-    fn fence(self) {}
 }
 
 impl Isa for Avx2 {
