@@ -2,6 +2,7 @@
 //! the Khronos glTF validator on every .glb written here, and one scene rendered by
 //! three.js in headless Chromium.
 
+mod browser;
 mod khronos;
 mod scenes;
 mod support;
