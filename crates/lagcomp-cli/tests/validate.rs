@@ -142,3 +142,71 @@ fn a_recording_that_ends_mid_record_is_validated_up_to_its_last_complete_line() 
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn scene_writes_the_claims_picture_as_glb() {
+    let dir = std::env::temp_dir().join(format!("lagcomp-cli-scene-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("seq1.glb");
+    let out = lagcomp(&[
+        "validate",
+        example().to_str().unwrap(),
+        "--scene",
+        "1",
+        "--gltf",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("seq 1: confirmed"),
+        "{}",
+        text(&out.stdout)
+    );
+    // The library's scene, byte for byte (lagcomp-gltf's tests run the Khronos
+    // validator and a browser on it).
+    let file = std::fs::File::open(example()).unwrap();
+    let recording = Recording::read(std::io::BufReader::new(file)).unwrap();
+    let expected = lagcomp_gltf::scene_of_shot(&recording, None, 1, None)
+        .unwrap()
+        .to_glb()
+        .unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), expected);
+
+    // A seq nobody sent, and a shooter that did not send it: errors, no file.
+    let missing = dir.join("seq99.glb");
+    let out = lagcomp(&[
+        "validate",
+        example().to_str().unwrap(),
+        "--scene",
+        "99",
+        "--gltf",
+        missing.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("no claim with seq 99"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!missing.exists());
+    let out = lagcomp(&[
+        "validate",
+        example().to_str().unwrap(),
+        "--scene",
+        "1",
+        "--shooter",
+        "1",
+        "--gltf",
+        missing.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("from entity 1v0"),
+        "{}",
+        text(&out.stderr)
+    );
+    // --scene without --gltf is refused by the argument parser.
+    let out = lagcomp(&["validate", example().to_str().unwrap(), "--scene", "1"]);
+    assert!(!out.status.success());
+    let _ = std::fs::remove_dir_all(&dir);
+}
