@@ -234,9 +234,7 @@ struct Document {
 impl Document {
     /// Appends `bytes` as a buffer view (4-byte aligned, as every accessor here needs).
     fn view(&mut self, bytes: &[u8], target: u32) -> Result<usize, SceneError> {
-        while self.bin.len() % 4 != 0 {
-            self.bin.push(0);
-        }
+        pad(&mut self.bin, 0);
         let offset = self.bin.len();
         self.bin.extend_from_slice(bytes);
         if self.bin.len() > u32::MAX as usize - 64 {
@@ -251,8 +249,8 @@ impl Document {
         Ok(self.views.len() - 1)
     }
 
-    fn accessor(&mut self, mut accessor: Value) -> usize {
-        self.accessors.push(accessor.take());
+    fn accessor(&mut self, accessor: Value) -> usize {
+        self.accessors.push(accessor);
         self.accessors.len() - 1
     }
 
@@ -316,12 +314,8 @@ impl Document {
 /// The 12-byte header, the JSON chunk (padded with spaces) and the BIN chunk (padded
 /// with zeros).
 fn container(mut json: Vec<u8>, mut bin: Vec<u8>) -> Result<Vec<u8>, SceneError> {
-    while json.len() % 4 != 0 {
-        json.push(b' ');
-    }
-    while bin.len() % 4 != 0 {
-        bin.push(0);
-    }
+    pad(&mut json, b' ');
+    pad(&mut bin, 0);
     let bin_chunk = if bin.is_empty() { 0 } else { 8 + bin.len() };
     let total = 12 + 8 + json.len() + bin_chunk;
     let total = u32::try_from(total).map_err(|_| SceneError::TooLarge)?;
@@ -336,4 +330,12 @@ fn container(mut json: Vec<u8>, mut bin: Vec<u8>) -> Result<Vec<u8>, SceneError>
         out.extend_from_slice(&bin);
     }
     Ok(out)
+}
+
+/// Pads `bytes` with `with` to a multiple of 4 bytes, glTF's alignment for chunks and
+/// for the accessors here.
+fn pad(bytes: &mut Vec<u8>, with: u8) {
+    while !bytes.len().is_multiple_of(4) {
+        bytes.push(with);
+    }
 }
