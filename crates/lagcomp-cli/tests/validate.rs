@@ -147,15 +147,15 @@ fn a_recording_that_ends_mid_record_is_validated_up_to_its_last_complete_line() 
 fn scene_writes_the_claims_picture_as_glb() {
     let dir = std::env::temp_dir().join(format!("lagcomp-cli-scene-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    let recording = example();
+    let scene = |extra: &[&str], path: &std::path::Path| {
+        let mut args = vec!["validate", recording.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        args.extend(["--gltf", path.to_str().unwrap()]);
+        lagcomp(&args)
+    };
     let path = dir.join("seq1.glb");
-    let out = lagcomp(&[
-        "validate",
-        example().to_str().unwrap(),
-        "--scene",
-        "1",
-        "--gltf",
-        path.to_str().unwrap(),
-    ]);
+    let out = scene(&["--scene", "1"], &path);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
         text(&out.stdout).contains("seq 1: confirmed"),
@@ -164,49 +164,30 @@ fn scene_writes_the_claims_picture_as_glb() {
     );
     // The library's scene, byte for byte (lagcomp-gltf's tests run the Khronos
     // validator and a browser on it).
-    let file = std::fs::File::open(example()).unwrap();
-    let recording = Recording::read(std::io::BufReader::new(file)).unwrap();
-    let expected = lagcomp_gltf::scene_of_shot(&recording, None, 1, None)
+    let file = std::fs::File::open(&recording).unwrap();
+    let read = Recording::read(std::io::BufReader::new(file)).unwrap();
+    let expected = lagcomp_gltf::scene_of_shot(&read, None, 1, None)
         .unwrap()
         .to_glb()
         .unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), expected);
 
     // A seq nobody sent, and a shooter that did not send it: errors, no file.
-    let missing = dir.join("seq99.glb");
-    let out = lagcomp(&[
-        "validate",
-        example().to_str().unwrap(),
-        "--scene",
-        "99",
-        "--gltf",
-        missing.to_str().unwrap(),
-    ]);
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("no claim with seq 99"),
-        "{}",
-        text(&out.stderr)
-    );
-    assert!(!missing.exists());
-    let out = lagcomp(&[
-        "validate",
-        example().to_str().unwrap(),
-        "--scene",
-        "1",
-        "--shooter",
-        "1",
-        "--gltf",
-        missing.to_str().unwrap(),
-    ]);
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("from entity 1v0"),
-        "{}",
-        text(&out.stderr)
-    );
+    let missing = dir.join("missing.glb");
+    for (args, error) in [
+        (&["--scene", "99"][..], "no claim with seq 99"),
+        (
+            &["--scene", "1", "--shooter", "1"][..],
+            "no claim with seq 1 from entity 1v0",
+        ),
+    ] {
+        let out = scene(args, &missing);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(text(&out.stderr).contains(error), "{}", text(&out.stderr));
+        assert!(!missing.exists());
+    }
     // --scene without --gltf is refused by the argument parser.
-    let out = lagcomp(&["validate", example().to_str().unwrap(), "--scene", "1"]);
+    let out = lagcomp(&["validate", recording.to_str().unwrap(), "--scene", "1"]);
     assert!(!out.status.success());
     let _ = std::fs::remove_dir_all(&dir);
 }

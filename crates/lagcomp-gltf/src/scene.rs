@@ -5,8 +5,9 @@ use serde_json::{Map, Value};
 
 use crate::error::SceneError;
 
-/// How thick the shot's line is drawn, metres: a ray has no thickness, but a viewer
-/// needs triangles to show it.
+/// The radius of the tube a shot's line is drawn as, metres: a ray has no thickness, but
+/// a viewer needs triangles to show it. A sweep whose radius is larger also gets a
+/// translucent tube of its own radius.
 pub const RAY_THICKNESS: f32 = 0.01;
 
 /// One hitbox where it was (scaled by its bone, in world space).

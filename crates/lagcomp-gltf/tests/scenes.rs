@@ -214,6 +214,23 @@ fn numbers_that_cannot_be_drawn_are_errors() {
 }
 
 #[test]
+fn a_claim_with_numbers_that_cannot_be_drawn_is_an_error() {
+    // A recording keeps a claim's NaN (the validator rejects it as non_finite); its
+    // picture cannot be drawn, and says why instead of writing a broken file.
+    let mut recording = example_recording();
+    for (_, record) in &mut recording.records {
+        if let Record::Claim { claim, .. } = record
+            && claim.seq == 4
+        {
+            claim.direction.y = f32::NAN;
+        }
+    }
+    let error = scene_of_shot(&recording, None, 4, None).unwrap_err();
+    assert!(matches!(error, SceneError::Number { .. }), "{error:?}");
+    assert_eq!(error.to_string(), "shot direction is not finite");
+}
+
+#[test]
 fn a_missing_or_ambiguous_seq_is_an_error() {
     let mut recording = example_recording();
     let error = scene_of_shot(&recording, None, 99, None).unwrap_err();
