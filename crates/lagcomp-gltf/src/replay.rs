@@ -69,8 +69,9 @@ pub fn scene_of_shot(
 /// The picture of one re-validated claim (from [`revalidate_until`], whose `pick` may
 /// collect several):
 ///
-/// - the target (the confirmed hit's, else the claimed one's; none for a miss that
-///   claimed nothing): its hitboxes in the newest frame when the claim arrived
+/// - the target (the confirmed hit's, else the claimed one's, else, for a shot that
+///   named nobody, the entity whose hitboxes passed nearest the shot's line within its
+///   range, at the rewound time; extras `target_from` says which): its hitboxes in the newest frame when the claim arrived
 ///   ([`VerdictScene::present`]) and at the time the trace used, or the time the claim
 ///   asked for when the verdict came before the trace ([`VerdictScene::rewound`]);
 /// - the shot, with the weapon's sweep radius, drawn to the hit or the wall that
@@ -91,10 +92,6 @@ pub fn scene_of_claim(replayed: &ReplayedClaim<'_>) -> Result<VerdictScene, Scen
     let radius = weapon.map_or(0.0, |w| w.radius);
     let range = weapon.map_or(UNKNOWN_WEAPON_REACH, |w| w.max_range);
 
-    let target = match verdict.outcome {
-        Outcome::Confirmed(hit) => Some(hit.target),
-        _ => claim.hit.map(|hit| hit.target),
-    };
     let present_time = history.window().map(|(_, newest)| newest);
     let basis = &verdict.basis;
     let (rewound_time, rewound_from) = match (basis.time_used, basis.requested_time) {
@@ -102,13 +99,37 @@ pub fn scene_of_claim(replayed: &ReplayedClaim<'_>) -> Result<VerdictScene, Scen
         (None, Some(t)) => (Some(t), "claim"),
         (None, None) => (None, "none"),
     };
-    let entity = target.map(|t| replayed.replayed_id(t));
-    let hitboxes = |time: Option<f64>| match (entity, time) {
-        (Some(entity), Some(time)) => hitboxes_at(history, entity, time),
+    let hitboxes = |target: Option<EntityId>, time: Option<f64>| match (target, time) {
+        (Some(target), Some(time)) => hitboxes_at(history, replayed.replayed_id(target), time),
         _ => Vec::new(),
     };
 
     let direction = claim.direction.normalize_or_zero();
+    let (target, target_from) = match (verdict.outcome, claim.hit) {
+        (Outcome::Confirmed(hit), _) => (Some(hit.target), "confirmed"),
+        (_, Some(hit)) => (Some(hit.target), "claim"),
+        _ => {
+            // A shot that named nobody and hit nobody: show whom it passed nearest.
+            let nearest = replayed
+                .spawned()
+                .into_iter()
+                .filter(|&e| e != claim.shooter)
+                .filter_map(|e| {
+                    let gap = hitboxes(Some(e), rewound_time)
+                        .iter()
+                        .map(|h| gap_to_line(&h.placed, claim.origin, direction, range))
+                        .fold(f32::INFINITY, f32::min);
+                    gap.is_finite().then_some((gap, e))
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            (nearest.map(|(_, e)| e), "nearest")
+        }
+    };
+    let target_from = if target.is_some() {
+        target_from
+    } else {
+        "none"
+    };
     let stopped_at = match verdict.outcome {
         Outcome::Confirmed(hit) => Some(hit.distance),
         Outcome::Blocked { distance, .. } => Some(distance),
@@ -128,8 +149,8 @@ pub fn scene_of_claim(replayed: &ReplayedClaim<'_>) -> Result<VerdictScene, Scen
             radius,
         },
     );
-    scene.present = hitboxes(present_time);
-    scene.rewound = hitboxes(rewound_time);
+    scene.present = hitboxes(target, present_time);
+    scene.rewound = hitboxes(target, rewound_time);
     let reach = stopped_at.unwrap_or(range);
     if direction != Vec3::ZERO && claim.origin.is_finite() {
         scene.walls = walls_met(history, claim.origin, direction, radius, reach);
@@ -168,6 +189,7 @@ pub fn scene_of_claim(replayed: &ReplayedClaim<'_>) -> Result<VerdictScene, Scen
     let extra = [
         ("line", json!(judged.line)),
         ("target", json!(target.map(EntityId::to_bits))),
+        ("target_from", json!(target_from)),
         ("present_time", json!(present_time)),
         ("rewound_time", json!(rewound_time)),
         ("rewound_from", json!(rewound_from)),
@@ -210,6 +232,19 @@ pub fn verdict_extras(verdict: &Verdict) -> Map<String, Value> {
         ("verdict", line),
     ];
     facts.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}
+
+/// How far the shape's bounding sphere stays from the segment from `origin` along unit
+/// `direction` for `reach` metres (0 when they touch); infinite when the shape lies
+/// behind the origin or beyond the reach, or `direction` is zero.
+fn gap_to_line(placed: &lagcomp::PlacedShape, origin: Vec3, direction: Vec3, reach: f32) -> f32 {
+    let centre = placed.pose.translation;
+    let along = (centre - origin).dot(direction);
+    if direction == Vec3::ZERO || !(0.0..=reach).contains(&along) {
+        return f32::INFINITY;
+    }
+    let nearest = origin + direction * along;
+    (centre.distance(nearest) - placed.shape.bounding_radius()).max(0.0)
 }
 
 /// Every hitbox of `entity` as placed at `time` (clamped to the history's window; none

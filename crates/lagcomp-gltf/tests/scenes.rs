@@ -115,8 +115,27 @@ fn a_blocked_shot_shows_the_wall_and_stops_at_it() {
         scene.shot.length
     );
     assert!((scene.walls[0].distance - scene.shot.length).abs() < 1e-4);
-    // No target named, none hit: no hitboxes to show.
-    assert!(scene.present.is_empty() && scene.rewound.is_empty());
+    // No target named, none hit: the one it passed nearest (behind the wall).
+    assert_eq!(scene.extras["target_from"], "nearest");
+    assert_eq!(scene.extras["target"], TARGET.to_bits());
+}
+
+#[test]
+fn a_miss_that_named_nobody_shows_whom_it_passed() {
+    // Seq 4 went 2 cm up per metre over the target's head: a miss, naming nobody. The
+    // target is the entity it passed nearest, at the time the trace used.
+    let scene = scene_of_shot(&example_recording(), None, 4, None).unwrap();
+    assert_eq!(scene.extras["outcome"], "miss");
+    assert_eq!(scene.extras["target"], TARGET.to_bits());
+    assert_eq!(scene.extras["target_from"], "nearest");
+    assert_eq!(scene.rewound.len(), 2);
+    assert!(scene.markers.is_empty());
+    // Drawn past the target, not to the weapon's 50 m range.
+    assert!(
+        scene.shot.length > 10.0 && scene.shot.length < 15.0,
+        "{}",
+        scene.shot.length
+    );
 }
 
 #[test]

@@ -94,6 +94,15 @@ impl ReplayedClaim<'_> {
     pub fn replayed_id(&self, recorded: EntityId) -> EntityId {
         self.ids.replayed(recorded)
     }
+
+    /// Every entity spawned up to the claim's line (despawned ones too), in the
+    /// recording's numbering, in increasing order.
+    #[must_use]
+    pub fn spawned(&self) -> Vec<EntityId> {
+        let mut spawned: Vec<EntityId> = self.ids.replayed.keys().copied().collect();
+        spawned.sort_unstable();
+        spawned
+    }
 }
 
 /// Replays `recording` like [`revalidate`] and hands each judged claim, with the history
