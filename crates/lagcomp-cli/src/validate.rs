@@ -26,6 +26,18 @@ pub(crate) struct Args {
     /// shape (the summary goes to stderr).
     #[arg(long)]
     json: bool,
+    /// Instead of the summary, draw the claim with this sequence number as a 3D scene
+    /// (glTF binary, see --gltf): the target's present and rewound hitboxes, the shot,
+    /// the walls it met, the verdict in the scene's extras.
+    #[arg(long, value_name = "SEQ", requires = "gltf")]
+    scene: Option<u32>,
+    /// The shooter of --scene's claim, as the recording numbers entities (needed only
+    /// when several shooters used that sequence number).
+    #[arg(long, value_name = "ENTITY", requires = "scene")]
+    shooter: Option<u64>,
+    /// Where --scene writes its .glb file.
+    #[arg(long, value_name = "FILE", requires = "scene")]
+    gltf: Option<PathBuf>,
 }
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
@@ -48,6 +60,10 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             "lagcomp validate: warning: {}: {torn}",
             args.recording.display()
         );
+    }
+
+    if let (Some(seq), Some(path)) = (args.scene, &args.gltf) {
+        return write_scene(&recording, rules.as_ref(), seq, args.shooter, path);
     }
 
     let bar = ProgressBar::new(recording.claims() as u64).with_style(
@@ -172,5 +188,20 @@ fn print_summary(out: &mut impl Write, results: &[Revalidated], diff: bool) -> i
             )?;
         }
     }
+    Ok(())
+}
+
+/// `--scene SEQ --gltf FILE`: the claim's picture, re-validated up to it.
+fn write_scene(
+    recording: &Recording,
+    rules: Option<&RuleSet>,
+    seq: u32,
+    shooter: Option<u64>,
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
+    let shooter = shooter.map(lagcomp::EntityId::from_bits);
+    let scene = lagcomp_gltf::scene_of_shot(recording, rules, seq, shooter)?;
+    std::fs::write(path, scene.to_glb()?).with_context(|| format!("writing {}", path.display()))?;
+    println!("{}: wrote {}", scene.name, path.display());
     Ok(())
 }

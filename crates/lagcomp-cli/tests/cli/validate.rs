@@ -142,3 +142,52 @@ fn a_recording_that_ends_mid_record_is_validated_up_to_its_last_complete_line() 
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn scene_writes_the_claims_picture_as_glb() {
+    let dir = std::env::temp_dir().join(format!("lagcomp-cli-scene-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let recording = example();
+    let scene = |extra: &[&str], path: &std::path::Path| {
+        let mut args = vec!["validate", recording.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        args.extend(["--gltf", path.to_str().unwrap()]);
+        lagcomp(&args)
+    };
+    let path = dir.join("seq1.glb");
+    let out = scene(&["--scene", "1"], &path);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("seq 1: confirmed"),
+        "{}",
+        text(&out.stdout)
+    );
+    // The library's scene, byte for byte (lagcomp-gltf's tests run the Khronos
+    // validator and a browser on it).
+    let file = std::fs::File::open(&recording).unwrap();
+    let read = Recording::read(std::io::BufReader::new(file)).unwrap();
+    let expected = lagcomp_gltf::scene_of_shot(&read, None, 1, None)
+        .unwrap()
+        .to_glb()
+        .unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), expected);
+
+    // A seq nobody sent, and a shooter that did not send it: errors, no file.
+    let missing = dir.join("missing.glb");
+    for (args, error) in [
+        (&["--scene", "99"][..], "no claim with seq 99"),
+        (
+            &["--scene", "1", "--shooter", "1"][..],
+            "no claim with seq 1 from entity 1v0",
+        ),
+    ] {
+        let out = scene(args, &missing);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(text(&out.stderr).contains(error), "{}", text(&out.stderr));
+        assert!(!missing.exists());
+    }
+    // --scene without --gltf is refused by the argument parser.
+    let out = lagcomp(&["validate", recording.to_str().unwrap(), "--scene", "1"]);
+    assert!(!out.status.success());
+    let _ = std::fs::remove_dir_all(&dir);
+}

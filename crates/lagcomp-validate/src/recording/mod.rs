@@ -9,7 +9,9 @@
 //! - [`Recording`] (in `read`): a whole recording, read and checked before anything is
 //!   applied.
 //! - [`revalidate`] (in `replay`): the recording's calls made again on a fresh history and
-//!   validator; [`Revalidated`] pairs each new verdict with the recorded one.
+//!   validator; [`Revalidated`] pairs each new verdict with the recorded one;
+//!   [`revalidate_until`] stops at a chosen claim and shows it with the history it was
+//!   judged against ([`ReplayedClaim`]).
 //! - [`RecordingError`]: what is wrong, and on which line.
 //! - [`limits`]: the sizes a recording may not exceed.
 //!
@@ -52,7 +54,7 @@ mod write;
 pub use error::{RecordingError, RecordingErrorKind};
 pub use read::Recording;
 pub use record::{Frame, FrameEntity, Record, RecordType};
-pub use replay::{Revalidated, revalidate};
+pub use replay::{ReplayedClaim, Revalidated, revalidate, revalidate_until};
 pub use write::RecordingWriter;
 
 /// The version of the recording format this crate reads and writes. It changes whenever

@@ -3,6 +3,7 @@
 //! recorded up to its line.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use lagcomp::{EntityId, History};
@@ -69,14 +70,83 @@ pub fn revalidate(
 ) -> Result<Vec<Revalidated>, RecordingError> {
     recording.check()?;
     let total = recording.claims();
-    let rules = match (rules, &recording.rules) {
+    let rules = rules_for(recording, rules)?;
+    let mut judged: Vec<Revalidated> = Vec::with_capacity(total);
+    replay(recording, rules, |claim| {
+        judged.push(*claim.judged);
+        progress(judged.len(), total);
+        ControlFlow::Continue(())
+    })?;
+    Ok(judged)
+}
+
+/// One claim as [`revalidate_until`] judged it, with the history and validator as they
+/// stood right after: what a tool needs to look at the shot (where the target was then
+/// and now, the walls, the weapon).
+#[derive(Debug, Clone, Copy)]
+pub struct ReplayedClaim<'r> {
+    /// The claim and its verdicts, with the recording's entity numbers.
+    pub judged: &'r Revalidated,
+    /// The fresh history, holding every frame recorded up to the claim's line.
+    pub history: &'r History,
+    /// The validator that judged it (its rules are the ones re-validated with).
+    pub validator: &'r Validator,
+    ids: &'r Ids,
+}
+
+impl ReplayedClaim<'_> {
+    /// The id the fresh [`ReplayedClaim::history`] gave the entity the recording numbers
+    /// `recorded` (an id no history issues if it was never spawned).
+    #[must_use]
+    pub fn replayed_id(&self, recorded: EntityId) -> EntityId {
+        self.ids.replayed(recorded)
+    }
+
+    /// Every entity spawned up to the claim's line (despawned ones too), in the
+    /// recording's numbering, in increasing order.
+    #[must_use]
+    pub fn spawned(&self) -> Vec<EntityId> {
+        let mut spawned: Vec<EntityId> = self.ids.replayed.keys().copied().collect();
+        spawned.sort_unstable();
+        spawned
+    }
+}
+
+/// Replays `recording` like [`revalidate`] and hands each judged claim, with the history
+/// it was judged against, to `pick`, stopping at the first for which `pick` returns
+/// `Some`; that value is returned (`None`: no claim was picked). Claims after the picked
+/// one are not judged.
+///
+/// # Errors
+/// As [`revalidate`].
+pub fn revalidate_until<T>(
+    recording: &Recording,
+    rules: Option<&RuleSet>,
+    mut pick: impl FnMut(&ReplayedClaim<'_>) -> Option<T>,
+) -> Result<Option<T>, RecordingError> {
+    recording.check()?;
+    let rules = rules_for(recording, rules)?;
+    let mut picked = None;
+    replay(recording, rules, |claim| match pick(&claim) {
+        Some(value) => {
+            picked = Some(value);
+            ControlFlow::Break(())
+        }
+        None => ControlFlow::Continue(()),
+    })?;
+    Ok(picked)
+}
+
+/// The rules to judge by: `given` (checked), else the recording's own.
+fn rules_for(recording: &Recording, given: Option<&RuleSet>) -> Result<RuleSet, RecordingError> {
+    match (given, &recording.rules) {
         (Some(given), _) => {
             given
                 .check()
                 .map_err(|e| RecordingError::new(0, RecordingErrorKind::Rules(e)))?;
-            given.clone()
+            Ok(given.clone())
         }
-        (None, Some(own)) => own.clone(),
+        (None, Some(own)) => Ok(own.clone()),
         (None, None) => {
             if let Some((line, _)) = recording
                 .records
@@ -85,28 +155,35 @@ pub fn revalidate(
             {
                 return Err(RecordingError::new(*line, RecordingErrorKind::NoRules));
             }
-            RuleSet {
+            Ok(RuleSet {
                 policy: Policy::default(),
                 weapons: BTreeMap::new(),
-            }
+            })
         }
-    };
+    }
+}
 
+/// The replay loop of [`revalidate`] and [`revalidate_until`], on a checked recording:
+/// `on_claim` sees each claim once judged, and may stop the replay there.
+fn replay(
+    recording: &Recording,
+    rules: RuleSet,
+    mut on_claim: impl FnMut(ReplayedClaim<'_>) -> ControlFlow<()>,
+) -> Result<(), RecordingError> {
     let mut history =
         History::new(recording.config).map_err(|e| RecordingError::new(1, e.into()))?;
     let mut validator = Validator::new(rules);
     let mut ids = Ids::default();
-    let mut judged: Vec<Revalidated> = Vec::with_capacity(total);
-    let mut after_claim = false;
-    for (line, record) in &recording.records {
+    let mut records = recording.records.iter().peekable();
+    while let Some((line, record)) = records.next() {
         let line = *line;
         let refused = |e: &dyn std::fmt::Display| {
             RecordingError::new(line, RecordingErrorKind::Replay(e.to_string()))
         };
-        let was_claim = matches!(record, Record::Claim { .. });
         match record {
             // Read once, before the first claim: the validator was made with them.
-            Record::Header(_) | Record::Rules(_) => {}
+            // A verdict line belongs to the claim before it, which took it already.
+            Record::Header(_) | Record::Rules(_) | Record::Verdict(_) => {}
             Record::Static {
                 shape,
                 pose,
@@ -153,25 +230,31 @@ pub fn revalidate(
             }
             Record::Claim { received_at, claim } => {
                 let verdict = validator.validate(&history, &ids.claim(claim), *received_at);
-                judged.push(Revalidated {
+                // The checks put a claim's verdict, if it has one, right after it.
+                let recorded = match records.peek() {
+                    Some((_, Record::Verdict(recorded))) => Some(*recorded),
+                    _ => None,
+                };
+                let judged = Revalidated {
                     line,
                     received_at: *received_at,
                     claim: *claim,
-                    recorded: None,
+                    recorded,
                     verdict: ids.verdict(verdict, claim.shooter),
-                });
-                progress(judged.len(), total);
-            }
-            Record::Verdict(verdict) => {
-                // The checks put a verdict right after its claim.
-                if let (true, Some(last)) = (after_claim, judged.last_mut()) {
-                    last.recorded = Some(*verdict);
+                };
+                let replayed = ReplayedClaim {
+                    judged: &judged,
+                    history: &history,
+                    validator: &validator,
+                    ids: &ids,
+                };
+                if on_claim(replayed).is_break() {
+                    return Ok(());
                 }
             }
         }
-        after_claim = was_claim;
     }
-    Ok(judged)
+    Ok(())
 }
 
 /// The recording's entity ids and the ones the fresh history gave the same entities.
