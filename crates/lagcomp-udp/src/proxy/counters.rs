@@ -6,8 +6,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::relay::Direction;
 use super::{LATENESS_BUCKET, LATENESS_BUCKETS};
+
+/// A direction of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Direction {
+    /// Client to server.
+    Up,
+    /// Server to client.
+    Down,
+}
 
 /// What one direction of a proxy has done.
 ///

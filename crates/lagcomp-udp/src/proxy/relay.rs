@@ -10,17 +10,8 @@ use std::time::Instant;
 
 use lagcomp_net::LinkConditioner;
 
-use super::counters::{Counters, add};
+use super::counters::{Counters, Direction, add};
 use super::{ProxyConfig, READ_BATCH, RECEIVE_BUFFER};
-
-/// A direction of a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Direction {
-    /// Client to server.
-    Up,
-    /// Server to client.
-    Down,
-}
 
 /// A pooled datagram, as the conditioner carries it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
