@@ -6,6 +6,7 @@
 //! in this binary) cannot disturb the numbers. This file is its own test binary because
 //! of the global allocator.
 
+#[path = "integration/support.rs"]
 mod support;
 
 use std::alloc::{GlobalAlloc, Layout, System};

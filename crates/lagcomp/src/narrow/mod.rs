@@ -8,7 +8,7 @@
 //! Why hand-written rather than parry3d's: these run in the inner loop of every rewound
 //! query, and a ray against a sphere, box or capsule is a few dozen flops when it needs no
 //! dynamic dispatch, no shape trait objects and no conversion into another math library.
-//! The differential test in `tests/differential_parry.rs` holds them to parry3d's answers.
+//! The differential test in `tests/integration/differential_parry.rs` holds them to parry3d's answers.
 //!
 //! All functions work on the infinite line `origin + t * dir` and return the parameter
 //! interval where it is inside the shape; callers clip to `[0, max_distance]`. `dir` must

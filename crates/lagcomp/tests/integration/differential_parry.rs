@@ -8,12 +8,10 @@
 //! placed shape becomes a parry `Ball`, `Cuboid` or `Capsule` (two endpoints and a radius)
 //! at a parry pose, and parry casts against every one of them: the closest wins.
 
-#[macro_use]
-mod common;
-
+use crate::common;
 use std::sync::Arc;
 
-use common::{random_bone, random_in_ball, random_rig, random_rotation, random_unit, rng};
+use crate::common::{random_bone, random_in_ball, random_rig, random_rotation, random_unit, rng};
 use lagcomp::math::{lerp, slerp};
 use lagcomp::{
     BoneTransform, EntityId, EntityState, History, HitboxId, Obb, PlacedShape, Quat, Ray,

@@ -6,8 +6,9 @@
 //! of every entity as it was then; plus a few traces. The fingerprint is Debug text, so
 //! equal text means equal bits.
 
-mod support;
-
+use crate::support::{
+    HUMANOID_BONES, at, box_rig, cube_rig, history, humanoid_pose, humanoid_rig, ray_at,
+};
 use lagcomp::math::{MAX_EXTENT, MIN_EXTENT};
 use lagcomp::{
     BoneTransform, EntityError, EntityId, EntityState, History, Hit, HitboxId, Obb, Quat,
@@ -17,9 +18,6 @@ use lagcomp::{
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
-use support::{
-    HUMANOID_BONES, at, box_rig, cube_rig, history, humanoid_pose, humanoid_rig, ray_at,
-};
 
 const RATE: f64 = 64.0;
 const START: f64 = 10.0;

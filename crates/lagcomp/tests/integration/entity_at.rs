@@ -1,13 +1,11 @@
 //! `History::entity_at`: one entity's state, bones and hitboxes at a rewound moment, the
 //! same as a query would rebuild them.
 
-mod support;
-
+use crate::support::{box_rig, history, tick_time};
 use lagcomp::{
     BoneTransform, EntityError, EntityState, HitboxId, Quat, QueryError, RewindError, RewindTarget,
     SampleKind, Tick, Vec3, WindowPolicy,
 };
-use support::{box_rig, history, tick_time};
 
 const RATE: f64 = 64.0;
 

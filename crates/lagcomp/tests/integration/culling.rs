@@ -7,17 +7,15 @@
 //! recorded with rotations as far from unit length as validation accepts (which stretches
 //! the placed shapes the exact tests see), and one with scaled bones.
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::{at, history, tick_time};
 use lagcomp::{
     Axis, BoneTransform, EntityId, EntityState, History, Hit, Hitbox, Quat, Ray, RewindTarget, Rig,
     Shape, Tick, Vec3, WindowPolicy, Zone,
 };
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
-use support::{at, history, tick_time};
 
 const RATE: f64 = 64.0;
 const BONES: usize = 6;

@@ -1,11 +1,8 @@
-//! Helpers shared by `interpolation.rs`, `bad_input.rs` and `alloc.rs`: rigs, scenes and
-//! bit-exact comparisons. Everything here is plain code (no allocation in the per-tick
+//! Helpers shared by the `interpolation`, `bad_input`, `culling` and `entity_at` modules and
+//! by the `alloc` test binary: rigs, scenes and bit-exact comparisons. Everything here is plain code (no allocation in the per-tick
 //! helpers, so `alloc.rs` may call them inside its counted section).
 
-#![allow(
-    dead_code,
-    reason = "each test binary uses a different subset of the helpers"
-)]
+#![allow(dead_code, reason = "the alloc binary uses a few of the helpers")]
 
 use std::sync::Arc;
 

@@ -1,11 +1,8 @@
 //! Shared helpers for the geometry tests: approximate assertions, scene builders, random
 //! rigs and an independent signed distance to a placed shape.
 //!
-//! Each test file compiles this module on its own and uses a different part of it.
-#![allow(
-    dead_code,
-    reason = "each test file uses a different subset of the helpers"
-)]
+//! The geometry modules (`shapes`, `properties`, `differential_parry`) each use a different
+//! part of it.
 
 use std::sync::Arc;
 
@@ -19,7 +16,6 @@ use rand_pcg::Pcg64;
 /// Asserts that two `f32`s or two `Vec3`s differ by at most `tol` (absolute; for vectors the
 /// Euclidean distance). The failure message shows both values, the allowed and the actual
 /// difference, and an optional formatted context.
-#[allow(unused_macros, reason = "not every test file compares approximately")]
 macro_rules! assert_approx_eq {
     ($a:expr, $b:expr, $tol:expr $(,)?) => {
         assert_approx_eq!($a, $b, $tol, "")
@@ -172,12 +168,6 @@ pub(crate) fn random_shape_of_kind(rng: &mut Pcg64, kind: usize) -> Shape {
             random_axis(rng),
         ),
     }
-}
-
-/// A random shape of any kind.
-pub(crate) fn random_shape(rng: &mut Pcg64) -> Shape {
-    let kind = rng.random_range(0..3);
-    random_shape_of_kind(rng, kind)
 }
 
 /// A random rig: 1..=8 bones, 1..=12 hitboxes on random bones, all three shapes, random

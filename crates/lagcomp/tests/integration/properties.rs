@@ -7,10 +7,8 @@
 //! signed distance to a convex shape is convex along a line, a hit at `t` is the *first*
 //! contact exactly when the distance just before `t` is not smaller than at `t`.
 
-#[macro_use]
-mod common;
-
-use common::signed_distance;
+use crate::common;
+use crate::common::signed_distance;
 use lagcomp::{
     Axis, BoneTransform, Hit, Hitbox, PlacedShape, Quat, Ray, RewindTarget, Shape, Vec3,
 };

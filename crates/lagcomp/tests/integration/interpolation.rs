@@ -5,10 +5,12 @@
 //! despawned and reused handles, per-frame flags and the mapping back to the present all
 //! behave as documented; and everything is deterministic.
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::{
+    HUMANOID_BONES, at, box_rig, cube_rig, history, humanoid_pose, humanoid_rig, placed_bits,
+    quat_bits, ray_at, record_rigid_frame, same_rotation, tick_time, vec_bits,
+};
 use lagcomp::{
     BoneTransform, BroadphaseDecision, EntityError, EntityId, EntityState, History, Hit, HitboxId,
     NearestReason, Obb, Quat, QueryError, QueryLog, Ray, RewindError, RewindTarget, Rig,
@@ -16,10 +18,6 @@ use lagcomp::{
 };
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
-use support::{
-    HUMANOID_BONES, at, box_rig, cube_rig, history, humanoid_pose, humanoid_rig, placed_bits,
-    quat_bits, ray_at, record_rigid_frame, same_rotation, tick_time, vec_bits,
-};
 
 const RATE: f64 = 64.0;
 

@@ -16,13 +16,11 @@
 //! - A hit exactly at the ray's max distance counts; `exit_distance` may exceed it.
 //! - Overlaps that only touch count.
 
-#[macro_use]
-mod common;
-
+use crate::common;
 use std::f32::consts::{FRAC_1_SQRT_2, FRAC_PI_2, FRAC_PI_4, FRAC_PI_6, SQRT_2};
 use std::sync::Arc;
 
-use common::{history, hitbox, single};
+use crate::common::{history, hitbox, single};
 use lagcomp::narrow::{
     Crossing, line_box, line_capsule, line_rounded_box, line_sphere, obb_overlaps_obb,
     segment_overlaps_box,
