@@ -2,8 +2,6 @@
 //! and records every call it makes to them, a scripted mini match played on it, and the
 //! small example recording that `docs/FORMAT.md` shows.
 
-#![allow(dead_code, reason = "each test uses a different subset of the helpers")]
-
 use std::sync::Arc;
 
 use lagcomp::{

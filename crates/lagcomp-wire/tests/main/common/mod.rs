@@ -1,10 +1,5 @@
 //! Strategies for arbitrary valid messages, shared by the test binaries.
 
-#![allow(
-    dead_code,
-    reason = "each test binary uses its own share of the strategies"
-)]
-
 use lagcomp::{BoneTransform, EntityId, HitboxId, Quat, Tick, Vec3};
 use lagcomp_net::{Ping, Pong};
 use lagcomp_validate::{ClaimedHit, RejectReason, RenderTime, ShotClaim, WeaponId};
