@@ -6,6 +6,8 @@ use std::sync::Arc;
 use bevy_ecs::prelude::*;
 use lagcomp::{EntityState, Hitbox, Rig, RigError};
 
+use crate::entities::RecordedAs;
+
 /// The hitboxes of an entity, which rewound queries and shot validation see.
 ///
 /// - [`Hitboxes::rigid`]: every hitbox rides the entity's own transform (its global
@@ -18,6 +20,7 @@ use lagcomp::{EntityState, Hitbox, Rig, RigError};
 /// registers the new rig as a new lagcomp entity; removing it, or despawning the entity,
 /// stops recording, and its past stays hittable until it leaves the rewind window.
 #[derive(Component, Debug, Clone)]
+#[require(RecordedAs)]
 pub struct Hitboxes {
     rig: Arc<Rig>,
     joints: Option<Arc<[Cow<'static, str>]>>,
