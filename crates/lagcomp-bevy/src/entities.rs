@@ -7,7 +7,7 @@ use lagcomp::EntityId;
 
 use crate::hitboxes::Hitboxes;
 use crate::plugin::{LagCompHistory, LagCompValidator};
-use crate::record::SkeletonJoints;
+use crate::record::{AwaitingJoints, SkeletonJoints};
 use crate::shots::{Shooter, register_shooter};
 
 /// The two-way map between Bevy entities with [`Hitboxes`] and lagcomp [`EntityId`]s.
@@ -136,7 +136,13 @@ pub(crate) fn on_hitboxes_inserted(
         register_shooter(&mut validator, id, shooter);
     }
     // A new rig names its joints afresh.
-    commands.entity(entity).try_remove::<SkeletonJoints>();
+    let mut rig = commands.entity(entity);
+    rig.try_remove::<SkeletonJoints>();
+    if hitboxes.joint_names().is_some() {
+        rig.try_insert(AwaitingJoints);
+    } else {
+        rig.try_remove::<AwaitingJoints>();
+    }
 }
 
 /// A [`Hitboxes`] component is being removed or replaced, or its entity despawned: stop

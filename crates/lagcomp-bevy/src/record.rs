@@ -18,7 +18,8 @@ pub struct RecordReport {
     /// Entities recorded in the newest frame.
     pub entities: usize,
     /// Entities with [`Hitboxes`] left out of the newest frame: a skeletal rig whose
-    /// joints are not all found yet, or an entity (or joint) without a `Transform`.
+    /// joints are not all found yet, an entity (or joint) without a `Transform`, or one
+    /// whose lagcomp entity was despawned through [`LagCompHistory`] directly.
     pub skipped: usize,
     /// The last refusal from the history, and the tick it happened at (an entity with a
     /// non-finite or out-of-range transform is left out of that frame).
@@ -157,10 +158,18 @@ impl SkeletonJoints {
     }
 }
 
+/// On a skeletal rig whose joints are to be looked for (a new rig, one whose joints were
+/// not all spawned at the last try, or one that lost a joint).
+///
+/// PERF: looking is then a pass over the rigs that need it, not over every entity with
+/// hitboxes each tick.
+#[derive(Component, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct AwaitingJoints;
+
 /// Finds the joints of skeletal rigs that have none yet (new rigs, and rigs whose joints
 /// were not all spawned at the last try).
 pub(crate) fn resolve_joints(
-    rigs: Query<(Entity, &Hitboxes), Without<SkeletonJoints>>,
+    rigs: Query<(Entity, &Hitboxes), (With<AwaitingJoints>, Without<SkeletonJoints>)>,
     children: Query<&Children>,
     named: Query<&Name>,
     parents: Query<&ChildOf>,
@@ -182,7 +191,10 @@ pub(crate) fn resolve_joints(
                 .entity(joint)
                 .try_insert(JointOf { rig: entity, slot });
         }
-        commands.entity(entity).insert(joints);
+        commands
+            .entity(entity)
+            .remove::<AwaitingJoints>()
+            .insert(joints);
     }
 }
 
@@ -228,7 +240,29 @@ fn bone(transform: &Transform) -> BoneTransform {
     BoneTransform::new(transform.translation, transform.rotation).with_scale(transform.scale)
 }
 
-/// What recording reads of each entity with hitboxes.
+/// What recording reads of the common entity: rigid, without a parent, not teleported
+/// this tick.
+type Plain = (
+    &'static RecordedAs,
+    &'static Transform,
+    Option<&'static HitboxState>,
+);
+
+/// Which entities are [`Plain`].
+type PlainFilter = (
+    With<Hitboxes>,
+    Without<ChildOf>,
+    Without<SkeletonJoints>,
+    Without<Teleported>,
+);
+
+/// The entities with hitboxes that are not [`Plain`].
+type OtherFilter = (
+    With<Hitboxes>,
+    Or<(With<ChildOf>, With<SkeletonJoints>, With<Teleported>)>,
+);
+
+/// What recording reads of the other entities with hitboxes.
 type Recorded = (
     &'static RecordedAs,
     &'static Transform,
@@ -243,9 +277,9 @@ type Recorded = (
 pub(crate) struct RecordScratch {
     batch: Vec<(EntityId, EntityState)>,
     bones: Vec<BoneTransform>,
-    /// How many of `bones` each entry of `batch` has: to record them one by one when the
-    /// history refuses the batch whole.
-    counts: Vec<u16>,
+    /// The entries of `batch` with other than one bone, and how many of `bones` they have:
+    /// to record them one by one when the history refuses the batch whole.
+    counts: Vec<(usize, u16)>,
     chain: Vec<BoneTransform>,
     teleported: Vec<Entity>,
     /// Each joint slot's transform this tick, the rig it was copied for and the frame
@@ -257,16 +291,19 @@ pub(crate) struct RecordScratch {
 /// Records the frame of the clock's tick: every mapped entity's bones as this tick's
 /// transforms place them, and its state.
 ///
-/// PERF: one pass over the hittable entities' table (the lagcomp id rides beside the
-/// transform in [`RecordedAs`]), skeletal rigs composed down their joint chains from slots
-/// filled by one pass over the joints' table, and the whole tick handed to the history's
-/// batched `record_all`, whose plan then skips the per-entity lookups.
+/// PERF: the common entity (rigid, no parent, not teleported) in a pass that reads only
+/// its lagcomp id, transform and state, with no per-entity branch on parents, skeletons or
+/// teleports (the lagcomp id rides beside the transform in [`RecordedAs`]); skeletal rigs
+/// composed down their joint chains from slots filled by one pass over the joints' table;
+/// and the whole tick handed to the history's batched `record_all`, whose plan then skips
+/// the per-entity lookups.
 #[expect(clippy::too_many_arguments, reason = "a system's parameters")]
 pub(crate) fn record_frame(
     mut history: ResMut<LagCompHistory>,
     mut clock: ResMut<LagCompClock>,
     mut report: ResMut<RecordReport>,
-    rigs: Query<(Entity, Recorded), With<Hitboxes>>,
+    plain: Query<Plain, PlainFilter>,
+    rigs: Query<(Entity, Recorded), OtherFilter>,
     locals: Query<(&Transform, Option<&ChildOf>)>,
     joint_transforms: Query<(&Transform, &JointOf)>,
     slots: Res<JointSlots>,
@@ -303,6 +340,16 @@ pub(crate) fn record_frame(
         }
     }
     let mut skipped = 0;
+    for (recorded, local, state) in &plain {
+        match recorded.id() {
+            Some(id) if !recorded.skeletal => {
+                bones.push(bone(local));
+                batch.push((id, state.copied().unwrap_or_default().recorded(false)));
+            }
+            // Not recorded, or a skeletal rig whose joints are not all found yet.
+            _ => skipped += 1,
+        }
+    }
     for (entity, (recorded, local, parent, joints, state, jumped)) in &rigs {
         let Some(id) = recorded.id() else {
             skipped += 1;
@@ -313,27 +360,28 @@ pub(crate) fn record_frame(
             continue;
         };
         let root = bone(&root);
-        let count = match joints {
+        match joints {
             Some(joints) => {
                 if !skeleton_bones(entity, root, joints, (joint_slots, stamp), chain, bones) {
                     // A joint is gone: look for the joints again from the next tick.
-                    commands.entity(entity).try_remove::<SkeletonJoints>();
+                    commands
+                        .entity(entity)
+                        .try_remove::<SkeletonJoints>()
+                        .try_insert(AwaitingJoints);
                     skipped += 1;
                     continue;
                 }
-                joints.bones.len() as u16
+                if joints.bones.len() != 1 {
+                    counts.push((batch.len(), joints.bones.len() as u16));
+                }
             }
             // A skeletal rig whose joints are not all found yet.
             None if recorded.skeletal => {
                 skipped += 1;
                 continue;
             }
-            None => {
-                bones.push(root);
-                1
-            }
-        };
-        counts.push(count);
+            None => bones.push(root),
+        }
         batch.push((id, state.copied().unwrap_or_default().recorded(jumped)));
         if jumped {
             teleported.push(entity);
@@ -369,20 +417,24 @@ pub(crate) fn record_frame(
     }
 }
 
-/// Records the entities of `batch` one by one, each with its `counts` of `bones`, leaving
-/// out those the history refuses (each refusal given to `refused`); how many were
-/// recorded.
+/// Records the entities of `batch` one by one, each with its bones (one, or as many as
+/// `counts` says), leaving out those the history refuses (each refusal given to
+/// `refused`); how many were recorded.
 fn record_each(
     frame: &mut lagcomp::FrameRecorder<'_>,
     batch: &[(EntityId, EntityState)],
-    counts: &[u16],
+    counts: &[(usize, u16)],
     bones: &[BoneTransform],
     mut refused: impl FnMut(RecordError),
 ) -> usize {
     let mut rest = bones;
+    let mut counts = counts.iter().peekable();
     let mut recorded = 0;
-    for (&(id, state), &count) in batch.iter().zip(counts) {
-        let (own, next) = rest.split_at(usize::from(count));
+    for (i, &(id, state)) in batch.iter().enumerate() {
+        let count = counts.next_if(|&&(at, _)| at == i).map_or(1, |&(_, n)| n);
+        let Some((own, next)) = rest.split_at_checked(usize::from(count)) else {
+            break;
+        };
         rest = next;
         match frame.record(id, own, state) {
             Ok(()) => recorded += 1,
