@@ -166,10 +166,13 @@ impl SkeletonJoints {
 #[derive(Component, Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct AwaitingJoints;
 
+/// The skeletal rigs whose joints are to be looked for.
+type Awaiting = (With<AwaitingJoints>, Without<SkeletonJoints>);
+
 /// Finds the joints of skeletal rigs that have none yet (new rigs, and rigs whose joints
 /// were not all spawned at the last try).
 pub(crate) fn resolve_joints(
-    rigs: Query<(Entity, &Hitboxes), (With<AwaitingJoints>, Without<SkeletonJoints>)>,
+    rigs: Query<(Entity, &Hitboxes), Awaiting>,
     children: Query<&Children>,
     named: Query<&Name>,
     parents: Query<&ChildOf>,
