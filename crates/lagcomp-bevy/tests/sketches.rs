@@ -4,10 +4,9 @@ use bevy_ecs::prelude::*;
 use bevy_transform::components::Transform;
 use lagcomp::{Hitbox, Shape, Vec3, Zone};
 use lagcomp_bevy::{
-    ClaimedTarget, Hitboxes, LagCompPlugin, Shooter, ShotFired, ShotSketches, SketchLine,
-    SketchPart,
+    ClaimedTarget, Hitboxes, LagCompPlugin, ShotFired, ShotSketches, SketchLine, SketchPart,
 };
-use lagcomp_validate::{Outcome, Participant, RenderTime};
+use lagcomp_validate::{Outcome, RenderTime};
 
 use crate::support::{self, RIFLE, TICK_RATE, assert_near, time_of};
 
@@ -43,18 +42,7 @@ fn judged_scene(sketched: usize, shots: u32) -> (bevy_app::App, Entity, Entity) 
     );
     let shooter = app
         .world_mut()
-        .spawn((
-            Transform::from_translation(SHOOTER_AT),
-            support::player(),
-            Shooter {
-                participant: Participant {
-                    team: 1,
-                    aim_bone: 0,
-                    aim_forward: Vec3::NEG_Z,
-                },
-                timing: Some(support::timing()),
-            },
-        ))
+        .spawn(support::shooter(SHOOTER_AT, Vec3::NEG_Z))
         .id();
     let hitboxes = Hitboxes::rigid(vec![
         Hitbox::new(0, "chest", Zone::Torso, 0, Shape::sphere(RADIUS)).offset_by(CHEST),
@@ -72,24 +60,32 @@ fn judged_scene(sketched: usize, shots: u32) -> (bevy_app::App, Entity, Entity) 
             .translation = target_at(tick);
         if tick >= 20 && (tick - 20).is_multiple_of(4) {
             let seen = tick - 8;
-            app.world_mut().write_message(ShotFired {
-                shooter,
-                weapon: RIFLE,
-                seq: tick,
-                render_time: RenderTime::Time(time_of(seen)),
-                origin: EYE,
-                direction: target_at(seen) + CHEST - EYE,
-                hit: Some(ClaimedTarget {
-                    entity: target,
-                    hitbox: None,
-                    point: None,
-                }),
-                received_at: None,
-            });
+            let aim = target_at(seen) + CHEST - EYE;
+            let shot = shot_at(shooter, target, tick, seen, aim);
+            app.world_mut().write_message(shot);
         }
         support::tick(&mut app);
     }
     (app, shooter, target)
+}
+
+/// A rifle shot from the eye along `direction`, numbered `seq`, claiming to hit `target`
+/// as the shooter saw it at tick `seen`.
+fn shot_at(shooter: Entity, target: Entity, seq: u32, seen: u32, direction: Vec3) -> ShotFired {
+    ShotFired {
+        shooter,
+        weapon: RIFLE,
+        seq,
+        render_time: RenderTime::Time(time_of(seen)),
+        origin: EYE,
+        direction,
+        hit: Some(ClaimedTarget {
+            entity: target,
+            hitbox: None,
+            point: None,
+        }),
+        received_at: None,
+    }
 }
 
 /// The lines of `part`.
@@ -194,14 +190,7 @@ fn a_miss_is_drawn_to_the_weapons_range_with_the_claimed_target() {
     let mut app = support::app();
     let shooter = app
         .world_mut()
-        .spawn((
-            Transform::from_translation(SHOOTER_AT),
-            support::player(),
-            Shooter {
-                participant: Participant::default(),
-                timing: Some(support::timing()),
-            },
-        ))
+        .spawn(support::shooter(SHOOTER_AT, Vec3::NEG_Z))
         .id();
     let target = app
         .world_mut()
@@ -210,21 +199,9 @@ fn a_miss_is_drawn_to_the_weapons_range_with_the_claimed_target() {
     for _ in 0..20 {
         support::tick(&mut app);
     }
-    app.world_mut().write_message(ShotFired {
-        shooter,
-        weapon: RIFLE,
-        seq: 1,
-        render_time: RenderTime::Time(time_of(15)),
-        origin: EYE,
-        // Straight up, far from anything.
-        direction: Vec3::Y * 2.0,
-        hit: Some(ClaimedTarget {
-            entity: target,
-            hitbox: None,
-            point: None,
-        }),
-        received_at: None,
-    });
+    // Straight up, far from anything.
+    let shot = shot_at(shooter, target, 1, 15, Vec3::Y * 2.0);
+    app.world_mut().write_message(shot);
     support::tick(&mut app);
     let sketches = app.world().resource::<ShotSketches>();
     assert_eq!(sketches.keep(), ShotSketches::DEFAULT_KEEP);
