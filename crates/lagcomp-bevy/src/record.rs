@@ -337,22 +337,25 @@ pub(crate) fn record_frame(
             (Transform::IDENTITY, Entity::PLACEHOLDER, 0),
         );
     }
-    for (transform, joint) in &joint_transforms {
+    // PERF: `for_each` rather than `for`: Bevy's internal iteration runs one tight loop
+    // per table instead of checking, entity by entity, where the next one is.
+    joint_transforms.iter().for_each(|(transform, joint)| {
         if let Some(slot) = joint_slots.get_mut(joint.slot as usize) {
             *slot = (*transform, joint.rig, stamp);
         }
-    }
+    });
     let mut skipped = 0;
-    for (recorded, local, state) in &plain {
+    let unstated = HitboxState::default().recorded(false);
+    plain.iter().for_each(|(recorded, local, state)| {
         match recorded.id() {
             Some(id) if !recorded.skeletal => {
                 bones.push(bone(local));
-                batch.push((id, state.copied().unwrap_or_default().recorded(false)));
+                batch.push((id, state.map_or(unstated, |state| state.recorded(false))));
             }
             // Not recorded, or a skeletal rig whose joints are not all found yet.
             _ => skipped += 1,
         }
-    }
+    });
     for (entity, (recorded, local, parent, joints, state, jumped)) in &rigs {
         let Some(id) = recorded.id() else {
             skipped += 1;
@@ -450,6 +453,11 @@ fn record_each(
 /// `above` (a joint's parent, world space) composed with the joint's own `local`
 /// transform: the joint in world space, computed as `Transform::mul_transform` does, bit
 /// for bit.
+///
+/// PERF: this is most of a skeletal tick: about 96 instructions a joint under callgrind
+/// (two quaternion products, the 12-byte vectors loaded and stored piecewise), against
+/// about 15 for the core's record of a finished bone, so 200 rigs of 20 joints cost about
+/// 8x the core's record of the same poses (`cargo bench -p lagcomp-bevy --bench plugin`).
 #[inline]
 fn compose(above: &BoneTransform, local: &Transform) -> BoneTransform {
     BoneTransform::new(
