@@ -161,7 +161,7 @@ impl ShotSketches {
         };
         let sketch = &mut self.shots[slot];
         sketch.shooter = Some(judged.shooter);
-        sketch.target = judged.target.map(|(entity, _)| entity);
+        sketch.target = judged.target;
         sketch.outcome = judged.verdict.outcome.label();
         sketch.origin = judged.origin;
         sketch.direction = judged.direction.normalize_or_zero();
@@ -172,7 +172,7 @@ impl ShotSketches {
         };
         sketch.present.clear();
         sketch.rewound.clear();
-        let Some((_, id)) = judged.target else {
+        let Some(id) = judged.target_id else {
             return;
         };
         if let Some(newest) = history.newest_tick() {
@@ -193,8 +193,10 @@ impl ShotSketches {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct JudgedShot<'a> {
     pub(crate) shooter: Entity,
-    /// The Bevy entity and the lagcomp entity of the hit or claimed target.
-    pub(crate) target: Option<(Entity, EntityId)>,
+    /// The Bevy entity of the hit or claimed target.
+    pub(crate) target: Option<Entity>,
+    /// Its lagcomp entity (known even for one spawned into the history directly).
+    pub(crate) target_id: Option<EntityId>,
     pub(crate) origin: Vec3,
     pub(crate) direction: Vec3,
     /// The weapon's range, if the weapon is known.

@@ -152,16 +152,16 @@ pub(crate) fn validate_shots(
         };
         #[cfg(feature = "debug-draw")]
         if let Some(sketches) = sketches.as_mut() {
-            let claimed = claim.hit.map(|hit| hit.target);
             let target_id = match verdict.outcome {
                 Outcome::Confirmed(confirmed) => Some(confirmed.target),
-                _ => claimed,
+                _ => claim.hit.map(|hit| hit.target),
             };
             sketches.note(
                 &history,
                 crate::debug_draw::JudgedShot {
                     shooter: shot.shooter,
-                    target: target.zip(target_id),
+                    target,
+                    target_id,
                     origin: shot.origin,
                     direction: shot.direction,
                     range: validator.rules().weapon(shot.weapon).map(|w| w.max_range),
