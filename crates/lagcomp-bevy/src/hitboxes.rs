@@ -18,7 +18,9 @@ use crate::entities::RecordedAs;
 ///
 /// Adding the component registers the entity with [`crate::LagCompHistory`]; replacing it
 /// registers the new rig as a new lagcomp entity; removing it, or despawning the entity,
-/// stops recording, and its past stays hittable until it leaves the rewind window.
+/// stops recording, and its past stays hittable until it leaves the rewind window. The
+/// lagcomp entity it is recorded as is kept beside it in [`RecordedAs`] (a required
+/// component the plugin fills in).
 #[derive(Component, Debug, Clone)]
 #[require(RecordedAs)]
 pub struct Hitboxes {
