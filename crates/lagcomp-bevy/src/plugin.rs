@@ -16,10 +16,11 @@ use crate::shots::{self, ShotFired, ShotJudged};
 /// Gives a Bevy app rewound hitboxes and validated shots.
 ///
 /// Adds [`LagCompHistory`], [`LagCompValidator`], [`LagCompClock`], [`HitboxEntities`]
-/// and [`RecordReport`] as resources (and, with the `debug-draw` feature, `ShotSketches`), [`ShotFired`] and [`ShotJudged`] as messages, the
-/// observers that follow [`crate::Hitboxes`] and [`crate::Shooter`] components, and, in
-/// the recording schedule ([`FixedPostUpdate`] unless [`LagCompPlugin::record_in`] says
-/// otherwise), the systems of [`LagCompSystems::Record`] then [`LagCompSystems::Validate`].
+/// and [`RecordReport`] as resources (and, with the `debug-draw` feature,
+/// `ShotSketches`), [`ShotFired`] and [`ShotJudged`] as messages, the observers that
+/// follow [`crate::Hitboxes`] and [`crate::Shooter`] components, and, in the recording
+/// schedule ([`FixedPostUpdate`] unless [`LagCompPlugin::record_in`] says otherwise), the
+/// systems of [`LagCompSystems::Record`] then [`LagCompSystems::Validate`].
 ///
 /// Run the game's movement before [`LagCompSystems::Record`] (any system in `FixedUpdate`
 /// is): each fixed tick records the poses that tick produced.
