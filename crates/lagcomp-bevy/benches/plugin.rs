@@ -43,24 +43,35 @@ fn joint_names() -> Vec<String> {
     (0..BONES).map(|b| format!("joint{b}")).collect()
 }
 
-/// The app: `ENTITIES` rigs on a 20 x 10 grid 5 m apart, joints bent a little each.
+/// Where rig `e` stands, and its joints' local transforms: joint `b` the child of joint
+/// `(b - 1) / 2` (joint 0 of the rig's entity), bent a little each.
+fn rig_pose(e: usize) -> (Vec3, Vec<Transform>) {
+    let at = Vec3::new((e % 20) as f32 * 5.0, 0.0, (e / 20) as f32 * 5.0);
+    let locals = (0..usize::from(BONES))
+        .map(|b| {
+            let bend = Quat::from_rotation_x(0.05 * (b + e % 7) as f32);
+            Transform::from_xyz(0.0, 0.2, 0.0).with_rotation(bend)
+        })
+        .collect();
+    (at, locals)
+}
+
+/// The app: `ENTITIES` rigs on a 20 x 10 grid 5 m apart, posed by [`rig_pose`].
 fn app() -> App {
     let mut app = App::new();
     app.add_plugins(LagCompPlugin::new(TICK_RATE, 0.5).expect("a valid config"));
     let rig = rig();
     let names = joint_names();
     for e in 0..ENTITIES {
-        let at = Vec3::new((e % 20) as f32 * 5.0, 0.0, (e / 20) as f32 * 5.0);
+        let (at, locals) = rig_pose(e);
         let hitboxes = Hitboxes::skeletal(rig.clone(), names.clone()).expect("one name per bone");
         let root = app
             .world_mut()
             .spawn((Transform::from_translation(at), hitboxes))
             .id();
         let mut joints: Vec<Entity> = Vec::with_capacity(usize::from(BONES));
-        for b in 0..usize::from(BONES) {
+        for (b, local) in locals.into_iter().enumerate() {
             let parent = if b == 0 { root } else { joints[(b - 1) / 2] };
-            let bend = Quat::from_rotation_x(0.05 * (b + e % 7) as f32);
-            let local = Transform::from_xyz(0.0, 0.2, 0.0).with_rotation(bend);
             joints.push(
                 app.world_mut()
                     .spawn((Name::new(names[b].clone()), local, ChildOf(parent)))
@@ -75,25 +86,50 @@ fn app() -> App {
     app
 }
 
-/// The same entities in a bare history, with the bones the plugin recorded last.
+/// The same entities in a bare history, with the poses the plugin records (each joint's
+/// world transform composed down the hierarchy as `Transform::mul_transform` does), as a
+/// server without Bevy would hand them to the core.
 fn core_twin(app: &App) -> (History, Vec<(EntityId, EntityState)>, Vec<BoneTransform>) {
     let plugin = app.world().resource::<LagCompHistory>();
-    let newest = plugin.newest_tick().expect("frames recorded");
     let mut history = History::new(*plugin.config()).expect("a valid config");
     let rig = rig();
     let mut batch = Vec::new();
     let mut bones = Vec::new();
-    for index in 0..ENTITIES {
-        let source = plugin
+    for e in 0..ENTITIES {
+        let (at, locals) = rig_pose(e);
+        let mut world: Vec<Transform> = Vec::with_capacity(locals.len());
+        for (b, local) in locals.into_iter().enumerate() {
+            let parent = if b == 0 {
+                Transform::from_translation(at)
+            } else {
+                world[(b - 1) / 2]
+            };
+            world.push(parent.mul_transform(local));
+        }
+        batch.push((history.spawn(rig.clone()), EntityState::default()));
+        bones.extend(world.iter().map(|joint| {
+            BoneTransform::new(joint.translation, joint.rotation).with_scale(joint.scale)
+        }));
+    }
+    // The plugin recorded the same poses.
+    let newest = plugin.newest_tick().expect("frames recorded");
+    for e in [0, ENTITIES - 1] {
+        let recorded = plugin
             .entity_at(
-                EntityId::from_bits(index as u64),
+                EntityId::from_bits(e as u64),
                 RewindTarget::between(newest, newest, 0.0),
                 WindowPolicy::Reject,
             )
             .expect("a valid target")
             .expect("recorded");
-        batch.push((history.spawn(rig.clone()), EntityState::default()));
-        bones.extend((0..BONES).map(|b| source.bone(b).expect("a bone")));
+        for b in 0..BONES {
+            let twin = bones[e * usize::from(BONES) + usize::from(b)].translation;
+            let got = recorded.bone(b).expect("a bone").translation;
+            assert!(
+                got.distance(twin) < 1e-5,
+                "rig {e} bone {b}: {got} vs {twin}"
+            );
+        }
     }
     (history, batch, bones)
 }

@@ -6,6 +6,8 @@
 //! Bevy's `TimePlugin` (or `MinimalPlugins`) so that `FixedMain` runs at the tick rate;
 //! here the loop runs it once per tick itself, as fast as it can.
 
+// ANCHOR: all
+// ANCHOR: imports
 use bevy_app::{App, FixedMain, FixedUpdate};
 use bevy_ecs::prelude::*;
 use bevy_transform::components::Transform;
@@ -15,12 +17,14 @@ use lagcomp_bevy::{
     ShotJudged,
 };
 use lagcomp_validate::{ClientTiming, Outcome, Participant, RenderTime, RuleSet, WeaponId};
+// ANCHOR_END: imports
 
 const TICK_RATE: f64 = 64.0;
 const RIFLE: WeaponId = WeaponId(1);
 /// Round trip 80 ms, others drawn 100 ms back: a shot sees the world 140 ms ago.
 const VIEW_DELAY: f64 = 0.04 + 0.1;
 
+// ANCHOR: movement
 /// A player strafing along x at `speed` m/s around `home`.
 #[derive(Component)]
 struct Strafer {
@@ -41,7 +45,9 @@ fn strafe(clock: Res<LagCompClock>, mut players: Query<(&Strafer, &mut Transform
         transform.translation = strafer.home + Vec3::X * (strafer.speed * t).sin() * 2.0;
     }
 }
+// ANCHOR_END: movement
 
+// ANCHOR: rules
 fn rules() -> RuleSet {
     RuleSet::from_toml(
         r#"
@@ -59,7 +65,9 @@ fn rules() -> RuleSet {
     )
     .expect("the example's rules are valid")
 }
+// ANCHOR_END: rules
 
+// ANCHOR: rig
 fn player() -> Hitboxes {
     Hitboxes::rigid(vec![
         Hitbox::new(
@@ -74,7 +82,9 @@ fn player() -> Hitboxes {
     ])
     .expect("the player rig is valid")
 }
+// ANCHOR_END: rig
 
+// ANCHOR: verdict
 fn print_verdict(judged: On<ShotJudged>, names: Query<&Name>) {
     let shooter = names.get(judged.shooter).map_or("?", Name::as_str);
     let target = judged
@@ -94,8 +104,10 @@ fn print_verdict(judged: On<ShotJudged>, names: Query<&Name>) {
         verdict.outcome.label()
     );
 }
+// ANCHOR_END: verdict
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // ANCHOR: plugin
     let mut app = App::new();
     app.add_plugins(LagCompPlugin::new(TICK_RATE, 0.5)?.rules(rules()))
         .add_systems(FixedUpdate, strafe);
@@ -107,6 +119,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Pose::from_translation(Vec3::new(4.0, 1.0, 5.0)),
             u32::MAX,
         )?;
+    // ANCHOR_END: plugin
+    // ANCHOR: spawn
     let timing = ClientTiming {
         srtt: 0.08,
         rttvar: 0.004,
@@ -151,7 +165,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .id()
     })
     .collect();
+    // ANCHOR_END: spawn
 
+    // ANCHOR: tick
     for tick in 0..192_u32 {
         // Every quarter second each bot fires at the torso of the player it drew.
         if tick >= 32 && tick % 16 == 0 {
@@ -192,5 +208,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         app.world_mut().run_schedule(FixedMain);
     }
+    // ANCHOR_END: tick
     Ok(())
 }
+// ANCHOR_END: all

@@ -7,7 +7,7 @@ use lagcomp::EntityId;
 
 use crate::hitboxes::Hitboxes;
 use crate::plugin::{LagCompHistory, LagCompValidator};
-use crate::record::SkeletonJoints;
+use crate::record::{AwaitingJoints, SkeletonJoints};
 use crate::shots::{Shooter, register_shooter};
 
 /// The two-way map between Bevy entities with [`Hitboxes`] and lagcomp [`EntityId`]s.
@@ -78,27 +78,71 @@ impl HitboxEntities {
     }
 }
 
+/// The lagcomp entity a Bevy entity with [`Hitboxes`] is recorded as, beside its
+/// transform (a component `Hitboxes` requires, set when `Hitboxes` is inserted).
+///
+/// PERF: recording reads it in the same pass over the entities' table instead of looking
+/// each entity up in [`HitboxEntities`]' hash map and reading its `Hitboxes` every tick
+/// (about 25 instructions an entity under callgrind).
+#[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordedAs {
+    id: EntityId,
+    /// Its bones are joint entities ([`Hitboxes::skeletal`]).
+    pub(crate) skeletal: bool,
+}
+
+impl RecordedAs {
+    /// Not recorded: `Hitboxes` was inserted before the plugin was added, or removed.
+    const NONE: Self = Self {
+        id: EntityId::from_bits(u64::MAX),
+        skeletal: false,
+    };
+
+    /// The lagcomp entity, unless not recorded.
+    #[inline]
+    #[must_use]
+    pub fn id(self) -> Option<EntityId> {
+        (self != Self::NONE).then_some(self.id)
+    }
+}
+
+impl Default for RecordedAs {
+    fn default() -> Self {
+        Self::NONE
+    }
+}
+
 /// A [`Hitboxes`] component was added or replaced: register its rig as a new lagcomp
 /// entity (a replaced one's old entity was retired by [`on_hitboxes_discarded`] first).
 pub(crate) fn on_hitboxes_inserted(
     insert: On<Insert<Hitboxes>>,
-    rigs: Query<(&Hitboxes, Option<&Shooter>)>,
+    mut rigs: Query<(&Hitboxes, Option<&Shooter>, &mut RecordedAs)>,
     mut history: ResMut<LagCompHistory>,
     mut validator: ResMut<LagCompValidator>,
     mut entities: ResMut<HitboxEntities>,
     mut commands: Commands,
 ) {
     let entity = insert.entity;
-    let Ok((hitboxes, shooter)) = rigs.get(entity) else {
+    let Ok((hitboxes, shooter, mut recorded)) = rigs.get_mut(entity) else {
         return;
     };
     let id = history.spawn(hitboxes.rig().clone());
     entities.insert(entity, id);
+    *recorded = RecordedAs {
+        id,
+        skeletal: hitboxes.joint_names().is_some(),
+    };
     if let Some(shooter) = shooter {
         register_shooter(&mut validator, id, shooter);
     }
     // A new rig names its joints afresh.
-    commands.entity(entity).try_remove::<SkeletonJoints>();
+    let mut rig = commands.entity(entity);
+    rig.try_remove::<SkeletonJoints>();
+    if hitboxes.joint_names().is_some() {
+        rig.try_insert(AwaitingJoints);
+    } else {
+        rig.try_remove::<AwaitingJoints>();
+    }
 }
 
 /// A [`Hitboxes`] component is being removed or replaced, or its entity despawned: stop
@@ -107,8 +151,12 @@ pub(crate) fn on_hitboxes_discarded(
     discard: On<Discard<Hitboxes>>,
     mut history: ResMut<LagCompHistory>,
     mut entities: ResMut<HitboxEntities>,
+    mut recorded: Query<&mut RecordedAs>,
 ) {
     let entity = discard.entity;
+    if let Ok(mut recorded) = recorded.get_mut(entity) {
+        *recorded = RecordedAs::NONE;
+    }
     let Some(id) = entities.core_id(entity) else {
         return;
     };

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use bevy_ecs::prelude::*;
 use lagcomp::{EntityState, Hitbox, Rig, RigError};
 
+use crate::entities::RecordedAs;
+
 /// The hitboxes of an entity, which rewound queries and shot validation see.
 ///
 /// - [`Hitboxes::rigid`]: every hitbox rides the entity's own transform (its global
@@ -16,8 +18,11 @@ use lagcomp::{EntityState, Hitbox, Rig, RigError};
 ///
 /// Adding the component registers the entity with [`crate::LagCompHistory`]; replacing it
 /// registers the new rig as a new lagcomp entity; removing it, or despawning the entity,
-/// stops recording, and its past stays hittable until it leaves the rewind window.
+/// stops recording, and its past stays hittable until it leaves the rewind window. The
+/// lagcomp entity it is recorded as is kept beside it in [`RecordedAs`] (a required
+/// component the plugin fills in).
 #[derive(Component, Debug, Clone)]
+#[require(RecordedAs)]
 pub struct Hitboxes {
     rig: Arc<Rig>,
     joints: Option<Arc<[Cow<'static, str>]>>,

@@ -13,6 +13,7 @@
 //! - [`record`]: recording each tick from the transform hierarchy.
 //! - [`query`]: rewound queries answering in Bevy entities.
 //! - [`shots`]: shot claims in, verdicts out.
+//! - `debug_draw` (feature `debug-draw`): the last judged shots as line segments to draw.
 //!
 //! Only Bevy's sub-crates are needed (`bevy_app`, `bevy_ecs`, `bevy_transform`,
 //! `bevy_math`), and no window or GPU: the plugin suits a headless server.
@@ -53,6 +54,8 @@
 //! # }
 //! ```
 
+#[cfg(feature = "debug-draw")]
+pub mod debug_draw;
 pub mod entities;
 pub mod hitboxes;
 pub mod plugin;
@@ -60,6 +63,8 @@ pub mod query;
 pub mod record;
 pub mod shots;
 
+#[cfg(feature = "debug-draw")]
+pub use debug_draw::{ShotSketch, ShotSketches, SketchLine, SketchPart};
 pub use entities::HitboxEntities;
 pub use hitboxes::{HitboxState, Hitboxes, HitboxesError, Teleported};
 pub use plugin::{

@@ -16,10 +16,11 @@ use crate::shots::{self, ShotFired, ShotJudged};
 /// Gives a Bevy app rewound hitboxes and validated shots.
 ///
 /// Adds [`LagCompHistory`], [`LagCompValidator`], [`LagCompClock`], [`HitboxEntities`]
-/// and [`RecordReport`] as resources, [`ShotFired`] and [`ShotJudged`] as messages, the
-/// observers that follow [`crate::Hitboxes`] and [`crate::Shooter`] components, and, in
-/// the recording schedule ([`FixedPostUpdate`] unless [`LagCompPlugin::record_in`] says
-/// otherwise), the systems of [`LagCompSystems::Record`] then [`LagCompSystems::Validate`].
+/// and [`RecordReport`] as resources (and, with the `debug-draw` feature,
+/// `ShotSketches`), [`ShotFired`] and [`ShotJudged`] as messages, the observers that
+/// follow [`crate::Hitboxes`] and [`crate::Shooter`] components, and, in the recording
+/// schedule ([`FixedPostUpdate`] unless [`LagCompPlugin::record_in`] says otherwise), the
+/// systems of [`LagCompSystems::Record`] then [`LagCompSystems::Validate`].
 ///
 /// Run the game's movement before [`LagCompSystems::Record`] (any system in `FixedUpdate`
 /// is): each fixed tick records the poses that tick produced.
@@ -29,6 +30,9 @@ pub struct LagCompPlugin {
     schedule: InternedScheduleLabel,
     rules: RuleSet,
     tick_source: Option<TickSource>,
+    /// How many judged shots [`crate::ShotSketches`] keeps.
+    #[cfg(feature = "debug-draw")]
+    sketched: usize,
 }
 
 /// A system that copies a game's tick into the [`LagCompClock`], named for `Debug`.
@@ -56,6 +60,8 @@ impl Default for LagCompPlugin {
                 weapons: Default::default(),
             },
             tick_source: None,
+            #[cfg(feature = "debug-draw")]
+            sketched: crate::debug_draw::ShotSketches::DEFAULT_KEEP,
         }
     }
 }
@@ -114,6 +120,15 @@ impl LagCompPlugin {
         self
     }
 
+    /// Keeps the last `shots` judged shots (at least one) in [`crate::ShotSketches`] for
+    /// drawing, instead of [`crate::ShotSketches::DEFAULT_KEEP`].
+    #[cfg(feature = "debug-draw")]
+    #[must_use]
+    pub fn sketch_shots(mut self, shots: usize) -> Self {
+        self.sketched = shots;
+        self
+    }
+
     /// The history's configuration.
     #[must_use]
     pub fn config(&self) -> HistoryConfig {
@@ -156,6 +171,8 @@ impl Plugin for LagCompPlugin {
                     .chain()
                     .in_set(LagCompSystems::Validate),
             );
+        #[cfg(feature = "debug-draw")]
+        app.insert_resource(crate::debug_draw::ShotSketches::new(self.sketched));
         if let Some(source) = self.tick_source {
             (source.add)(app, self.schedule);
         }

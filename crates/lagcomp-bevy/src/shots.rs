@@ -109,7 +109,14 @@ pub(crate) fn sync_shooters(
     }
 }
 
+/// Where judged shots are sketched for drawing (feature `debug-draw`); nothing without it.
+#[cfg(feature = "debug-draw")]
+type Sketches<'w> = Option<ResMut<'w, crate::debug_draw::ShotSketches>>;
+#[cfg(not(feature = "debug-draw"))]
+type Sketches<'w> = ();
+
 /// Judges the shots fired since the last run against the history.
+#[expect(clippy::too_many_arguments, reason = "a system's parameters")]
 pub(crate) fn validate_shots(
     mut fired: MessageReader<ShotFired>,
     mut judged: MessageWriter<ShotJudged>,
@@ -118,6 +125,11 @@ pub(crate) fn validate_shots(
     mut validator: ResMut<LagCompValidator>,
     entities: Res<HitboxEntities>,
     mut commands: Commands,
+    #[cfg_attr(
+        not(feature = "debug-draw"),
+        expect(unused_mut, unused_variables, reason = "only sketched with debug-draw")
+    )]
+    mut sketches: Sketches,
 ) {
     let newest = clock.newest().map_or(0.0, |(_, time)| time);
     for shot in fired.read() {
@@ -139,6 +151,25 @@ pub(crate) fn validate_shots(
             Outcome::Confirmed(confirmed) => entities.entity(confirmed.target),
             _ => shot.hit.map(|target| target.entity),
         };
+        #[cfg(feature = "debug-draw")]
+        if let Some(sketches) = sketches.as_mut() {
+            let target_id = match verdict.outcome {
+                Outcome::Confirmed(confirmed) => Some(confirmed.target),
+                _ => claim.hit.map(|hit| hit.target),
+            };
+            sketches.note(
+                &history,
+                crate::debug_draw::JudgedShot {
+                    shooter: shot.shooter,
+                    target,
+                    target_id,
+                    origin: shot.origin,
+                    direction: shot.direction,
+                    range: validator.rules().weapon(shot.weapon).map(|w| w.max_range),
+                    verdict: &verdict,
+                },
+            );
+        }
         let judgement = ShotJudged {
             shooter: shot.shooter,
             target,

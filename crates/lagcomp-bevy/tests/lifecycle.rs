@@ -211,3 +211,48 @@ fn a_recycled_bevy_index_does_not_alias_the_entity_it_replaced() {
         None
     );
 }
+
+#[test]
+fn an_entity_despawned_behind_the_plugins_back_does_not_stop_the_others_being_recorded() {
+    let mut app = support::app();
+    let [gone, kept] = [-1.0, 1.0].map(|x| {
+        app.world_mut()
+            .spawn((Transform::from_xyz(x, 0.0, 0.0), support::player()))
+            .id()
+    });
+    for _ in 0..4 {
+        support::tick(&mut app);
+    }
+    let ids = app.world().resource::<HitboxEntities>();
+    let (gone_id, kept_id) = (
+        ids.core_id(gone).expect("mapped"),
+        ids.core_id(kept).expect("mapped"),
+    );
+    // The game despawns one through the history itself, not through Bevy.
+    app.world_mut()
+        .resource_mut::<LagCompHistory>()
+        .despawn(gone_id)
+        .expect("a live entity");
+    support::tick(&mut app);
+    let history = app.world().resource::<LagCompHistory>();
+    let newest = history.newest_tick().expect("frames");
+    assert_eq!(newest, Tick(4));
+    let now = RewindTarget::between(newest, newest, 0.0);
+    assert!(
+        history
+            .entity_at(kept_id, now, WindowPolicy::Reject)
+            .expect("a valid query")
+            .is_some(),
+        "the other entity is in the newest frame"
+    );
+    let report = app.world().resource::<lagcomp_bevy::RecordReport>();
+    assert_eq!((report.entities, report.skipped), (1, 1));
+    assert!(
+        matches!(
+            report.last_error,
+            Some((Tick(4), lagcomp::RecordError::Entity(_)))
+        ),
+        "{:?}",
+        report.last_error
+    );
+}

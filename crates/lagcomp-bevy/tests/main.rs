@@ -8,6 +8,8 @@ mod lifecycle;
 mod parity;
 mod queries;
 mod skeleton;
+#[cfg(feature = "debug-draw")]
+mod sketches;
 mod steady;
 
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bevy_ecs::prelude::*;
 use bevy_transform::components::Transform;
 use lagcomp::{BoneTransform, EntityState, History, HistoryConfig, Pose, Rig, Shape, Tick, Vec3};
-use lagcomp_bevy::{ClaimedTarget, LagCompHistory, Shooter, ShotFired, ShotJudged};
+use lagcomp_bevy::{ClaimedTarget, LagCompHistory, ShotFired, ShotJudged};
 use lagcomp_validate::{
     ClaimedHit, Outcome, Participant, RejectReason, RenderTime, ShotClaim, Validator, Verdict,
 };
@@ -89,18 +89,7 @@ fn through_plugin() -> (Vec<ShotJudged>, Vec<ShotJudged>) {
         .expect("a valid wall");
     let shooter = app
         .world_mut()
-        .spawn((
-            Transform::from_translation(SHOOTER_AT),
-            support::player(),
-            Shooter {
-                participant: Participant {
-                    team: 1,
-                    aim_bone: 0,
-                    aim_forward: Vec3::NEG_Z,
-                },
-                timing: Some(support::timing()),
-            },
-        ))
+        .spawn(support::shooter(SHOOTER_AT, Vec3::NEG_Z))
         .observe(|judged: On<ShotJudged>, mut observed: ResMut<Observed>| {
             observed.0.push(*judged.event());
         })

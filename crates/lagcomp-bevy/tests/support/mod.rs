@@ -2,9 +2,10 @@
 
 use bevy_app::{App, FixedMain, FixedUpdate, PostUpdate};
 use bevy_ecs::prelude::*;
+use bevy_transform::components::Transform;
 use lagcomp::{Hitbox, Shape, Vec3, Zone};
-use lagcomp_bevy::{Hitboxes, LagCompPlugin, LagCompSystems, ShotJudged};
-use lagcomp_validate::{ClientTiming, RuleSet, WeaponId};
+use lagcomp_bevy::{Hitboxes, LagCompPlugin, LagCompSystems, Shooter, ShotJudged};
+use lagcomp_validate::{ClientTiming, Participant, RuleSet, WeaponId};
 
 /// Ticks per second in every test.
 pub(crate) const TICK_RATE: f64 = 64.0;
@@ -74,6 +75,23 @@ pub(crate) fn player_hitboxes() -> Vec<Hitbox> {
         .offset_by(Vec3::Y * 0.9),
         Hitbox::new(1, "head", Zone::Head, 0, Shape::sphere(0.15)).offset_by(Vec3::Y * 1.6),
     ]
+}
+
+/// A [`player`] of team 1 at `at` that fires, its eye bone (0, at its feet) looking
+/// along `aim_forward`, its client timed as [`timing`] says.
+pub(crate) fn shooter(at: Vec3, aim_forward: Vec3) -> impl Bundle {
+    (
+        Transform::from_translation(at),
+        player(),
+        Shooter {
+            participant: Participant {
+                team: 1,
+                aim_bone: 0,
+                aim_forward,
+            },
+            timing: Some(timing()),
+        },
+    )
 }
 
 /// A rifle reaching 200 m, 10 shots a second, generous aim and origin tolerances (the
