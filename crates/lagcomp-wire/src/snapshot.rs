@@ -5,7 +5,7 @@
 //! rig), or, for the humanoid of `lagcomp serve`, as the few numbers its bones are a pure
 //! function of ([`EntityPose::Humanoid`]: a [`HumanoidStance`], 40 bytes against 224 for
 //! 8 bones). A client rebuilds the bones from a stance by the very function the server
-//! records them with (`lagcomp_sim::body::Stance::pose`), so it draws the server's bones
+//! records them with (`lagcomp_game::body::Stance::pose`), so it draws the server's bones
 //! bit for bit: same code, same inputs (see [`HumanoidStance`] for the condition).
 //!
 //! A part is self-contained (it carries the tick and server time), so a client pushes the
@@ -63,7 +63,7 @@ pub enum EntityPose {
     Humanoid(HumanoidStance),
 }
 
-/// What drives the pose of `lagcomp serve`'s humanoid (`lagcomp_sim::body::Stance`, field
+/// What drives the pose of `lagcomp serve`'s humanoid (`lagcomp_game::body::Stance`, field
 /// for field): its 8 bones are a pure function of these numbers. Sent instead of the
 /// bones, it takes 40 bytes instead of 224, so a client's whole view fits one datagram.
 ///
