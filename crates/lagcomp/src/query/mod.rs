@@ -21,14 +21,13 @@ mod trace;
 
 use glam::Vec3;
 
-use crate::history::{
-    Bracket, EntityError, EntityId, EntitySample, EntityState, History, Sample, StaticId,
-};
+use crate::history::{Bracket, EntityError, EntityId, EntitySample, EntityState, History, Sample};
 use crate::math::BoneTransform;
 use crate::math::{MAX_COORDINATE, MAX_EXTENT, TransformError, check_translation};
 use crate::narrow::PlacedShape;
 use crate::rig::{HitboxId, Zone};
 use crate::time::{RewindError, RewindTarget, WindowPolicy};
+use crate::world::StaticId;
 use observer::{NoObserver, QueryObserver};
 
 /// A ray: origin, unit direction and how far it reaches.

@@ -6,11 +6,12 @@ use super::observer::QueryObserver;
 use super::{
     Hit, Query, QueryError, Ray, StaticHit, SurfacePoint, Trace, Walk, admit, check_radius,
 };
-use crate::history::{Bracket, EntityId, EntityView, History, LineLanes, Sample, StaticId};
+use crate::history::{Bracket, EntityId, EntityView, History, LineLanes, Sample};
 use crate::math::{BoneTransform, ray_recip};
 use crate::narrow::{Crossing, PlacedShape};
 use crate::rig::{Hitbox, HitboxId, Rig, Zone};
 use crate::time::RewindTarget;
+use crate::world::StaticId;
 
 /// A hitbox the trace touched, before it is turned into a [`Hit`]. Closest-hit traces keep
 /// only the best one and build its [`Hit`] once at the end.
@@ -206,7 +207,7 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         // PERF: a history without walls (the common case for a shooter's hitbox server)
         // does not call `first_wall`: the call alone (six saved registers, the answer
         // through memory) was about 40 instructions a shot.
-        let blocker = if history.statics_bvh().1.is_empty() {
+        let blocker = if history.level.bvh().1.is_empty() {
             None
         } else {
             first_wall(history, ray, inv_dir, radius, self.layers)
@@ -316,7 +317,7 @@ fn first_wall(
     radius: f32,
     layers: u32,
 ) -> Option<StaticHit> {
-    let (bvh, statics) = history.statics_bvh();
+    let (bvh, statics) = history.level.bvh();
     let (origin, dir) = (ray.origin(), ray.dir());
     let mut best: Option<StaticHit> = None;
     bvh.cast(origin, inv_dir, radius, ray.max_distance(), |i, t_max| {
