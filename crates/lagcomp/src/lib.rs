@@ -81,4 +81,7 @@ pub use query::{
 };
 pub use rig::{Axis, Hitbox, HitboxId, Rig, RigError, Shape, ShapeError, Zone};
 pub use time::{RewindError, RewindTarget, Tick, WindowPolicy, WindowSide};
-pub use world::{StaticCollider, StaticError, StaticId};
+pub use world::{
+    Level, LevelError, LevelPiece, PieceError, StaticCollider, StaticError, StaticId, StaticWorld,
+    WorldHit,
+};
