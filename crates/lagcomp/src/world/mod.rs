@@ -32,6 +32,8 @@
 
 mod level;
 mod mesh;
+#[cfg(feature = "rapier")]
+pub mod rapier;
 
 #[cfg(test)]
 mod tests;
