@@ -144,7 +144,11 @@ impl StaticWorld for RapierWorld<'_> {
 /// A unit normal facing back along the trace (either side of a triangle blocks).
 fn facing(normal: Vec3, dir: Vec3) -> Vec3 {
     let normal = normal.normalize_or(-dir);
-    if normal.dot(dir) > 0.0 { -normal } else { normal }
+    if normal.dot(dir) > 0.0 {
+        -normal
+    } else {
+        normal
+    }
 }
 
 #[cfg(test)]
@@ -207,14 +211,27 @@ mod tests {
                 } else {
                     Group::GROUP_1
                 };
-                colliders.insert(builder.translation(at).collision_groups(
-                    InteractionGroups::new(group, Group::ALL, InteractionTestMode::And),
-                ));
+                colliders.insert(
+                    builder
+                        .translation(at)
+                        .collision_groups(InteractionGroups::new(
+                            group,
+                            Group::ALL,
+                            InteractionTestMode::And,
+                        )),
+                );
             }
             let mut broad_phase = BroadPhaseBvh::new();
             let modified = colliders.take_modified();
             let params = IntegrationParameters::default();
-            broad_phase.update(&params, &colliders, &bodies, &modified, &[], &mut Vec::new());
+            broad_phase.update(
+                &params,
+                &colliders,
+                &bodies,
+                &modified,
+                &[],
+                &mut Vec::new(),
+            );
             Self {
                 bodies,
                 colliders,
@@ -256,8 +273,11 @@ mod tests {
                 continue;
             };
             // Rows: the layer mask traced, and the groups rapier is asked with.
-            for (layers, groups) in [(u32::MAX, Group::ALL), (1, Group::GROUP_1), (2, Group::GROUP_2)]
-            {
+            for (layers, groups) in [
+                (u32::MAX, Group::ALL),
+                (1, Group::GROUP_1),
+                (2, Group::GROUP_2),
+            ] {
                 let filter = QueryFilter::default().groups(InteractionGroups::new(
                     Group::ALL,
                     groups,
@@ -312,7 +332,13 @@ mod tests {
                 }
             }
         }
-        assert!(blocked > 300 && checked - blocked > 100, "{blocked} of {checked}");
-        assert_eq!(piece_of(StaticId(u64::MAX)).map(|h| h.into_raw_parts()), Some((u32::MAX, u32::MAX)));
+        assert!(
+            blocked > 300 && checked - blocked > 100,
+            "{blocked} of {checked}"
+        );
+        assert_eq!(
+            piece_of(StaticId(u64::MAX)).map(|h| h.into_raw_parts()),
+            Some((u32::MAX, u32::MAX))
+        );
     }
 }
