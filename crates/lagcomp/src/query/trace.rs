@@ -333,15 +333,7 @@ fn first_wall(
     let own = if level.is_empty() {
         None
     } else {
-        level.first_hit(
-            origin,
-            dir,
-            inv_dir,
-            radius,
-            ray.max_distance(),
-            layers,
-            time,
-        )
+        level.first_hit(ray, inv_dir, radius, layers, time)
     };
     let theirs = world
         .and_then(|world| {

@@ -139,17 +139,17 @@ impl Level {
     }
 
     /// The first piece on a matching layer, existing at `time`, that a sphere of `radius`
-    /// (0: a ray) moving from `origin` along unit `dir` touches within `max` metres.
+    /// (0: a ray) moving along `ray` touches within its reach (`inv_dir`: the reciprocal of
+    /// its direction).
     pub(crate) fn first_hit(
         &self,
-        origin: Vec3,
-        dir: Vec3,
+        ray: &Ray,
         inv_dir: Vec3,
         radius: f32,
-        max: f32,
         layers: u32,
         time: f64,
     ) -> Option<StaticHit> {
+        let (origin, dir, max) = (ray.origin(), ray.dir(), ray.max_distance());
         let mut best: Option<StaticHit> = None;
         self.bvh.cast(origin, inv_dir, radius, max, |i, t_max| {
             let piece = &self.pieces[i as usize];
@@ -205,21 +205,12 @@ impl Level {
         if self.is_empty() {
             return None;
         }
-        let (origin, dir) = (ray.origin(), ray.dir());
-        self.first_hit(
-            origin,
-            dir,
-            ray_recip(dir),
-            radius,
-            ray.max_distance(),
-            layers,
-            time,
-        )
-        .map(|hit| WorldHit {
-            id: hit.id.0,
-            distance: hit.distance,
-            normal: hit.normal,
-        })
+        self.first_hit(ray, ray_recip(ray.dir()), radius, layers, time)
+            .map(|hit| WorldHit {
+                id: hit.id.0,
+                distance: hit.distance,
+                normal: hit.normal,
+            })
     }
 }
 

@@ -47,14 +47,15 @@ pub(super) fn build_mesh(
 }
 
 /// Whether a triangle has no area to speak of: the sine of its widest angle is below
-/// f32's precision (a repeated vertex, or three in a line).
+/// f32's precision (a repeated vertex, or three in a line). The vertices are finite and
+/// within the coordinate range, so nothing here overflows.
 fn degenerate([a, b, c]: [Vec3; 3]) -> bool {
     let (ab, ac, bc) = (b - a, c - a, c - b);
     let longest = ab
         .length_squared()
         .max(ac.length_squared())
         .max(bc.length_squared());
-    !(ab.cross(ac).length() > f32::EPSILON * longest)
+    ab.cross(ac).length() <= f32::EPSILON * longest
 }
 
 /// The nearest point where a sphere of `radius` (0: a ray) from `origin` along unit `dir`
