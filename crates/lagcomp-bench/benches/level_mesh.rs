@@ -9,8 +9,11 @@
 //!   query on the history without the level, clipped to the mesh hit (as a server doing
 //!   the two by hand would).
 //!
-//! The level: a bumpy floor (a 158 x 158 grid, 49,928 triangles) and 4,200 box-shaped
-//! walls (12 triangles each, 2 x 3 x 0.3 m) scattered over the arena, one mesh. Every
+//! The level: a bumpy floor (a 200 x 200 grid, 80,000 triangles) and 1,700 box-shaped
+//! walls (12 triangles each, 2 x 3 x 0.3 m) scattered over the arena, one mesh of 100,400
+//! triangles. `parry_trimesh_new` (parry's own `TriMesh::new` of it) is what the load
+//! costs without checking and the level's tree; `parry_mesh_only` and `entities_only`
+//! split the baseline. Every
 //! input is generated before the timed loops; the loops cycle through the scene's shots.
 
 use std::hint::black_box;
@@ -25,9 +28,9 @@ use parry3d::shape::TriMesh;
 use rand::{Rng, SeedableRng};
 
 /// Floor cells per side; two triangles each.
-const FLOOR_CELLS: u32 = 158;
+const FLOOR_CELLS: u32 = 200;
 /// Box walls, twelve triangles each.
-const WALLS: usize = 4_200;
+const WALLS: usize = 1_700;
 
 /// The level: a bumpy floor over the arena and walls scattered on it.
 fn level(arena: f32, seed: u64) -> (Vec<Vec3>, Vec<[u32; 3]>) {
@@ -156,7 +159,36 @@ fn level_benches(c: &mut Criterion) {
             black_box(&(wall, trace));
         });
     });
+    group.bench_function("parry_mesh_only", |b| {
+        b.iter(|| {
+            i = (i + 1) % shots.len();
+            let ray = black_box(&shots[i].0);
+            let wall = mesh.cast_local_ray_and_get_normal(
+                &ParryRay::new(ray.origin(), ray.dir()),
+                ray.max_distance(),
+                true,
+            );
+            black_box(&wall);
+        });
+    });
+    group.bench_function("entities_only", |b| {
+        b.iter(|| {
+            i = (i + 1) % shots.len();
+            let (ray, time) = &shots[i];
+            let trace = entities_only
+                .query(RewindTarget::Time(black_box(*time)))
+                .ray(black_box(ray));
+            black_box(&trace);
+        });
+    });
     group.sample_size(10);
+    group.bench_function("parry_trimesh_new", |b| {
+        b.iter_batched(
+            || (mesh.vertices().to_vec(), mesh.indices().to_vec()),
+            |(vertices, triangles)| TriMesh::new(vertices, triangles).unwrap(),
+            criterion::BatchSize::LargeInput,
+        );
+    });
     group.bench_function("level_load", |b| {
         b.iter_batched(
             || (scene.history.clone(), piece.clone()),
