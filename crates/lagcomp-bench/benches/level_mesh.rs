@@ -7,13 +7,14 @@
 //! - `ray_with_level`: `history.query(Time(t)).ray(&ray)` with the level loaded.
 //! - `parry_mesh_plus_entities`: `TriMesh::cast_local_ray` on the same mesh, then the same
 //!   query on the history without the level, clipped to the mesh hit (as a server doing
-//!   the two by hand would).
+//!   the two by hand would); `parry_mesh_normal_plus_entities`: the same with the wall's
+//!   normal (`cast_local_ray_and_get_normal`), which `ray_with_level` also reports.
 //!
 //! The level: a bumpy floor (a 200 x 200 grid, 80,000 triangles) and 1,700 box-shaped
 //! walls (12 triangles each, 2 x 3 x 0.3 m) scattered over the arena, one mesh of 100,400
 //! triangles. `parry_trimesh_new` (parry's own `TriMesh::new` of it) is what the load
-//! costs without checking and the level's tree; `parry_mesh_only` and `entities_only`
-//! split the baseline. Every
+//! costs without checking and the level's tree; `parry_mesh_only` (with the normal) and
+//! `entities_only` split the baseline. Every
 //! input is generated before the timed loops; the loops cycle through the scene's shots.
 
 use std::hint::black_box;
@@ -151,6 +152,27 @@ fn level_benches(c: &mut Criterion) {
             );
             let clipped = match wall {
                 Some(distance) => Ray::new(ray.origin(), ray.dir(), distance).unwrap(),
+                None => *ray,
+            };
+            let trace = entities_only
+                .query(RewindTarget::Time(black_box(*time)))
+                .ray(&clipped);
+            black_box(&(wall, trace));
+        });
+    });
+    // The same with the wall's normal, which `ray_with_level` reports (`Trace::blocker`).
+    group.bench_function("parry_mesh_normal_plus_entities", |b| {
+        b.iter(|| {
+            i = (i + 1) % shots.len();
+            let (ray, time) = &shots[i];
+            let ray = black_box(ray);
+            let wall = mesh.cast_local_ray_and_get_normal(
+                &ParryRay::new(ray.origin(), ray.dir()),
+                ray.max_distance(),
+                true,
+            );
+            let clipped = match wall {
+                Some(hit) => Ray::new(ray.origin(), ray.dir(), hit.time_of_impact).unwrap(),
                 None => *ray,
             };
             let trace = entities_only
