@@ -393,8 +393,10 @@ pub unsafe extern "C" fn lagcomp_history_add_static(
                 .map_err(|e| Failure::new(LAGCOMP_INVALID_ARGUMENT, e))?;
             state.used = true;
             if out {
+                // The history numbers its pieces below u32::MAX (`StaticError::Full`).
+                let id = u32::try_from(id.0).unwrap_or(u32::MAX);
                 // SAFETY: checked non-null and aligned above; the caller's contract.
-                unsafe { *out_id = id.0 };
+                unsafe { *out_id = id };
             }
             state.record_line(|w| w.static_collider(shape, pose, layers))
         })

@@ -280,7 +280,8 @@ fn c_trace(trace: &Trace) -> LagcompTrace {
         has_hit: u8::from(trace.hit.is_some()),
         has_blocker: u8::from(trace.blocker.is_some()),
         reserved: 0,
-        blocker_id: blocker.id.0,
+        // The C interface adds only the history's own pieces, numbered below u32::MAX.
+        blocker_id: u32::try_from(blocker.id.0).unwrap_or(u32::MAX),
         blocker_distance: blocker.distance,
         blocker_point: c_vec3(blocker.point),
         blocker_normal: c_vec3(blocker.normal),

@@ -327,7 +327,8 @@ fn c_verdict(v: &Verdict) -> LagcompVerdict {
         Outcome::Miss => out.outcome = LAGCOMP_OUTCOME_MISS,
         Outcome::Blocked { wall, distance } => {
             out.outcome = LAGCOMP_OUTCOME_BLOCKED;
-            out.wall = wall.0;
+            // The C interface adds only the history's own pieces, numbered below u32::MAX.
+            out.wall = u32::try_from(wall.0).unwrap_or(u32::MAX);
             out.wall_distance = distance;
         }
         Outcome::Rejected { reason } => {

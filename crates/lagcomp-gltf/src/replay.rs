@@ -285,7 +285,7 @@ fn walls_met(
                 .cast_sphere_line(origin, direction, radius)?
                 .clip(reach)?;
             Some(SceneWall {
-                id: lagcomp::StaticId(index as u32),
+                id: lagcomp::StaticId(index as u64),
                 placed: wall.placed,
                 distance: crossing.enter.max(0.0),
             })

@@ -25,8 +25,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use lagcomp::math::MAX_COORDINATE;
 use lagcomp::{
-    EntityId, History, PlacedShape, QueryError, Ray, RewindError, RewindTarget, Shape, Trace, Vec3,
-    WindowPolicy, WindowSide,
+    EntityId, History, PlacedShape, QueryError, Ray, RewindError, RewindTarget, Shape, StaticWorld,
+    Trace, Vec3, WindowPolicy, WindowSide,
 };
 
 use crate::claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim, TimingError};
@@ -401,11 +401,34 @@ impl Validator {
     /// # }
     /// ```
     pub fn validate(&mut self, history: &History, claim: &ShotClaim, received_at: f64) -> Verdict {
+        self.validate_with(history, None, claim, received_at)
+    }
+
+    /// [`Validator::validate`], with the shot's trace also stopped by `world`: the level
+    /// geometry the server already has (see [`lagcomp::StaticWorld`]). A shot behind a
+    /// piece of it is [`Outcome::Blocked`] naming the piece, as behind the history's own.
+    pub fn validate_in_world(
+        &mut self,
+        history: &History,
+        world: &dyn StaticWorld,
+        claim: &ShotClaim,
+        received_at: f64,
+    ) -> Verdict {
+        self.validate_with(history, Some(world), claim, received_at)
+    }
+
+    fn validate_with(
+        &mut self,
+        history: &History,
+        world: Option<&dyn StaticWorld>,
+        claim: &ShotClaim,
+        received_at: f64,
+    ) -> Verdict {
         let mut basis = Basis {
             received_at,
             ..Basis::default()
         };
-        let outcome = self.judge(history, claim, received_at, &mut basis);
+        let outcome = self.judge(history, world, claim, received_at, &mut basis);
         verdict(claim, outcome, basis)
     }
 
@@ -419,6 +442,29 @@ impl Validator {
     /// same: those checks depend on the shooter's earlier claims, settled later.
     #[must_use]
     pub fn examine(&self, history: &History, claim: &ShotClaim, received_at: f64) -> ExaminedShot {
+        self.examine_with(history, None, claim, received_at)
+    }
+
+    /// [`Validator::examine`] with the trace also stopped by `world`, as
+    /// [`Validator::validate_in_world`].
+    #[must_use]
+    pub fn examine_in_world(
+        &self,
+        history: &History,
+        world: &dyn StaticWorld,
+        claim: &ShotClaim,
+        received_at: f64,
+    ) -> ExaminedShot {
+        self.examine_with(history, Some(world), claim, received_at)
+    }
+
+    fn examine_with(
+        &self,
+        history: &History,
+        world: Option<&dyn StaticWorld>,
+        claim: &ShotClaim,
+        received_at: f64,
+    ) -> ExaminedShot {
         let mut basis = Basis {
             received_at,
             ..Basis::default()
@@ -431,7 +477,8 @@ impl Validator {
                 if let Ok((t, _)) = screened.claimed {
                     after.requested_time = Some(t);
                 }
-                let outcome = self.examine_shot(history, claim, &screened, received_at, &mut after);
+                let outcome =
+                    self.examine_shot(history, world, claim, &screened, received_at, &mut after);
                 Examined {
                     screened,
                     outcome,
@@ -503,6 +550,7 @@ impl Validator {
     fn judge(
         &mut self,
         history: &History,
+        world: Option<&dyn StaticWorld>,
         claim: &ShotClaim,
         received_at: f64,
         basis: &mut Basis,
@@ -514,7 +562,7 @@ impl Validator {
             .get_mut(&claim.shooter)
             .ok_or(RejectReason::UnknownShooter)?;
         shooter.check_rate(policy, claim, &screened, received_at, basis)?;
-        let outcome = self.examine_shot(history, claim, &screened, received_at, basis);
+        let outcome = self.examine_shot(history, world, claim, &screened, received_at, basis);
         if counts_as_fired(&outcome)
             && let Some(shooter) = self.participants.get_mut(&claim.shooter)
         {
@@ -568,6 +616,7 @@ impl Validator {
     fn examine_shot(
         &self,
         history: &History,
+        world: Option<&dyn StaticWorld>,
         claim: &ShotClaim,
         screened: &Screened,
         received_at: f64,
@@ -702,11 +751,15 @@ impl Validator {
 
         // 7. The trace.
         let ignore = [claim.shooter];
-        let mut query = history
+        let query = history
             .query(target)
             .ignore(&ignore)
             .layers(TRACE_LAYERS)
             .window_policy(window_policy);
+        let mut query = match world {
+            Some(world) => query.world(world),
+            None => query,
+        };
         let traced = if weapon.radius > 0.0 {
             query.sweep(&ray, weapon.radius)
         } else {

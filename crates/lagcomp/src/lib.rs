@@ -8,7 +8,8 @@
 //! This crate is the core: no I/O, no clocks (every call that needs "now" takes it).
 //!
 //! - [`rig`]: hitboxes (sphere, box, capsule) on the bones of an entity.
-//! - [`history`]: the ring buffer of recorded frames; spawning, recording, static walls.
+//! - [`history`]: the ring buffer of recorded frames; spawning, recording.
+//! - [`world`]: the level's static geometry (walls, floors) that blocks traces.
 //! - [`time`]: ticks and rewind targets (a time, a pair of ticks and a fraction, a latency).
 //! - [`query`]: rewound rays, sphere sweeps and overlaps, with their hits and debug output.
 //! - [`narrow`]: the exact per-shape geometry, usable on its own.
@@ -61,6 +62,7 @@ pub mod narrow;
 pub mod query;
 pub mod rig;
 pub mod time;
+pub mod world;
 
 mod bvh;
 mod simd;
@@ -68,7 +70,7 @@ mod simd;
 pub use glam::{Quat, Vec3};
 pub use history::{
     ConfigError, EntityError, EntityId, EntityState, FrameRecorder, History, HistoryConfig,
-    NearestReason, RecordError, Sample, SampleKind, StaticCollider, StaticError, StaticId,
+    NearestReason, RecordError, Sample, SampleKind,
 };
 pub use math::{Aabb, BoneTransform, Pose, TransformError};
 pub use narrow::{Obb, PlacedShape};
@@ -79,3 +81,7 @@ pub use query::{
 };
 pub use rig::{Axis, Hitbox, HitboxId, Rig, RigError, Shape, ShapeError, Zone};
 pub use time::{RewindError, RewindTarget, Tick, WindowPolicy, WindowSide};
+pub use world::{
+    Level, LevelError, LevelPiece, PieceError, StaticCollider, StaticError, StaticId, StaticWorld,
+    WorldHit,
+};

@@ -13,7 +13,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use lagcomp::{
-    BoneTransform, EntityId, EntityState, History, Hit, Obb, Overlap, Pose, Quat, Ray,
+    BoneTransform, EntityId, EntityState, History, Hit, LevelPiece, Obb, Overlap, Pose, Quat, Ray,
     RewindTarget, Shape, Tick, Vec3, WindowPolicy,
 };
 use rand::{Rng, SeedableRng};
@@ -210,6 +210,28 @@ fn steady_state_recording_and_queries_allocate_nothing() {
         1,
     )
     .unwrap();
+    // A triangle-mesh wall, a heightfield under the arena, and the small wall destroyed
+    // a second in: each kind of piece and a lifetime on the query path.
+    let mesh_wall = LevelPiece::Mesh {
+        vertices: vec![
+            Vec3::new(-5.0, 0.0, -20.0),
+            Vec3::new(5.0, 0.0, -20.0),
+            Vec3::new(5.0, 3.0, -20.0),
+            Vec3::new(-5.0, 3.0, -20.0),
+        ],
+        triangles: vec![[0, 1, 2], [0, 2, 3]],
+        layers: u32::MAX,
+    };
+    let ground = LevelPiece::HeightField {
+        heights: (0..64).map(|i| -0.5 - (i % 7) as f32 * 0.05).collect(),
+        rows: 8,
+        columns: 8,
+        size: Vec3::new(200.0, 1.0, 200.0),
+        pose: Pose::IDENTITY,
+        layers: u32::MAX,
+    };
+    h.load_level([mesh_wall, ground]).unwrap();
+    h.remove_static(lagcomp::StaticId(1), 1.0).unwrap();
     let rig = humanoid_rig();
     assert_eq!(rig.hitboxes().len(), 16);
     let ids: Vec<EntityId> = (0..ENTITIES).map(|_| h.spawn(rig.clone())).collect();

@@ -368,7 +368,7 @@ pub(super) struct VerdictLine {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) damage_multiplier: Option<f32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) wall: Option<u32>,
+    pub(super) wall: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) distance: Option<f32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

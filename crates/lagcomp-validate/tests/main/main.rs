@@ -5,6 +5,7 @@
 mod audit;
 mod examine;
 mod fixture;
+mod level_geometry;
 mod properties;
 mod readable;
 mod reasons;

@@ -1,7 +1,7 @@
 //! The recorded past: entities, their rigs, and a ring buffer of per-tick bone transforms.
 //!
-//! What lives here: [`History`] (its fields, static geometry and the ring's bookkeeping
-//! here; its [`HistoryConfig`] in `config`; the entity table, spawning and despawning in
+//! What lives here: [`History`] (its fields and the ring's bookkeeping here, static
+//! geometry in `crate::world`; its [`HistoryConfig`] in `config`; the entity table, spawning and despawning in
 //! `entities`, the handles and per-tick facts in `entity`; where rows lie in the lanes in
 //! `layout`), [`FrameRecorder`] (writing one tick, `recorder`; its per-bone
 //! copy-check-bound pass is `bone_pass`, whose kernels live in `crate::simd`), resolving a
@@ -71,38 +71,12 @@ use std::sync::Arc;
 
 use glam::{Quat, Vec3};
 
-use crate::bvh::{Bvh, TemporalBvh};
-use crate::math::{Aabb, BoneTransform, Pose, TransformError};
-use crate::narrow::PlacedShape;
-use crate::rig::{Rig, Shape, ShapeError};
+use crate::bvh::TemporalBvh;
+use crate::math::{Aabb, BoneTransform};
+use crate::rig::Rig;
 use crate::simd::Kernels;
 use crate::time::{RewindError, RewindTarget, Tick, WindowPolicy};
-
-/// Why static geometry was refused.
-#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
-pub enum StaticError {
-    /// The shape has a bad dimension.
-    #[error(transparent)]
-    Shape(#[from] ShapeError),
-    /// The pose is not finite or its rotation not unit length.
-    #[error(transparent)]
-    Pose(#[from] TransformError),
-}
-
-/// A handle to a piece of static world geometry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct StaticId(pub u32);
-
-/// A wall, floor or other geometry that never moves and blocks traces.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct StaticCollider {
-    /// The shape where it stands.
-    pub placed: PlacedShape,
-    /// Collision layers, matched against a query's mask like an entity's.
-    pub layers: u32,
-}
+use crate::world::Level;
 
 /// A bone's stored translation and rotation. They live in separate lanes: a query culls
 /// hitboxes by their bone's translation alone and reads rotations only for the few it then
@@ -219,9 +193,8 @@ pub struct History {
     /// Slots spawned since the last frame ended: placed in the tree when it ends.
     spawned: Vec<u32>,
     frames_since_build: usize,
-    statics: Vec<StaticCollider>,
-    static_bounds: Vec<Aabb>,
-    static_bvh: Bvh,
+    /// The level's static geometry (`crate::world`).
+    pub(crate) level: Level,
     /// Which kernels record and query this history (chosen once, when it is created:
     /// the same algorithm on every CPU, only the kernels differ).
     kernels: Kernels,
@@ -286,9 +259,7 @@ impl History {
             tree_from: 0,
             spawned: Vec::new(),
             frames_since_build: 0,
-            statics: Vec::new(),
-            static_bounds: Vec::new(),
-            static_bvh: Bvh::default(),
+            level: Level::default(),
             kernels: Kernels::detect(),
             layout_epoch: 0,
             plan: plan::BatchPlan::default(),
@@ -305,33 +276,6 @@ impl History {
     #[must_use]
     pub fn capacity(&self) -> usize {
         self.capacity
-    }
-
-    /// Adds a piece of static world geometry; it blocks every trace that reaches it on a
-    /// matching layer. Rebuilds the static tree (meant for level load, not per tick).
-    ///
-    /// # Errors
-    /// [`StaticError`] for a bad shape or pose.
-    pub fn add_static(
-        &mut self,
-        shape: Shape,
-        pose: Pose,
-        layers: u32,
-    ) -> Result<StaticId, StaticError> {
-        shape.validate()?;
-        pose.validate()?;
-        let placed = PlacedShape::new(pose, shape);
-        self.statics.push(StaticCollider { placed, layers });
-        self.static_bounds.push(placed.aabb().padded());
-        let n = self.statics.len() as u32;
-        self.static_bvh.build(0..n, &self.static_bounds);
-        Ok(StaticId(n - 1))
-    }
-
-    /// The static geometry, indexed by [`StaticId`].
-    #[must_use]
-    pub fn statics(&self) -> &[StaticCollider] {
-        &self.statics
     }
 
     /// Tick and time of the oldest and newest frames held, if any.
@@ -479,10 +423,6 @@ impl History {
             }
         }
         None
-    }
-
-    pub(crate) fn statics_bvh(&self) -> (&Bvh, &[StaticCollider]) {
-        (&self.static_bvh, &self.statics)
     }
 
     /// The kernels chosen when the history was created.

@@ -21,14 +21,13 @@ mod trace;
 
 use glam::Vec3;
 
-use crate::history::{
-    Bracket, EntityError, EntityId, EntitySample, EntityState, History, Sample, StaticId,
-};
+use crate::history::{Bracket, EntityError, EntityId, EntitySample, EntityState, History, Sample};
 use crate::math::BoneTransform;
 use crate::math::{MAX_COORDINATE, MAX_EXTENT, TransformError, check_translation};
 use crate::narrow::PlacedShape;
 use crate::rig::{HitboxId, Zone};
 use crate::time::{RewindError, RewindTarget, WindowPolicy};
+use crate::world::{StaticId, StaticWorld};
 use observer::{NoObserver, QueryObserver};
 
 /// A ray: origin, unit direction and how far it reaches.
@@ -247,11 +246,12 @@ pub struct Overlap {
     pub state: EntityState,
 }
 
-/// A trace's contact with static geometry.
+/// A trace's contact with static geometry: a piece of the history's own level, or of the
+/// server's [`StaticWorld`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct StaticHit {
-    /// Which piece.
+    /// Which piece: its id in the history's level, or the id the server's world gave it.
     pub id: StaticId,
     /// Distance along the ray.
     pub distance: f32,
@@ -315,7 +315,6 @@ pub struct Trace {
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug)]
 pub struct Query<'h, 'f, O = NoObserver> {
     history: &'h History,
     target: RewindTarget,
@@ -323,6 +322,23 @@ pub struct Query<'h, 'f, O = NoObserver> {
     layers: u32,
     ignore: &'f [EntityId],
     observer: O,
+    /// The server's own level geometry, if it gave one; the history's own pieces block
+    /// either way.
+    world: Option<&'h dyn StaticWorld>,
+}
+
+impl<O: std::fmt::Debug> std::fmt::Debug for Query<'_, '_, O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Query")
+            .field("history", &self.history)
+            .field("target", &self.target)
+            .field("policy", &self.policy)
+            .field("layers", &self.layers)
+            .field("ignore", &self.ignore)
+            .field("observer", &self.observer)
+            .field("world", &self.world.map(|_| "the server's"))
+            .finish()
+    }
 }
 
 impl History {
@@ -337,6 +353,7 @@ impl History {
             layers: u32::MAX,
             ignore: &[],
             observer: NoObserver,
+            world: None,
         }
     }
 
@@ -538,6 +555,26 @@ impl<'h, 'f, O: QueryObserver> Query<'h, 'f, O> {
             layers: self.layers,
             ignore: entities,
             observer: self.observer,
+            world: self.world,
+        }
+    }
+
+    /// Traces also stop at `world`: the level geometry the server already has (its physics
+    /// engine's, say), consulted at the moment the query looks at. The history's own
+    /// pieces still block; the nearer blocker is reported. Overlaps do not consult it.
+    #[must_use]
+    pub fn world<'w>(self, world: &'w dyn StaticWorld) -> Query<'w, 'f, O>
+    where
+        'h: 'w,
+    {
+        Query {
+            history: self.history,
+            target: self.target,
+            policy: self.policy,
+            layers: self.layers,
+            ignore: self.ignore,
+            observer: self.observer,
+            world: Some(world),
         }
     }
 
@@ -563,6 +600,7 @@ impl<'h, 'f, O: QueryObserver> Query<'h, 'f, O> {
             layers: self.layers,
             ignore: self.ignore,
             observer,
+            world: self.world,
         }
     }
 

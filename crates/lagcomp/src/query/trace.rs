@@ -6,11 +6,12 @@ use super::observer::QueryObserver;
 use super::{
     Hit, Query, QueryError, Ray, StaticHit, SurfacePoint, Trace, Walk, admit, check_radius,
 };
-use crate::history::{Bracket, EntityId, EntityView, History, LineLanes, Sample, StaticId};
+use crate::history::{Bracket, EntityId, EntityView, History, LineLanes, Sample};
 use crate::math::{BoneTransform, ray_recip};
 use crate::narrow::{Crossing, PlacedShape};
 use crate::rig::{Hitbox, HitboxId, Rig, Zone};
 use crate::time::RewindTarget;
+use crate::world::{StaticId, StaticWorld};
 
 /// A hitbox the trace touched, before it is turned into a [`Hit`]. Closest-hit traces keep
 /// only the best one and build its [`Hit`] once at the end.
@@ -327,10 +328,18 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         // PERF: a history without walls (the common case for a shooter's hitbox server)
         // does not call `first_wall`: the call alone (six saved registers, the answer
         // through memory) was about 40 instructions a shot.
-        let blocker = if history.statics_bvh().1.is_empty() {
+        let blocker = if history.level().is_empty() && self.world.is_none() {
             None
         } else {
-            first_wall(history, ray, inv_dir, radius, self.layers)
+            first_wall(
+                history,
+                self.world,
+                ray,
+                inv_dir,
+                radius,
+                self.layers,
+                bracket.time,
+            )
         };
         if let Some(wall) = blocker.as_ref().filter(|_| O::ENABLED) {
             self.observer.blocked(wall);
@@ -427,51 +436,51 @@ impl<O: QueryObserver> Query<'_, '_, O> {
     }
 }
 
-/// The first static collider on a matching layer the trace touches within reach. Out of
-/// line: only histories with walls call it.
+/// The first static geometry on a matching layer the trace touches within reach, at the
+/// moment `time`: the history's own level and the server's world, the nearer one (the
+/// level's on a tie). Out of line: only queries with walls call it.
 #[inline(never)]
 fn first_wall(
     history: &History,
+    world: Option<&dyn StaticWorld>,
     ray: &Ray,
     inv_dir: Vec3,
     radius: f32,
     layers: u32,
+    time: f64,
 ) -> Option<StaticHit> {
-    let (bvh, statics) = history.statics_bvh();
     let (origin, dir) = (ray.origin(), ray.dir());
-    let mut best: Option<StaticHit> = None;
-    bvh.cast(origin, inv_dir, radius, ray.max_distance(), |i, t_max| {
-        let wall = &statics[i as usize];
-        if wall.layers & layers == 0 {
-            return t_max;
-        }
-        let Some(c) = wall
-            .placed
-            .cast_sphere_line(origin, dir, radius)
-            .and_then(|c| c.clip(t_max))
-        else {
-            return t_max;
-        };
-        let distance = c.enter.max(0.0);
-        let (point, normal) = if c.enter < 0.0 {
-            (wall.placed.closest_point(origin), -dir)
-        } else {
-            (
-                origin + dir * distance - c.enter_normal * radius,
-                c.enter_normal,
-            )
-        };
-        if best.is_none_or(|b| (distance, i) < (b.distance, b.id.0)) {
-            best = Some(StaticHit {
-                id: StaticId(i),
+    let level = history.level();
+    let own = if level.is_empty() {
+        None
+    } else {
+        level.first_hit(ray, inv_dir, radius, layers, time)
+    };
+    let theirs = world
+        .and_then(|world| {
+            if radius == 0.0 {
+                world.cast_ray(ray, layers, time)
+            } else {
+                world.cast_sphere(ray, radius, layers, time)
+            }
+        })
+        // A NaN or out-of-reach answer is no hit; a negative one starts at the origin.
+        .filter(|hit| hit.distance <= ray.max_distance())
+        .map(|hit| {
+            let distance = hit.distance.max(0.0);
+            let normal = hit.normal.normalize_or(-dir);
+            StaticHit {
+                id: StaticId(hit.id),
                 distance,
-                point,
+                point: origin + dir * distance - normal * radius,
                 normal,
-            });
-        }
-        distance
-    });
-    best
+            }
+        });
+    match (own, theirs) {
+        (Some(own), Some(theirs)) if theirs.distance < own.distance => Some(theirs),
+        (Some(own), _) => Some(own),
+        (None, theirs) => theirs,
+    }
 }
 
 /// Everything a trace needs per entity, gathered once.
