@@ -6,7 +6,7 @@
 #![no_main]
 
 use lagcomp_wire::ServerMessage;
-use lagcomp_wire::datagram::{DatagramWriter, Record, records};
+use lagcomp_wire::datagram::{DatagramWriter, DatagramRecord, records};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
         match record {
             Ok(record) => {
                 assert!(writer.push(record), "a decoded record is written back");
-                if let Record::Message(bytes) = record {
+                if let DatagramRecord::Message(bytes) = record {
                     let _ = ServerMessage::decode(bytes);
                 }
             }

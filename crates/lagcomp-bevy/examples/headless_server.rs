@@ -16,7 +16,7 @@ use lagcomp_bevy::{
     ClaimedTarget, Hitboxes, LagCompClock, LagCompHistory, LagCompPlugin, Shooter, ShotFired,
     ShotJudged,
 };
-use lagcomp_validate::{ClientTiming, Outcome, Participant, RenderTime, RuleSet, WeaponId};
+use lagcomp_validate::{ClientTiming, Participant, RenderTime, RuleSet, VerdictOutcome, WeaponId};
 // ANCHOR_END: imports
 
 const TICK_RATE: f64 = 64.0;
@@ -93,8 +93,8 @@ fn print_verdict(judged: On<ShotJudged>, names: Query<&Name>) {
         .map_or("-", Name::as_str);
     let verdict = &judged.verdict;
     let detail = match verdict.outcome {
-        Outcome::Confirmed(hit) => format!("{:?} x{}", hit.zone, hit.damage_multiplier),
-        Outcome::Blocked { distance, .. } => format!("wall at {distance:.1} m"),
+        VerdictOutcome::Confirmed(hit) => format!("{:?} x{}", hit.zone, hit.damage_multiplier),
+        VerdictOutcome::Blocked { distance, .. } => format!("wall at {distance:.1} m"),
         _ => String::new(),
     };
     println!(

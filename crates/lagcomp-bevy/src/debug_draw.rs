@@ -27,7 +27,7 @@
 
 use bevy_ecs::prelude::*;
 use lagcomp::{EntityId, History, PlacedShape, RewindTarget, Shape, Vec3, WindowPolicy};
-use lagcomp_validate::{Outcome, Verdict};
+use lagcomp_validate::{Verdict, VerdictOutcome};
 
 /// Line segments per full circle of a sphere or a capsule's rim.
 const CIRCLE_SEGMENTS: usize = 16;
@@ -166,8 +166,8 @@ impl ShotSketches {
         sketch.origin = judged.origin;
         sketch.direction = judged.direction.normalize_or_zero();
         sketch.length = match judged.verdict.outcome {
-            Outcome::Confirmed(hit) => hit.distance,
-            Outcome::Blocked { distance, .. } => distance,
+            VerdictOutcome::Confirmed(hit) => hit.distance,
+            VerdictOutcome::Blocked { distance, .. } => distance,
             _ => judged.range.unwrap_or(UNRANGED_RAY),
         };
         sketch.present.clear();

@@ -5,7 +5,7 @@ use bevy_ecs::lifecycle::Insert;
 use bevy_ecs::prelude::*;
 use lagcomp::{EntityId, HitboxId, Vec3};
 use lagcomp_validate::{
-    ClaimedHit, ClientTiming, Outcome, Participant, RenderTime, ShotClaim, Verdict, WeaponId,
+    ClaimedHit, ClientTiming, Participant, RenderTime, ShotClaim, Verdict, VerdictOutcome, WeaponId,
 };
 
 use crate::entities::HitboxEntities;
@@ -148,13 +148,13 @@ pub(crate) fn validate_shots(
         };
         let verdict = validator.validate(&history, &claim, shot.received_at.unwrap_or(newest));
         let target = match verdict.outcome {
-            Outcome::Confirmed(confirmed) => entities.entity(confirmed.target),
+            VerdictOutcome::Confirmed(confirmed) => entities.entity(confirmed.target),
             _ => shot.hit.map(|target| target.entity),
         };
         #[cfg(feature = "debug-draw")]
         if let Some(sketches) = sketches.as_mut() {
             let target_id = match verdict.outcome {
-                Outcome::Confirmed(confirmed) => Some(confirmed.target),
+                VerdictOutcome::Confirmed(confirmed) => Some(confirmed.target),
                 _ => claim.hit.map(|hit| hit.target),
             };
             sketches.note(

@@ -8,7 +8,7 @@ use lagcomp::{Ray, RewindTarget, Tick, Vec3, WindowPolicy};
 use lagcomp_bevy::{
     ClaimedTarget, HitboxEntities, LagCompHistory, RewoundHitboxes, Shooter, ShotFired, Teleported,
 };
-use lagcomp_validate::{Outcome, Participant, RenderTime};
+use lagcomp_validate::{Participant, RenderTime, VerdictOutcome};
 
 use crate::support::{self, RIFLE, time_of};
 
@@ -75,7 +75,7 @@ fn a_target_despawned_mid_flight_is_still_hit_in_its_past_then_forgotten() {
     let judged = app.world().resource::<support::Judged>().0.clone();
     assert_eq!(judged.len(), 1);
     assert!(
-        matches!(judged[0].verdict.outcome, Outcome::Confirmed(_)),
+        matches!(judged[0].verdict.outcome, VerdictOutcome::Confirmed(_)),
         "{:?}",
         judged[0].verdict
     );

@@ -8,7 +8,8 @@ use bevy_transform::components::Transform;
 use lagcomp::{BoneTransform, EntityState, History, HistoryConfig, Pose, Rig, Shape, Tick, Vec3};
 use lagcomp_bevy::{ClaimedTarget, LagCompHistory, ShotFired, ShotJudged};
 use lagcomp_validate::{
-    ClaimedHit, Outcome, Participant, RejectReason, RenderTime, ShotClaim, Validator, Verdict,
+    ClaimedHit, Participant, RejectReason, RenderTime, ShotClaim, Validator, Verdict,
+    VerdictOutcome,
 };
 
 use crate::support::{self, RIFLE, TICK_RATE, time_of};
@@ -223,7 +224,7 @@ fn plugin_and_core_give_the_same_verdicts() {
     assert_eq!(observed, messages);
     // A confirmed hit names the Bevy entity hit.
     for judged in &messages {
-        if let Outcome::Confirmed(_) = judged.verdict.outcome {
+        if let VerdictOutcome::Confirmed(_) = judged.verdict.outcome {
             assert!(judged.target.is_some());
         }
     }

@@ -6,7 +6,7 @@ use lagcomp::{Hitbox, Shape, Vec3, Zone};
 use lagcomp_bevy::{
     ClaimedTarget, Hitboxes, LagCompPlugin, ShotFired, ShotSketches, SketchLine, SketchPart,
 };
-use lagcomp_validate::{Outcome, RenderTime};
+use lagcomp_validate::{RenderTime, VerdictOutcome};
 
 use crate::support::{self, RIFLE, TICK_RATE, assert_near, time_of};
 
@@ -207,7 +207,10 @@ fn a_miss_is_drawn_to_the_weapons_range_with_the_claimed_target() {
     assert_eq!(sketches.keep(), ShotSketches::DEFAULT_KEEP);
     let shot = sketches.shots().next().expect("one shot");
     let judged = app.world().resource::<support::Judged>().0[0];
-    assert!(!matches!(judged.verdict.outcome, Outcome::Confirmed(_)));
+    assert!(!matches!(
+        judged.verdict.outcome,
+        VerdictOutcome::Confirmed(_)
+    ));
     assert_eq!(shot.outcome, judged.verdict.outcome.label());
     assert_eq!(shot.target, Some(target));
     let mut lines = Vec::new();

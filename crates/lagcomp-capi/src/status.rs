@@ -66,7 +66,7 @@ impl Failure {
 }
 
 /// The result of an entry point's body.
-pub(crate) type Outcome = Result<(), Failure>;
+pub(crate) type CallOutcome = Result<(), Failure>;
 
 /// Fails with `status` and `message`.
 pub(crate) fn fail<T>(status: LagcompStatus, message: impl Display) -> Result<T, Failure> {
@@ -88,7 +88,7 @@ fn set_last_error(message: &str) {
 
 /// Runs an entry point's body: a panic becomes [`LAGCOMP_PANIC`], a failure sets the last
 /// error, and the status is returned.
-pub(crate) fn guard(body: impl FnOnce() -> Outcome) -> LagcompStatus {
+pub(crate) fn guard(body: impl FnOnce() -> CallOutcome) -> LagcompStatus {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => LAGCOMP_OK,
         Ok(Err(failure)) => {

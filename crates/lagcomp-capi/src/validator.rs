@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use lagcomp::{HitboxId, Tick};
 use lagcomp_validate::{
-    AuditLog, ClaimedHit, ClientTiming, Outcome, Participant, RejectReason, RenderTime, RuleSet,
-    ShotClaim, Validator, Verdict, WeaponId,
+    AuditLog, ClaimedHit, ClientTiming, Participant, RejectReason, RenderTime, RuleSet, ShotClaim,
+    Validator, Verdict, VerdictOutcome, WeaponId,
 };
 
 use crate::args::{input, output};
@@ -312,7 +312,7 @@ fn c_verdict(v: &Verdict) -> LagcompVerdict {
         },
     };
     match v.outcome {
-        Outcome::Confirmed(hit) => {
+        VerdictOutcome::Confirmed(hit) => {
             let (zone, zone_custom) = c_zone(hit.zone);
             out.outcome = LAGCOMP_OUTCOME_CONFIRMED;
             out.target = hit.target.to_bits();
@@ -324,14 +324,14 @@ fn c_verdict(v: &Verdict) -> LagcompVerdict {
             out.distance = hit.distance;
             out.point = c_vec3(hit.point);
         }
-        Outcome::Miss => out.outcome = LAGCOMP_OUTCOME_MISS,
-        Outcome::Blocked { wall, distance } => {
+        VerdictOutcome::Miss => out.outcome = LAGCOMP_OUTCOME_MISS,
+        VerdictOutcome::Blocked { wall, distance } => {
             out.outcome = LAGCOMP_OUTCOME_BLOCKED;
             // The C interface adds only the history's own pieces, numbered below u32::MAX.
             out.wall = u32::try_from(wall.0).unwrap_or(u32::MAX);
             out.wall_distance = distance;
         }
-        Outcome::Rejected { reason } => {
+        VerdictOutcome::Rejected { reason } => {
             out.outcome = LAGCOMP_OUTCOME_REJECTED;
             out.reason_code = reason.code();
         }

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use lagcomp_validate::recording::{Record, Recording, Revalidated, revalidate};
-use lagcomp_validate::{Outcome, RuleSet};
+use lagcomp_validate::recording::{Recording, RecordingEntry, Revalidated, revalidate};
+use lagcomp_validate::{RuleSet, VerdictOutcome};
 
 /// Arguments of `lagcomp validate`.
 #[derive(Debug, clap::Args)]
@@ -83,7 +83,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         // The recording's verdict line (ids as numbers), so the output can be compared
         // with, or spliced into, a recording.
         for r in &results {
-            writeln!(out, "{}", Record::Verdict(r.verdict).to_json())?;
+            writeln!(out, "{}", RecordingEntry::Verdict(r.verdict).to_json())?;
         }
         out.flush()?;
         let mut err = io::stderr().lock();
@@ -103,7 +103,7 @@ struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, outcome: &Outcome) {
+    fn add(&mut self, outcome: &VerdictOutcome) {
         *self.by_label.entry(outcome.label()).or_default() += 1;
         self.total += 1;
     }

@@ -37,7 +37,7 @@ use rand_pcg::Pcg64Mcg;
 
 use crate::body::{self, Arena, BONES, EYE, look_along};
 use crate::cheat::{Cheat, FAKE_LATENCY};
-use crate::traffic::{ClientInput, EntityUpdate, FiredShot, Frame, fingerprint};
+use crate::traffic::{BotFrame, ClientInput, EntityUpdate, FiredShot, fingerprint};
 use crate::weapon::{RIFLE, RIFLE_INTERVAL};
 
 /// How far past its newest snapshot a client draws the world (extrapolating each body
@@ -351,7 +351,7 @@ impl BotBrain {
 
     /// One client frame at `now` (seconds since the start, for pacing) and `local` (the
     /// client's clock): draws the world, maybe fires, and says what to send.
-    pub fn frame(&mut self, now: f64, local: f64, arena: &Arena, rig: &Rig) -> Frame {
+    pub fn frame(&mut self, now: f64, local: f64, arena: &Arena, rig: &Rig) -> BotFrame {
         let ping = self.clock.ping_due(local).then(|| self.clock.ping(local));
         self.frame = self.frame.wrapping_add(1);
         let probe_reply = self.probe_reply(local);
@@ -379,7 +379,7 @@ impl BotBrain {
         if let Some(replayed) = replayed {
             input.shots.push(replayed);
         }
-        Frame { input, fired }
+        BotFrame { input, fired }
     }
 
     #[expect(clippy::too_many_arguments, reason = "one step of the frame")]

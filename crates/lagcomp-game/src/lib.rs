@@ -30,7 +30,7 @@
 //! use lagcomp_game::brain::{BotBrain, BrainConfig, WARM_UP};
 //! use lagcomp_game::server::{CoreConfig, ServerCore};
 //! use lagcomp_game::traffic::EntityUpdate;
-//! use lagcomp_validate::Outcome;
+//! use lagcomp_validate::VerdictOutcome;
 //! use rand::SeedableRng;
 //! use rand_pcg::Pcg64Mcg;
 //!
@@ -59,7 +59,7 @@
 //!     for queued in core.tick(Tick(tick), time, dt, &mut rng)? {
 //!         let verdict = core.validate(&queued.claim, queued.received);
 //!         verdicts += 1;
-//!         confirmed += u32::from(matches!(verdict.outcome, Outcome::Confirmed(_)));
+//!         confirmed += u32::from(matches!(verdict.outcome, VerdictOutcome::Confirmed(_)));
 //!     }
 //!     let snapshot = core.snapshot(time);
 //!     // A round-trip probe four times a second: the server's latency estimate.

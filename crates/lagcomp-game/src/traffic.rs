@@ -72,7 +72,7 @@ pub struct FiredShot {
 
 /// One frame's output: the input to send and the shot fired, if any.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Frame {
+pub struct BotFrame {
     /// The input.
     pub input: ClientInput,
     /// The shot fired this frame.

@@ -10,7 +10,7 @@ use lagcomp_game::body::{Arena, EYE};
 use lagcomp_game::brain::{BotBrain, BrainConfig, WARM_UP};
 use lagcomp_game::server::{CoreConfig, ServerCore};
 use lagcomp_game::traffic::{ClientInput, EntityUpdate, FiredShot};
-use lagcomp_validate::{Outcome, RenderTime, ShotClaim};
+use lagcomp_validate::{RenderTime, ShotClaim, VerdictOutcome};
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
@@ -91,7 +91,7 @@ fn brains_fed_straight_from_a_core_agree_with_its_verdicts() {
             if client.is_some() {
                 hits += 1;
             }
-            if let Outcome::Confirmed(hit) = verdict.outcome {
+            if let VerdictOutcome::Confirmed(hit) = verdict.outcome {
                 confirmed += 1;
                 assert_eq!(
                     client,
@@ -380,7 +380,8 @@ fn steady_fire_with_interest_management_blends_nothing_across_a_gap_and_agrees()
             let shot = &fired[&(queued.shooter, queued.claim.seq)];
             if let Some((target, _)) = shot.client_hit {
                 hits += 1;
-                if matches!(verdict.outcome, Outcome::Confirmed(hit) if hit.target == target) {
+                if matches!(verdict.outcome, VerdictOutcome::Confirmed(hit) if hit.target == target)
+                {
                     agreed += 1;
                 }
             }
@@ -610,7 +611,7 @@ fn steady_fire_keeps_the_weapons_spacing_while_the_round_trip_jumps() {
                 let verdict = core.validate(&queued.claim, queued.received);
                 if matches!(
                     verdict.outcome,
-                    Outcome::Rejected {
+                    VerdictOutcome::Rejected {
                         reason: RejectReason::FireRate
                     }
                 ) {

@@ -22,13 +22,13 @@
 //!
 //! ```
 //! use lagcomp::{PlacedShape, Pose, Quat, Shape, Vec3};
-//! use lagcomp_gltf::{SceneHitbox, Shot, VerdictScene};
+//! use lagcomp_gltf::{SceneHitbox, SceneShot, VerdictScene};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // A head where the shooter saw it, and where it is now, 0.4 m to the right.
 //! let head_then = PlacedShape::new(Pose::new(Vec3::new(0.0, 1.6, 0.0), Quat::IDENTITY), Shape::sphere(0.15));
 //! let head_now = PlacedShape::new(Pose::new(Vec3::new(0.4, 1.6, 0.0), Quat::IDENTITY), Shape::sphere(0.15));
-//! let shot = Shot { origin: Vec3::new(0.0, 1.6, -10.0), direction: Vec3::Z, length: 9.85, radius: 0.0 };
+//! let shot = SceneShot { origin: Vec3::new(0.0, 1.6, -10.0), direction: Vec3::Z, length: 9.85, radius: 0.0 };
 //!
 //! let mut scene = VerdictScene::new("head shot", shot);
 //! scene.rewound.push(SceneHitbox::new("head", head_then));
@@ -54,4 +54,6 @@ mod scene;
 
 pub use error::SceneError;
 pub use replay::{scene_of_claim, scene_of_shot, verdict_extras};
-pub use scene::{Marker, MarkerKind, RAY_THICKNESS, SceneHitbox, SceneWall, Shot, VerdictScene};
+pub use scene::{
+    Marker, MarkerKind, RAY_THICKNESS, SceneHitbox, SceneShot, SceneWall, VerdictScene,
+};

@@ -4,12 +4,12 @@
 use std::collections::BTreeSet;
 
 use lagcomp::{EntityId, History, RewindTarget, Vec3, WindowPolicy};
-use lagcomp_validate::recording::{Record, Recording, ReplayedClaim, revalidate_until};
-use lagcomp_validate::{Outcome, RuleSet, Verdict};
+use lagcomp_validate::recording::{Recording, RecordingEntry, ReplayedClaim, revalidate_until};
+use lagcomp_validate::{RuleSet, Verdict, VerdictOutcome};
 use serde_json::{Map, Value, json};
 
 use crate::error::SceneError;
-use crate::scene::{Marker, MarkerKind, SceneHitbox, SceneWall, Shot, VerdictScene};
+use crate::scene::{Marker, MarkerKind, SceneHitbox, SceneShot, SceneWall, VerdictScene};
 
 /// How far past the farthest object shown a shot that stopped at nothing is drawn,
 /// metres (to its range at most).
@@ -38,7 +38,7 @@ pub fn scene_of_shot(
         .records
         .iter()
         .filter_map(|(_, record)| match record {
-            Record::Claim { claim, .. } if claim.seq == seq => Some(claim.shooter),
+            RecordingEntry::Claim { claim, .. } if claim.seq == seq => Some(claim.shooter),
             _ => None,
         })
         .collect();
@@ -106,7 +106,7 @@ pub fn scene_of_claim(replayed: &ReplayedClaim<'_>) -> Result<VerdictScene, Scen
 
     let direction = claim.direction.normalize_or_zero();
     let (target, target_from) = match (verdict.outcome, claim.hit) {
-        (Outcome::Confirmed(hit), _) => (Some(hit.target), "confirmed"),
+        (VerdictOutcome::Confirmed(hit), _) => (Some(hit.target), "confirmed"),
         (_, Some(hit)) => (Some(hit.target), "claim"),
         _ => {
             // A shot that named nobody and hit nobody: show whom it passed nearest.
@@ -131,8 +131,8 @@ pub fn scene_of_claim(replayed: &ReplayedClaim<'_>) -> Result<VerdictScene, Scen
         "none"
     };
     let stopped_at = match verdict.outcome {
-        Outcome::Confirmed(hit) => Some(hit.distance),
-        Outcome::Blocked { distance, .. } => Some(distance),
+        VerdictOutcome::Confirmed(hit) => Some(hit.distance),
+        VerdictOutcome::Blocked { distance, .. } => Some(distance),
         _ => None,
     };
     let mut scene = VerdictScene::new(
@@ -142,7 +142,7 @@ pub fn scene_of_claim(replayed: &ReplayedClaim<'_>) -> Result<VerdictScene, Scen
             claim.seq,
             verdict.outcome.label()
         ),
-        Shot {
+        SceneShot {
             origin: claim.origin,
             direction: claim.direction,
             length: 0.0,
@@ -170,7 +170,7 @@ pub fn scene_of_claim(replayed: &ReplayedClaim<'_>) -> Result<VerdictScene, Scen
             range
         }
     });
-    if let Outcome::Confirmed(hit) = verdict.outcome {
+    if let VerdictOutcome::Confirmed(hit) = verdict.outcome {
         scene.markers.push(Marker {
             name: "hit point".into(),
             point: hit.point,
@@ -216,7 +216,7 @@ pub fn scene_of_claim(replayed: &ReplayedClaim<'_>) -> Result<VerdictScene, Scen
 #[must_use]
 pub fn verdict_extras(verdict: &Verdict) -> Map<String, Value> {
     let basis = &verdict.basis;
-    let line = serde_json::to_value(Record::Verdict(*verdict)).unwrap_or(Value::Null);
+    let line = serde_json::to_value(RecordingEntry::Verdict(*verdict)).unwrap_or(Value::Null);
     let facts = [
         ("outcome", json!(verdict.outcome.label())),
         ("reason", json!(verdict.outcome.reason().map(|r| r.name()))),

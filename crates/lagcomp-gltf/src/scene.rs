@@ -33,7 +33,7 @@ impl SceneHitbox {
 /// The shot: a ray (`radius` 0) or a sphere sweep, from `origin` along `direction` for
 /// `length` metres.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Shot {
+pub struct SceneShot {
     /// Where it started, world space, metres.
     pub origin: Vec3,
     /// Where it went (any length but zero; drawn normalised).
@@ -93,7 +93,7 @@ pub struct VerdictScene {
     /// The target's hitboxes at the time the trace used (orange, translucent).
     pub rewound: Vec<SceneHitbox>,
     /// The shot (yellow; a sweep's radius as a translucent capsule around it).
-    pub shot: Shot,
+    pub shot: SceneShot,
     /// Walls the shot met (grey, translucent).
     pub walls: Vec<SceneWall>,
     /// Points worth marking (small spheres).
@@ -106,7 +106,7 @@ pub struct VerdictScene {
 impl VerdictScene {
     /// A scene with the shot alone.
     #[must_use]
-    pub fn new(name: impl Into<String>, shot: Shot) -> Self {
+    pub fn new(name: impl Into<String>, shot: SceneShot) -> Self {
         Self {
             name: name.into(),
             present: Vec::new(),

@@ -2,7 +2,7 @@
 
 use lagcomp::{EntityId, Quat, Shape, StaticId, Vec3};
 use lagcomp_gltf::{MarkerKind, SceneError, scene_of_shot};
-use lagcomp_validate::recording::{Record, revalidate, revalidate_until};
+use lagcomp_validate::recording::{RecordingEntry, revalidate, revalidate_until};
 use serde_json::Value;
 
 use crate::support::{every_shape, example_recording};
@@ -238,7 +238,7 @@ fn a_claim_with_numbers_that_cannot_be_drawn_is_an_error() {
     // picture cannot be drawn, and says why instead of writing a broken file.
     let mut recording = example_recording();
     for (_, record) in &mut recording.records {
-        if let Record::Claim { claim, .. } = record
+        if let RecordingEntry::Claim { claim, .. } = record
             && claim.seq == 4
         {
             claim.direction.y = f32::NAN;
@@ -268,10 +268,10 @@ fn a_missing_or_ambiguous_seq_is_an_error() {
 
     // The target fires a seq 1 of its own at the end: seq 1 alone no longer says whose.
     let last = recording.records.last().unwrap().0;
-    let (_, Record::Claim { received_at, claim }) = recording
+    let (_, RecordingEntry::Claim { received_at, claim }) = recording
         .records
         .iter()
-        .find(|(_, r)| matches!(r, Record::Claim { .. }))
+        .find(|(_, r)| matches!(r, RecordingEntry::Claim { .. }))
         .cloned()
         .unwrap()
     else {
@@ -282,7 +282,7 @@ fn a_missing_or_ambiguous_seq_is_an_error() {
     theirs.hit = None;
     recording.records.push((
         last + 1,
-        Record::Claim {
+        RecordingEntry::Claim {
             received_at: received_at + 1.0,
             claim: theirs,
         },

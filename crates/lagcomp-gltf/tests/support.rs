@@ -8,7 +8,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use lagcomp::{Axis, EntityId, PlacedShape, Pose, Quat, Shape, StaticId, Vec3};
-use lagcomp_gltf::{SceneHitbox, SceneWall, Shot, VerdictScene, scene_of_shot};
+use lagcomp_gltf::{SceneHitbox, SceneShot, SceneWall, VerdictScene, scene_of_shot};
 use lagcomp_validate::recording::Recording;
 
 /// The npm packages the checks use, pinned: installed at test time, never committed.
@@ -89,7 +89,7 @@ pub(crate) fn every_shape() -> VerdictScene {
     };
     let mut scene = VerdictScene::new(
         "every shape",
-        Shot {
+        SceneShot {
             origin: Vec3::new(-0.2, 1.5, -8.0),
             direction: Vec3::new(0.02, -0.01, 1.0),
             length: 9.0,

@@ -27,7 +27,7 @@ use lagcomp::{BoneTransform, Ray, RewindTarget, Tick, Vec3};
 use lagcomp_fixtures::scene::record_frame;
 use lagcomp_fixtures::{SCENES, Scene};
 use lagcomp_service::{
-    Line, Probe, QueryService, RewoundQuery, ServiceConfig, SharedHistory, batch,
+    Line, Probe, QueryService, RewoundRequest, ServiceConfig, SharedHistory, batch,
 };
 use lagcomp_validate::{
     ClaimedHit, ClientTiming, Participant, RenderTime, RuleSet, ShotClaim, Validator, WeaponId,
@@ -136,9 +136,9 @@ fn benches(c: &mut Criterion) {
         .iter()
         .map(|s| (RewindTarget::Time(s.time), s.ray))
         .collect();
-    let queries: Vec<RewoundQuery> = shots
+    let queries: Vec<RewoundRequest> = shots
         .iter()
-        .map(|&(target, ray)| RewoundQuery::new(target, Probe::Ray(Line::from(ray))))
+        .map(|&(target, ray)| RewoundRequest::new(target, Probe::Ray(Line::from(ray))))
         .collect();
     let shared = Arc::new(SharedHistory::new(history.clone()));
     let claims = claims(&scene);
@@ -188,10 +188,10 @@ fn benches(c: &mut Criterion) {
     }
     // What the service adds per job: queries refused at once (a zero direction), so the
     // time is the submission, the hand-over and the answer.
-    let refused: Vec<RewoundQuery> = shots
+    let refused: Vec<RewoundRequest> = shots
         .iter()
         .map(|&(target, ray)| {
-            RewoundQuery::new(target, Probe::Ray(Line::new(ray.origin(), Vec3::ZERO, 1.0)))
+            RewoundRequest::new(target, Probe::Ray(Line::new(ray.origin(), Vec3::ZERO, 1.0)))
         })
         .collect();
     let one = service(&shared, fresh.clone(), 1);

@@ -9,7 +9,7 @@ use lagcomp::{History, QueryError, Ray, RewindTarget, Trace};
 use lagcomp_validate::{ShotClaim, Validator, Verdict};
 use rayon::prelude::*;
 
-use crate::request::{Found, RewoundQuery};
+use crate::request::{Found, RewoundRequest};
 
 /// The closest hit of each ray at its target (`history.query(target).ray(&ray)`), in
 /// parallel, in input order.
@@ -21,9 +21,9 @@ pub fn rays(history: &History, shots: &[(RewindTarget, Ray)]) -> Vec<Result<Trac
         .collect()
 }
 
-/// Every query's [`RewoundQuery::run`], in parallel, in input order.
+/// Every query's [`RewoundRequest::run`], in parallel, in input order.
 #[must_use]
-pub fn queries(history: &History, queries: &[RewoundQuery]) -> Vec<Result<Found, QueryError>> {
+pub fn queries(history: &History, queries: &[RewoundRequest]) -> Vec<Result<Found, QueryError>> {
     queries.par_iter().map(|query| query.run(history)).collect()
 }
 

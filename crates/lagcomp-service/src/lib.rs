@@ -4,7 +4,7 @@
 //! to run elsewhere, on every core, without stopping the recording and without ever seeing
 //! half a frame. This crate gives it two ways:
 //!
-//! - [`QueryService`]: worker threads answering rewound queries ([`RewoundQuery`]) and
+//! - [`QueryService`]: worker threads answering rewound queries ([`RewoundRequest`]) and
 //!   judging shot claims ([`lagcomp_validate::ShotClaim`]) submitted from any thread.
 //!   Each submission returns a [`Pending`]: a `std` future that needs no particular async
 //!   runtime, or a blocking [`Pending::wait`]. A bounded queue refuses work beyond its
@@ -21,7 +21,7 @@
 //! - [`shared`]: [`SharedHistory`], the history behind a lock, and [`AsOf`].
 //! - [`service`]: the worker threads, their queue, and claim ordering.
 //! - [`pending`]: the one-shot future.
-//! - [`request`]: queries as values ([`RewoundQuery`], [`Probe`], [`Line`], [`Found`]).
+//! - [`request`]: queries as values ([`RewoundRequest`], [`Probe`], [`Line`], [`Found`]).
 //! - [`batch`]: the parallel batch API.
 //!
 //! # Example
@@ -32,7 +32,7 @@
 //!     BoneTransform, EntityState, History, HistoryConfig, Hitbox, Rig, RewindTarget, Shape,
 //!     Tick, Vec3, Zone,
 //! };
-//! use lagcomp_service::{Line, Probe, QueryService, RewoundQuery, ServiceConfig, SharedHistory};
+//! use lagcomp_service::{Line, Probe, QueryService, RewoundRequest, ServiceConfig, SharedHistory};
 //! use lagcomp_validate::{RuleSet, Validator};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -61,7 +61,7 @@
 //! // Any thread asks where a shot 10 m in front of tick 20's position would have landed.
 //! let x = 5.0 * 20.0 / 64.0;
 //! let line = Line::new(Vec3::new(x, 0.5, -10.0), Vec3::Z, 100.0);
-//! let query = RewoundQuery::new(RewindTarget::between(Tick(20), Tick(20), 0.0), Probe::Ray(line));
+//! let query = RewoundRequest::new(RewindTarget::between(Tick(20), Tick(20), 0.0), Probe::Ray(line));
 //! let answer = service.submit(query)?.wait()?;
 //! assert_eq!(answer.as_of.newest_tick(), Some(Tick(31)));
 //! let found = answer.value?;
@@ -77,7 +77,7 @@ pub mod service;
 pub mod shared;
 
 pub use pending::{Pending, ServiceError};
-pub use request::{Found, Line, Probe, RewoundQuery};
+pub use request::{Found, Line, Probe, RewoundRequest};
 pub use service::{
     Answer, ClaimRequest, QueryAnswer, QueryService, ServiceConfig, StartError, SubmitError,
     VerdictAnswer,

@@ -1,8 +1,8 @@
 //! Rewound queries as values, so they can be queued and run on another thread.
 //!
-//! What lives here: [`RewoundQuery`] (what [`lagcomp::History::query`]'s builder takes:
+//! What lives here: [`RewoundRequest`] (what [`lagcomp::History::query`]'s builder takes:
 //! target, window policy, layers, ignore list, and one [`Probe`]), the [`Line`] a ray is
-//! built from, and [`Found`], the owned result. [`RewoundQuery::run`] is the synchronous
+//! built from, and [`Found`], the owned result. [`RewoundRequest::run`] is the synchronous
 //! query itself: the service and the batch API run exactly this.
 
 use lagcomp::{
@@ -90,7 +90,7 @@ pub enum Probe {
 
 /// One rewound query: the moment, the filters and the probe.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RewoundQuery {
+pub struct RewoundRequest {
     /// The moment to look at.
     pub target: RewindTarget,
     /// What to do with a target outside the window.
@@ -103,7 +103,7 @@ pub struct RewoundQuery {
     pub probe: Probe,
 }
 
-impl RewoundQuery {
+impl RewoundRequest {
     /// `probe` at `target`, with [`lagcomp::History::query`]'s defaults: every layer,
     /// nothing ignored, a target outside the window rejected.
     #[must_use]

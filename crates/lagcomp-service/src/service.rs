@@ -34,7 +34,7 @@ use lagcomp_validate::validator::ExaminedShot;
 use lagcomp_validate::{ShotClaim, Validator, Verdict};
 
 use crate::pending::{Pending, Promise, ServiceError, promise};
-use crate::request::{Found, RewoundQuery};
+use crate::request::{Found, RewoundRequest};
 use crate::shared::{AsOf, SharedHistory};
 
 /// How many workers and how much queue a [`QueryService`] has.
@@ -126,7 +126,7 @@ pub type ClaimRequest = (ShotClaim, f64);
 ///
 /// Submit from any thread (`&self`); each submission returns a [`Pending`], a future that
 /// needs no particular runtime, or a blocking [`Pending::wait`]. Answers are exactly those
-/// of the synchronous API on the history as it was ([`RewoundQuery::run`],
+/// of the synchronous API on the history as it was ([`RewoundRequest::run`],
 /// [`Validator::validate`] with each shooter's claims in submission order).
 ///
 /// Dropping the service (or [`QueryService::shutdown`]) stops taking jobs, answers every
@@ -191,8 +191,8 @@ impl QueryService {
     /// [`SubmitError`] (with the query) when the queue is full or the service closed.
     pub fn submit(
         &self,
-        query: RewoundQuery,
-    ) -> Result<Pending<QueryAnswer>, SubmitError<RewoundQuery>> {
+        query: RewoundRequest,
+    ) -> Result<Pending<QueryAnswer>, SubmitError<RewoundRequest>> {
         let mut queue = self.inner.lock_queue();
         if let Err(refusal) = self.inner.room(&queue) {
             return Err(refusal.with(query));
@@ -339,7 +339,7 @@ struct Queue {
 #[derive(Debug)]
 enum Job {
     Query {
-        query: RewoundQuery,
+        query: RewoundRequest,
         promise: Promise<QueryAnswer>,
     },
     Claim(Claim),
@@ -510,7 +510,7 @@ impl Inner {
         }
     }
 
-    fn run_query(&self, query: &RewoundQuery) -> QueryAnswer {
+    fn run_query(&self, query: &RewoundRequest) -> QueryAnswer {
         let history = self.history.read();
         Answer {
             as_of: history.as_of(),

@@ -36,7 +36,7 @@ impl Mode {
 
 /// Distribution summary of a distance, in millimetres.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ErrorStats {
+pub struct DistanceStats {
     /// How many samples.
     pub samples: u64,
     /// Mean, mm.
@@ -65,7 +65,7 @@ pub struct PresetRun {
     pub modes: BTreeMap<Mode, ModeResult>,
     /// Distance between the target pose a client drew and the pose the server rebuilt
     /// for full compensation (largest bone distance per shot), excluding teleport frames.
-    pub reconstruction: ErrorStats,
+    pub reconstruction: DistanceStats,
     /// Honest shots the full validator rejected, all reasons.
     pub honest_rejected: u64,
 }

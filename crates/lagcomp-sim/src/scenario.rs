@@ -5,7 +5,7 @@ use lagcomp_game::cheat::Cheat;
 use lagcomp_game::scorecard::CheatResult;
 use lagcomp_net::conditioner::{PRESETS, Preset, preset};
 
-use crate::result::{ErrorStats, Mode, PresetRun, SimResult};
+use crate::result::{DistanceStats, Mode, PresetRun, SimResult};
 use crate::skirmish::{SkirmishConfig, Tally, play};
 
 /// A run's settings.
@@ -231,9 +231,9 @@ fn cheat_result(cheat: Cheat, tally: &Tally) -> CheatResult {
 
 /// Mean, p99, max and a histogram of errors given in metres, reported in millimetres.
 #[must_use]
-pub fn error_stats(mut metres: Vec<f64>) -> ErrorStats {
+pub fn error_stats(mut metres: Vec<f64>) -> DistanceStats {
     if metres.is_empty() {
-        return ErrorStats::default();
+        return DistanceStats::default();
     }
     metres.sort_by(f64::total_cmp);
     let mm: Vec<f64> = metres.iter().map(|m| m * 1000.0).collect();
@@ -246,7 +246,7 @@ pub fn error_stats(mut metres: Vec<f64>) -> ErrorStats {
         let bucket = bounds.iter().position(|b| v <= b).unwrap_or(bounds.len());
         histogram[bucket].1 += 1;
     }
-    ErrorStats {
+    DistanceStats {
         samples: n as u64,
         mean_mm: mm.iter().sum::<f64>() / n as f64,
         p99_mm: p99,

@@ -24,7 +24,7 @@ use lagcomp_game::server::{CoreConfig, EntitySnapshot, QueuedShot, ServerCore};
 use lagcomp_game::traffic::{ClientInput, EntityUpdate, FiredShot, fingerprint};
 use lagcomp_net::clock::Pong;
 use lagcomp_net::conditioner::{LinkConditioner, Preset};
-use lagcomp_validate::{Outcome, RenderTime, ShotClaim};
+use lagcomp_validate::{RenderTime, ShotClaim, VerdictOutcome};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
@@ -299,7 +299,7 @@ fn judge(
     let verdict = server.validate(claim, received);
     if shot.cheat {
         tally.cheat_attempts += 1;
-        if matches!(verdict.outcome, Outcome::Confirmed(_)) {
+        if matches!(verdict.outcome, VerdictOutcome::Confirmed(_)) {
             tally.cheat_accepted += 1;
         }
         *tally
@@ -318,7 +318,7 @@ fn judge(
     for mode in Mode::ALL {
         let server_hit = match mode {
             Mode::Full => match verdict.outcome {
-                Outcome::Confirmed(hit) => index_of(hit.target),
+                VerdictOutcome::Confirmed(hit) => index_of(hit.target),
                 _ => None,
             },
             Mode::None => trace(server, ids, bot, claim, RewindTarget::Time(newest)),
@@ -367,7 +367,7 @@ fn judge(
             .fold(0.0, f64::max);
         tally.reconstruction.push(error);
         if tally.picture.is_none()
-            && let Outcome::Confirmed(hit) = verdict.outcome
+            && let VerdictOutcome::Confirmed(hit) = verdict.outcome
         {
             tally.picture = picture(server, claim, target, hit.point, &rebuilt);
         }

@@ -12,7 +12,7 @@
 //! What is not here: the cap on verdicts per second (the server's tick), the outbox that
 //! repeats verdicts until acknowledged (`lagcomp_wire::verdicts`).
 
-use lagcomp_wire::ShotOutcome;
+use lagcomp_wire::WireOutcome;
 
 /// What the memory holds for a shot (see [`AnsweredShots::recall`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub(crate) enum Recall {
     /// `number`.
     Answered {
         /// The verdict.
-        outcome: ShotOutcome,
+        outcome: WireOutcome,
         /// Its number in the connection's `VerdictOutbox`.
         number: u32,
     },
@@ -39,7 +39,7 @@ struct AnsweredShot {
     /// `lagcomp_game::traffic::fingerprint` of the claim.
     print: u64,
     /// `None` until answered.
-    answer: Option<(ShotOutcome, u32)>,
+    answer: Option<(WireOutcome, u32)>,
 }
 
 /// The last [`AnsweredShots::CAPACITY`] shots a connection had validated, oldest forgotten
@@ -102,7 +102,7 @@ impl AnsweredShots {
     /// Shot `seq` (`print`) was answered with `outcome`, verdict number `number` of the
     /// outbox (again, when a copy was answered by resending it). Nothing if it was
     /// forgotten meanwhile.
-    pub(crate) fn answer(&mut self, seq: u32, print: u64, outcome: ShotOutcome, number: u32) {
+    pub(crate) fn answer(&mut self, seq: u32, print: u64, outcome: WireOutcome, number: u32) {
         if let Some(shot) = self
             .shots
             .iter_mut()
@@ -119,7 +119,7 @@ mod tests {
 
     use super::*;
 
-    const REPLAYED: ShotOutcome = ShotOutcome::Rejected(RejectReason::Replayed);
+    const REPLAYED: WireOutcome = WireOutcome::Rejected(RejectReason::Replayed);
 
     #[test]
     fn an_exact_copy_is_answered_from_memory_and_a_changed_claim_is_not() {
@@ -149,7 +149,7 @@ mod tests {
             }
         );
         // An answer for a shot never taken is ignored.
-        memory.answer(5, 0xc, ShotOutcome::Miss, 10);
+        memory.answer(5, 0xc, WireOutcome::Miss, 10);
         assert_eq!(memory.recall(5, 0xc), Recall::Unknown);
     }
 
@@ -159,7 +159,7 @@ mod tests {
         let n = AnsweredShots::CAPACITY as u32;
         for seq in 0..3 * n {
             memory.take(seq, u64::from(seq) * 3);
-            memory.answer(seq, u64::from(seq) * 3, ShotOutcome::Miss, seq);
+            memory.answer(seq, u64::from(seq) * 3, WireOutcome::Miss, seq);
             assert!(memory.shots.len() <= AnsweredShots::CAPACITY);
             assert_eq!(
                 memory.shots.capacity(),

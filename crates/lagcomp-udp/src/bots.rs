@@ -33,8 +33,8 @@ use lagcomp_game::cheat::Cheat;
 use lagcomp_game::scorecard::{CheatResult, ModeResult};
 use lagcomp_game::traffic::{EntityUpdate, FiredShot};
 use lagcomp_wire::{
-    ClientMessage, EntityPose, Input, MAX_SHOTS_PER_INPUT, ProbeReply, ServerMessage, ShotOutcome,
-    ShotResult, VerdictInbox,
+    ClientMessage, EntityPose, Input, MAX_SHOTS_PER_INPUT, ProbeReply, ServerMessage, VerdictInbox,
+    WireOutcome, WireVerdict,
 };
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -255,7 +255,7 @@ enum Phase {
 
 /// What one bot saw.
 #[derive(Debug, Clone, Default)]
-struct Outcome {
+struct BotTally {
     index: usize,
     cheat: Option<Cheat>,
     connected: bool,
@@ -300,7 +300,7 @@ struct Bot {
     messages: Messages,
     /// Datagrams of records that did not decode, counted so far.
     malformed_datagrams: u64,
-    outcome: Outcome,
+    outcome: BotTally,
     scratch: Vec<u8>,
 }
 
@@ -355,10 +355,10 @@ impl Bot {
             verdicts: VerdictInbox::new(),
             messages: Messages::default(),
             malformed_datagrams: 0,
-            outcome: Outcome {
+            outcome: BotTally {
                 index,
                 cheat,
-                ..Outcome::default()
+                ..BotTally::default()
             },
             scratch: Vec::new(),
         })
@@ -490,14 +490,14 @@ impl Bot {
                 self.outcome.malformed += refused;
             }
             ServerMessage::Pong(pong) => brain.on_pong(pong, local),
-            ServerMessage::Probe(probe) => brain.on_probe(probe.id),
+            ServerMessage::RttProbe(probe) => brain.on_probe(probe.id),
             ServerMessage::ShotAck { up_to } => brain.on_shot_ack(up_to),
             ServerMessage::Welcome(_) | ServerMessage::Verdicts(_) => {}
         }
     }
 
     /// A verdict: matched to the oldest shot fired under its number, and tallied.
-    fn on_result(&mut self, result: ShotResult) {
+    fn on_result(&mut self, result: WireVerdict) {
         let Some(shot) = self
             .shots
             .get_mut(&result.seq)
@@ -619,9 +619,9 @@ impl Bot {
 }
 
 /// One verdict into a bot's tally.
-fn tally(outcome: &mut Outcome, shot: &FiredShot, verdict: &ShotOutcome) {
+fn tally(outcome: &mut BotTally, shot: &FiredShot, verdict: &WireOutcome) {
     let server_hit = match *verdict {
-        ShotOutcome::Confirmed { target, .. } => Some(target),
+        WireOutcome::Confirmed { target, .. } => Some(target),
         _ => None,
     };
     if shot.cheat {
@@ -650,7 +650,7 @@ fn tally(outcome: &mut Outcome, shot: &FiredShot, verdict: &ShotOutcome) {
     if client_hit.is_none() && server_hit.is_some() {
         m.false_confirmations += 1;
     }
-    if let ShotOutcome::Rejected(reason) = verdict {
+    if let WireOutcome::Rejected(reason) = verdict {
         *m.rejections.entry(reason.name().to_owned()).or_default() += 1;
     }
 }
@@ -660,7 +660,7 @@ fn play(
     config: &BotsConfig,
     mut bots: Vec<Bot>,
     start: Instant,
-) -> Result<Vec<Outcome>, BotsError> {
+) -> Result<Vec<BotTally>, BotsError> {
     let _timers = TightTimers::new();
     let rig: Arc<Rig> = body::humanoid();
     let interval = 1.0 / config.fps;
@@ -720,7 +720,7 @@ fn play(
 }
 
 /// The bots' outcomes together.
-fn report(config: &BotsConfig, outcomes: &[Outcome]) -> BotsReport {
+fn report(config: &BotsConfig, outcomes: &[BotTally]) -> BotsReport {
     let mut report = BotsReport {
         bots: outcomes.len(),
         duration: config.duration,

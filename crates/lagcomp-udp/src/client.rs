@@ -13,7 +13,7 @@ use std::net::{SocketAddr, UdpSocket};
 use std::ops::Range;
 use std::time::Duration;
 
-use lagcomp_wire::datagram::{self, Record};
+use lagcomp_wire::datagram::{self, DatagramRecord};
 use renet::RenetClient;
 use renet_netcode::NetcodeTransportError;
 use renetcode::{
@@ -89,8 +89,8 @@ pub(crate) fn take_datagram(
         }
         for record in datagram::records(payload) {
             match record {
-                Ok(Record::Message(bytes)) => inbox.push(bytes),
-                Ok(Record::Transport(packet)) => client.process_packet(packet),
+                Ok(DatagramRecord::Message(bytes)) => inbox.push(bytes),
+                Ok(DatagramRecord::Transport(packet)) => client.process_packet(packet),
                 Err(_) => *malformed += 1,
             }
         }

@@ -10,7 +10,7 @@
 //! last tick are validated in arrival order on this thread (or, with
 //! [`ServeConfig::parallel_validation`], together on rayon's threads:
 //! [`lagcomp_service::batch::validate_batch`], the same verdicts), each verdict goes to the
-//! audit log and back to its shooter as a [`ShotResult`] (numbered, and repeated with each
+//! audit log and back to its shooter as a [`WireVerdict`] (numbered, and repeated with each
 //! of the shooter's snapshots until its inputs acknowledge it: `lagcomp_wire::verdicts`),
 //! and the snapshot goes out to the
 //! clients whose turn it is (every client every tick at the full send rate; below it, the
@@ -65,8 +65,8 @@ use lagcomp_validate::recording::RecordingWriter;
 use lagcomp_validate::{AuditLog, ClientTiming, ShotClaim};
 use lagcomp_wire::datagram::DatagramWriter;
 use lagcomp_wire::{
-    EncodedEntities, EntityFrame, MalformedGuard, ShotOutcome, ShotResult, SnapshotEncoder,
-    VerdictOutbox,
+    EncodedEntities, EntityFrame, MalformedGuard, SnapshotEncoder, VerdictOutbox, WireOutcome,
+    WireVerdict,
 };
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
@@ -226,11 +226,11 @@ impl Connection {
     /// The verdict of shot `seq`, whose claim's fingerprint is `print`: it goes with the
     /// client's snapshots until acknowledged, and is remembered to answer copies of the
     /// claim. Returns how many older verdicts were given up to make room for it.
-    fn answer(&mut self, seq: u32, print: u64, outcome: ShotOutcome) -> u64 {
+    fn answer(&mut self, seq: u32, print: u64, outcome: WireOutcome) -> u64 {
         let outbox = &mut self.verdicts;
         let number = outbox.first().wrapping_add(outbox.len() as u32);
         let given_up = outbox.given_up();
-        outbox.push(ShotResult { seq, outcome });
+        outbox.push(WireVerdict { seq, outcome });
         self.answered.answer(seq, print, outcome, number);
         self.verdicts.given_up() - given_up
     }

@@ -17,8 +17,8 @@ use lagcomp::{
     Rig, Shape, Tick, Vec3, Zone,
 };
 use lagcomp_validate::{
-    ClaimedHit, ClientTiming, Outcome, Participant, RejectReason, RenderTime, RuleSet, ShotClaim,
-    Validator, WeaponId,
+    ClaimedHit, ClientTiming, Participant, RejectReason, RenderTime, RuleSet, ShotClaim, Validator,
+    VerdictOutcome, WeaponId,
 };
 // ANCHOR_END: imports
 
@@ -225,19 +225,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let claim = head_shot(&m, received_at);
     let verdict = validator.validate(&m.history, &claim, received_at);
     match verdict.outcome {
-        Outcome::Confirmed(hit) => println!(
+        VerdictOutcome::Confirmed(hit) => println!(
             "confirmed: {:?} hit, damage x{}, {:.2} m away, judged at t = {:.4} s",
             hit.zone,
             hit.damage_multiplier,
             hit.distance,
             verdict.basis.time_used.unwrap_or(f64::NAN),
         ),
-        Outcome::Miss => println!("miss"),
-        Outcome::Blocked { distance, .. } => println!("blocked by a wall {distance:.2} m out"),
-        Outcome::Rejected { reason } => println!("rejected: {reason}"),
+        VerdictOutcome::Miss => println!("miss"),
+        VerdictOutcome::Blocked { distance, .. } => {
+            println!("blocked by a wall {distance:.2} m out")
+        }
+        VerdictOutcome::Rejected { reason } => println!("rejected: {reason}"),
     }
     // ANCHOR_END: validate
-    let Outcome::Confirmed(hit) = verdict.outcome else {
+    let VerdictOutcome::Confirmed(hit) = verdict.outcome else {
         return Err(format!("the honest shot was {}", verdict.outcome.label()).into());
     };
     assert_eq!((hit.target, hit.zone), (m.target, Zone::Head));
@@ -277,7 +279,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     low.hit = None;
     let v = set_up_validator(&m)?.validate(&m.history, &low, received_at);
     assert!(
-        matches!(v.outcome, Outcome::Blocked { .. }),
+        matches!(v.outcome, VerdictOutcome::Blocked { .. }),
         "{:?}",
         v.outcome
     );

@@ -5,7 +5,7 @@ use std::io::{self, BufRead, Write};
 
 use crate::explain::Rejection;
 use crate::jsonl::{LineError, TornTail, read_line};
-use crate::verdict::{Outcome, Verdict};
+use crate::verdict::{Verdict, VerdictOutcome};
 
 /// The longest audit line [`read_audit_log`] reads, bytes: a verdict takes under 1 KiB.
 pub const MAX_AUDIT_LINE_BYTES: usize = 64 * 1024;
@@ -19,7 +19,7 @@ pub fn emit(verdict: &Verdict) {
     let used = verdict.basis.time_used.unwrap_or(f64::NAN);
     let latency = verdict.basis.shooter_latency.unwrap_or(f64::NAN);
     match verdict.outcome {
-        Outcome::Rejected { reason } => tracing::warn!(
+        VerdictOutcome::Rejected { reason } => tracing::warn!(
             target: "lagcomp::verdict",
             shooter,
             seq = verdict.seq,
@@ -38,7 +38,7 @@ pub fn emit(verdict: &Verdict) {
                 measured: verdict.basis.measured,
             }
         ),
-        Outcome::Confirmed(hit) => tracing::info!(
+        VerdictOutcome::Confirmed(hit) => tracing::info!(
             target: "lagcomp::verdict",
             shooter,
             seq = verdict.seq,
@@ -162,12 +162,12 @@ pub enum AuditReadError {
 /// ```
 /// use lagcomp_validate::audit::{AuditLog, read_audit_log};
 /// # use lagcomp::EntityId;
-/// # use lagcomp_validate::{Basis, Outcome, Verdict, WeaponId};
+/// # use lagcomp_validate::{Basis, VerdictOutcome, Verdict, WeaponId};
 /// # let verdict = Verdict {
 /// #     shooter: EntityId::from_bits(1),
 /// #     seq: 7,
 /// #     weapon: WeaponId(1),
-/// #     outcome: Outcome::Miss,
+/// #     outcome: VerdictOutcome::Miss,
 /// #     basis: Basis::default(),
 /// # };
 /// let mut log = AuditLog::new(Vec::new());

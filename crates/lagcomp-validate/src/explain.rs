@@ -8,7 +8,7 @@
 use std::fmt;
 
 use crate::measurement::Measurement;
-use crate::verdict::{Outcome, RejectReason, Verdict};
+use crate::verdict::{RejectReason, Verdict, VerdictOutcome};
 
 /// A rejection as a person reads it: the reason and, when its check measured something,
 /// how far off the claim was. Its `Display` is the reason's stable name followed by the
@@ -94,7 +94,7 @@ impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "shot {} of {}: ", self.seq, self.shooter)?;
         match self.outcome {
-            Outcome::Confirmed(hit) => write!(
+            VerdictOutcome::Confirmed(hit) => write!(
                 f,
                 "confirmed: hitbox {} of {}, {:.2} m away, damage x{}{}",
                 hit.hitbox.0,
@@ -107,11 +107,11 @@ impl fmt::Display for Verdict {
                     ""
                 },
             ),
-            Outcome::Miss => f.write_str("miss"),
-            Outcome::Blocked { wall, distance } => {
+            VerdictOutcome::Miss => f.write_str("miss"),
+            VerdictOutcome::Blocked { wall, distance } => {
                 write!(f, "blocked by wall {} {distance:.2} m out", wall.0)
             }
-            Outcome::Rejected { reason } => Rejection {
+            VerdictOutcome::Rejected { reason } => Rejection {
                 reason,
                 measured: self.basis.measured,
             }

@@ -28,7 +28,7 @@
 //!
 //! use lagcomp::{BoneTransform, EntityState, History, HistoryConfig, Hitbox, Rig, Shape, Tick, Vec3, Zone};
 //! use lagcomp_validate::{
-//!     ClaimedHit, ClientTiming, Outcome, Participant, RenderTime, RuleSet, ShotClaim, Validator,
+//!     ClaimedHit, ClientTiming, VerdictOutcome, Participant, RenderTime, RuleSet, ShotClaim, Validator,
 //!     WeaponId,
 //! };
 //!
@@ -89,7 +89,7 @@
 //!     hit: Some(ClaimedHit { target, hitbox: None, point: None }),
 //! };
 //! let verdict = validator.validate(&history, &claim, received_at);
-//! let Outcome::Confirmed(hit) = verdict.outcome else { panic!("{}", verdict.outcome.label()) };
+//! let VerdictOutcome::Confirmed(hit) = verdict.outcome else { panic!("{}", verdict.outcome.label()) };
 //! assert_eq!((hit.target, hit.zone, hit.damage_multiplier), (target, Zone::Head, 4.0));
 //! // Judged at the moment the client saw: 0.35 s.
 //! assert!((verdict.basis.time_used.unwrap() - 0.35).abs() < 1e-9);
@@ -117,4 +117,4 @@ pub use rules::{
     DamageMultipliers, Policy, RuleSet, RulesError, ShooterReference, TimeMismatch, WeaponRules,
 };
 pub use validator::{Participant, Validator};
-pub use verdict::{Basis, Confirmed, Outcome, RejectReason, Verdict};
+pub use verdict::{Basis, Confirmed, RejectReason, Verdict, VerdictOutcome};

@@ -33,7 +33,7 @@ use crate::claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim, TimingError}
 use crate::measurement::Measurement;
 use crate::rules::{Policy, RuleSet, ShooterReference, TimeMismatch, WeaponRules};
 use crate::shot_memory::{FiredShots, SequenceWindow, spacing_allows};
-use crate::verdict::{Basis, Confirmed, Outcome, RejectReason, Verdict};
+use crate::verdict::{Basis, Confirmed, RejectReason, Verdict, VerdictOutcome};
 
 /// The layers the validator's trace sees: all of them. An entity (or wall) recorded with
 /// layers 0 shares no bit with it and can be neither hit nor blocked by.
@@ -147,7 +147,7 @@ impl Shooter {
 
 /// Whether a shot with this outcome counts as fired: every outcome but a refused time
 /// (checks 4), which leaves the claimed time meaningless.
-fn counts_as_fired(outcome: &Result<Outcome, RejectReason>) -> bool {
+fn counts_as_fired(outcome: &Result<VerdictOutcome, RejectReason>) -> bool {
     !matches!(
         outcome,
         Err(RejectReason::NoTiming
@@ -189,7 +189,7 @@ pub struct ExaminedShot {
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Examined {
     screened: Screened,
-    outcome: Result<Outcome, RejectReason>,
+    outcome: Result<VerdictOutcome, RejectReason>,
     /// The basis as checks 4 to 9 left it, starting from what checks 2 and 3 set when
     /// they pass.
     basis: Basis,
@@ -359,7 +359,7 @@ impl Validator {
     /// ```
     /// # use std::sync::Arc;
     /// # use lagcomp::{BoneTransform, EntityState, History, HistoryConfig, Hitbox, Rig, Shape, Tick, Vec3, Zone};
-    /// # use lagcomp_validate::{ClaimedHit, ClientTiming, Outcome, Participant, RejectReason, RenderTime, RuleSet, ShotClaim, Validator, WeaponId};
+    /// # use lagcomp_validate::{ClaimedHit, ClientTiming, VerdictOutcome, Participant, RejectReason, RenderTime, RuleSet, ShotClaim, Validator, WeaponId};
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # // A humanoid rig (bone 0 pelvis, 1 head, 2 eye); two players 10 m apart, recorded
     /// # // for half a second at 64 Hz; the validator set up in its three steps.
@@ -393,7 +393,7 @@ impl Validator {
     ///     hit: Some(ClaimedHit { target, hitbox: None, point: None }),
     /// };
     /// let verdict = validator.validate(&history, &claim, 0.5);
-    /// assert!(matches!(verdict.outcome, Outcome::Confirmed(hit) if hit.zone == Zone::Head));
+    /// assert!(matches!(verdict.outcome, VerdictOutcome::Confirmed(hit) if hit.zone == Zone::Head));
     /// // The same sequence number again is a replay.
     /// let again = validator.validate(&history, &claim, 0.6);
     /// assert_eq!(again.outcome.reason(), Some(RejectReason::Replayed));
@@ -406,7 +406,7 @@ impl Validator {
 
     /// [`Validator::validate`], with the shot's trace also stopped by `world`: the level
     /// geometry the server already has (see [`lagcomp::StaticWorld`]). A shot behind a
-    /// piece of it is [`Outcome::Blocked`] naming the piece, as behind the history's own.
+    /// piece of it is [`VerdictOutcome::Blocked`] naming the piece, as behind the history's own.
     pub fn validate_in_world(
         &mut self,
         history: &History,
@@ -533,7 +533,7 @@ impl Validator {
         received_at: f64,
         examined: &Examined,
         basis: &mut Basis,
-    ) -> Result<Outcome, RejectReason> {
+    ) -> Result<VerdictOutcome, RejectReason> {
         let policy = &self.rules.policy;
         let shooter = self
             .participants
@@ -554,7 +554,7 @@ impl Validator {
         claim: &ShotClaim,
         received_at: f64,
         basis: &mut Basis,
-    ) -> Result<Outcome, RejectReason> {
+    ) -> Result<VerdictOutcome, RejectReason> {
         let screened = self.screen(history, claim, received_at, basis)?;
         let policy = &self.rules.policy;
         let shooter = self
@@ -621,7 +621,7 @@ impl Validator {
         screened: &Screened,
         received_at: f64,
         basis: &mut Basis,
-    ) -> Result<Outcome, RejectReason> {
+    ) -> Result<VerdictOutcome, RejectReason> {
         // Both found by check 1 under the same configuration.
         let weapon = self
             .rules
@@ -802,19 +802,19 @@ impl Validator {
         team: u16,
         traced: &Trace,
         basis: &mut Basis,
-    ) -> Result<Outcome, RejectReason> {
+    ) -> Result<VerdictOutcome, RejectReason> {
         let Some(hit) = traced.hit else {
             return Ok(match traced.blocker {
-                Some(wall) => Outcome::Blocked {
+                Some(wall) => VerdictOutcome::Blocked {
                     wall: wall.id,
                     distance: wall.distance,
                 },
-                None => Outcome::Miss,
+                None => VerdictOutcome::Miss,
             });
         };
         basis.sample = Some(hit.sample.kind);
         self.check_target(weapon, team, hit.entity, hit.state, hit.sample.rewound())?;
-        Ok(Outcome::Confirmed(Confirmed {
+        Ok(VerdictOutcome::Confirmed(Confirmed {
             target: hit.entity,
             hitbox: hit.hitbox,
             zone: hit.zone,
@@ -867,7 +867,7 @@ impl Validator {
         traced: &Trace,
         claimed: &ClaimedHit,
         basis: &mut Basis,
-    ) -> Result<Outcome, RejectReason> {
+    ) -> Result<VerdictOutcome, RejectReason> {
         let then = history
             .entity_at(claimed.target, target, window_policy)
             .map_err(|e| match e {
@@ -936,7 +936,7 @@ impl Validator {
         if let Some(wall) = traced.blocker
             && wall.distance < along
         {
-            return Ok(Outcome::Blocked {
+            return Ok(VerdictOutcome::Blocked {
                 wall: wall.id,
                 distance: wall.distance,
             });
@@ -954,7 +954,7 @@ impl Validator {
             .find(|h| h.id == hitbox)
             .map(|h| h.zone)
             .ok_or(RejectReason::TamperedClaim)?;
-        Ok(Outcome::Confirmed(Confirmed {
+        Ok(VerdictOutcome::Confirmed(Confirmed {
             target: claimed.target,
             hitbox,
             zone,
@@ -1034,12 +1034,16 @@ fn claimed_time(
 }
 
 /// The verdict on `claim`, emitted as a `tracing` event.
-fn verdict(claim: &ShotClaim, outcome: Result<Outcome, RejectReason>, basis: Basis) -> Verdict {
+fn verdict(
+    claim: &ShotClaim,
+    outcome: Result<VerdictOutcome, RejectReason>,
+    basis: Basis,
+) -> Verdict {
     let verdict = Verdict {
         shooter: claim.shooter,
         seq: claim.seq,
         weapon: claim.weapon,
-        outcome: outcome.unwrap_or_else(|reason| Outcome::Rejected { reason }),
+        outcome: outcome.unwrap_or_else(|reason| VerdictOutcome::Rejected { reason }),
         basis,
     };
     crate::audit::emit(&verdict);

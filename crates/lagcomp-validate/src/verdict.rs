@@ -163,7 +163,7 @@ pub struct Confirmed {
 /// What a claim came to.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "outcome")]
-pub enum Outcome {
+pub enum VerdictOutcome {
     /// The shot hit.
     Confirmed(Confirmed),
     /// The shot hit nothing within range.
@@ -182,7 +182,7 @@ pub enum Outcome {
     },
 }
 
-impl Outcome {
+impl VerdictOutcome {
     /// A short stable label: `confirmed`, `miss`, `blocked`, or the rejection reason's
     /// name.
     #[must_use]
@@ -242,7 +242,7 @@ pub struct Basis {
 /// ```
 /// # use std::sync::Arc;
 /// # use lagcomp::{BoneTransform, EntityState, History, HistoryConfig, Hitbox, Rig, Shape, Tick, Vec3, Zone};
-/// # use lagcomp_validate::{ClaimedHit, ClientTiming, Outcome, Participant, RejectReason, RenderTime, RuleSet, ShotClaim, Validator, WeaponId};
+/// # use lagcomp_validate::{ClaimedHit, ClientTiming, VerdictOutcome, Participant, RejectReason, RenderTime, RuleSet, ShotClaim, Validator, WeaponId};
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # // A humanoid rig (bone 0 pelvis, 1 head, 2 eye); two players 10 m apart, recorded
 /// # // for half a second at 64 Hz; the validator set up in its three steps.
@@ -275,9 +275,9 @@ pub struct Basis {
 /// };
 /// let verdict = validator.validate(&history, &claim, 0.5);
 /// match verdict.outcome {
-///     Outcome::Confirmed(hit) => println!("hit {:?}, damage x{}", hit.zone, hit.damage_multiplier),
-///     Outcome::Miss | Outcome::Blocked { .. } => println!("no damage"),
-///     Outcome::Rejected { reason } => println!("refused: {reason} (code {})", reason.code()),
+///     VerdictOutcome::Confirmed(hit) => println!("hit {:?}, damage x{}", hit.zone, hit.damage_multiplier),
+///     VerdictOutcome::Miss | VerdictOutcome::Blocked { .. } => println!("no damage"),
+///     VerdictOutcome::Rejected { reason } => println!("refused: {reason} (code {})", reason.code()),
 /// }
 /// assert_eq!(verdict.outcome.reason(), Some(RejectReason::OriginTooFar));
 /// // For a person: how far off, against what the weapon allows.
@@ -299,7 +299,7 @@ pub struct Verdict {
     pub weapon: WeaponId,
     /// The outcome.
     #[serde(flatten)]
-    pub outcome: Outcome,
+    pub outcome: VerdictOutcome,
     /// What it was decided on.
     pub basis: Basis,
 }

@@ -46,7 +46,7 @@ impl ClientMessage {
     }
 }
 
-/// The client's answer to the server's round-trip [`crate::Probe`], sent with the next
+/// The client's answer to the server's round-trip [`crate::RttProbe`], sent with the next
 /// input.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ProbeReply {

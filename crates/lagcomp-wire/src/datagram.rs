@@ -37,14 +37,14 @@ const KIND_TRANSPORT: u8 = 1;
 
 /// One record of a datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Record<'a> {
+pub enum DatagramRecord<'a> {
     /// A wire message, for [`crate::ServerMessage::decode`].
     Message(&'a [u8]),
     /// A packet of the transport's own (renet's), for it to process.
     Transport(&'a [u8]),
 }
 
-impl<'a> Record<'a> {
+impl<'a> DatagramRecord<'a> {
     fn bytes(self) -> &'a [u8] {
         match self {
             Self::Message(bytes) | Self::Transport(bytes) => bytes,
@@ -85,7 +85,7 @@ pub struct Records<'a> {
 }
 
 impl<'a> Records<'a> {
-    fn next_record(&mut self) -> Result<Option<Record<'a>>, DecodeError> {
+    fn next_record(&mut self) -> Result<Option<DatagramRecord<'a>>, DecodeError> {
         if self.offset == 0 {
             match self.bytes.first() {
                 Some(&DATAGRAM_TAG) => self.offset = 1,
@@ -141,8 +141,8 @@ impl<'a> Records<'a> {
             });
         };
         let record = match kind {
-            KIND_MESSAGE => Record::Message(bytes),
-            KIND_TRANSPORT => Record::Transport(bytes),
+            KIND_MESSAGE => DatagramRecord::Message(bytes),
+            KIND_TRANSPORT => DatagramRecord::Transport(bytes),
             tag => {
                 return Err(DecodeError::UnknownTag {
                     offset: self.offset,
@@ -157,7 +157,7 @@ impl<'a> Records<'a> {
 }
 
 impl<'a> Iterator for Records<'a> {
-    type Item = Result<Record<'a>, DecodeError>;
+    type Item = Result<DatagramRecord<'a>, DecodeError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
@@ -202,7 +202,7 @@ impl DatagramWriter {
 
     /// Adds a record; `false` (and nothing added) if it is empty, longer than a record can
     /// be, or would take the datagram past its limit.
-    pub fn push(&mut self, record: Record<'_>) -> bool {
+    pub fn push(&mut self, record: DatagramRecord<'_>) -> bool {
         let bytes = record.bytes();
         let Ok(len) = u16::try_from(bytes.len()) else {
             return false;
@@ -227,15 +227,15 @@ impl DatagramWriter {
 mod tests {
     use super::*;
 
-    fn decoded(payload: &[u8]) -> Result<Vec<Record<'_>>, DecodeError> {
+    fn decoded(payload: &[u8]) -> Result<Vec<DatagramRecord<'_>>, DecodeError> {
         records(payload).collect()
     }
 
     fn sample() -> Vec<u8> {
         let mut writer = DatagramWriter::new(1300);
-        assert!(writer.push(Record::Message(b"LW\x04\x00\x85\x01\x00\x00\x00")));
-        assert!(writer.push(Record::Transport(&[4, 1, 2, 3])));
-        assert!(writer.push(Record::Message(&[7; 300])));
+        assert!(writer.push(DatagramRecord::Message(b"LW\x04\x00\x85\x01\x00\x00\x00")));
+        assert!(writer.push(DatagramRecord::Transport(&[4, 1, 2, 3])));
+        assert!(writer.push(DatagramRecord::Message(&[7; 300])));
         writer.as_bytes().to_vec()
     }
 
@@ -247,9 +247,9 @@ mod tests {
         assert_eq!(
             records,
             [
-                Record::Message(b"LW\x04\x00\x85\x01\x00\x00\x00"),
-                Record::Transport(&[4, 1, 2, 3]),
-                Record::Message(&[7; 300]),
+                DatagramRecord::Message(b"LW\x04\x00\x85\x01\x00\x00\x00"),
+                DatagramRecord::Transport(&[4, 1, 2, 3]),
+                DatagramRecord::Message(&[7; 300]),
             ]
         );
         assert_eq!(bytes.len(), 1 + 3 * RECORD_HEADER_BYTES + 9 + 4 + 300);
@@ -259,17 +259,26 @@ mod tests {
     fn the_writer_keeps_to_its_limit() {
         let mut writer = DatagramWriter::new(20);
         assert!(writer.is_empty());
-        assert!(!writer.push(Record::Message(&[])), "an empty record");
-        assert!(!writer.push(Record::Message(&[1; 17])), "1 + 3 + 17 > 20");
-        assert!(writer.push(Record::Message(&[1; 16])));
+        assert!(
+            !writer.push(DatagramRecord::Message(&[])),
+            "an empty record"
+        );
+        assert!(
+            !writer.push(DatagramRecord::Message(&[1; 17])),
+            "1 + 3 + 17 > 20"
+        );
+        assert!(writer.push(DatagramRecord::Message(&[1; 16])));
         assert_eq!(writer.as_bytes().len(), 20);
-        assert!(!writer.push(Record::Transport(&[1])));
+        assert!(!writer.push(DatagramRecord::Transport(&[1])));
         writer.clear();
         assert!(writer.is_empty());
         assert_eq!(writer.as_bytes(), [DATAGRAM_TAG]);
         let mut big = DatagramWriter::new(usize::MAX);
-        assert!(!big.push(Record::Message(&vec![0; 65_536])), "over u16");
-        assert!(big.push(Record::Message(&vec![0; 65_535])));
+        assert!(
+            !big.push(DatagramRecord::Message(&vec![0; 65_536])),
+            "over u16"
+        );
+        assert!(big.push(DatagramRecord::Message(&vec![0; 65_535])));
     }
 
     #[test]

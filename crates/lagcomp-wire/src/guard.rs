@@ -67,11 +67,11 @@ pub enum Penalty {
 #[derive(Debug, Clone)]
 pub struct MalformedGuard<K> {
     config: GuardConfig,
-    senders: HashMap<K, Record>,
+    senders: HashMap<K, SenderRecord>,
 }
 
 #[derive(Debug, Clone, Default)]
-struct Record {
+struct SenderRecord {
     /// Arrival times within the window, oldest first; at most `threshold + 1`.
     recent: VecDeque<f64>,
     /// Every malformed message ever counted.

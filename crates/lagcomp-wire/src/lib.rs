@@ -12,7 +12,7 @@
 //!   redundant [`lagcomp_validate::ShotClaim`]s);
 //! - server to client, [`ServerMessage`]: [`Welcome`], snapshot parts ([`SnapshotPart`]
 //!   of [`EntityFrame`]s, split by [`SnapshotEncoder`]), [`lagcomp_net::Pong`],
-//!   [`Probe`], a cumulative shot acknowledgement, and the shots' [`ShotResult`]s,
+//!   [`RttProbe`], a cumulative shot acknowledgement, and the shots' [`WireVerdict`]s,
 //!   numbered and repeated until acknowledged ([`Verdicts`], [`verdicts`]).
 //!
 //! Decoding never panics and never allocates more than the input's length justifies:
@@ -51,7 +51,7 @@
 //! | `0x81` | [`Welcome`] | entity `u64`, tick rate, send rate, max rewind `f64`, bones `u16`, arena half size `f32`, walls `u16`, seed `u64` |
 //! | `0x82` | [`SnapshotPart`] | tick `u32`, server time `f64`, part `u8`, parts `u8`, entities `u16` × (id `u64`, flags, velocity, \[last teleport `u32`\], \[in view since `u32`\], bones `u16` × (translation, rotation, \[scale\]) \| stance (position, yaw, crouch, phase `f32`, aim)) |
 //! | `0x83` | [`lagcomp_net::Pong`] | id `u32`, three `f64` times |
-//! | `0x84` | [`Probe`] | id `u32`, server time `f64` |
+//! | `0x84` | [`RttProbe`] | id `u32`, server time `f64` |
 //! | `0x85` | shot ack | up-to sequence `u32` |
 //! | `0x86` | [`Verdicts`] | first number `u32`, count `u8` × (seq `u32`, outcome tag, \[target `u64` + hitbox `u16` \| rejection code `u16`\]) |
 //!
@@ -110,8 +110,8 @@ pub mod verdicts;
 pub use client::{ClientMessage, Input, ProbeReply};
 pub use error::{DecodeError, Direction, EncodeError};
 pub use guard::{GuardConfig, GuardConfigError, MalformedGuard, Penalty};
-pub use server::{Probe, ServerMessage, Welcome};
-pub use shot_result::{ShotOutcome, ShotResult};
+pub use server::{RttProbe, ServerMessage, Welcome};
+pub use shot_result::{WireOutcome, WireVerdict};
 pub use snapshot::{
     EncodedEntities, EntityFrame, EntityPose, HumanoidStance, SnapshotEncoder, SnapshotPart,
     SnapshotParts,

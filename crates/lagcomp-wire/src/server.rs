@@ -2,7 +2,7 @@
 //! probes, shot acknowledgements and shot verdicts.
 //!
 //! Snapshots themselves (entities, bones, splitting) live in [`crate::snapshot`]; one
-//! shot's verdict ([`crate::ShotResult`]) in [`crate::shot_result`], and their delivery in
+//! shot's verdict ([`crate::WireVerdict`]) in [`crate::shot_result`], and their delivery in
 //! [`crate::verdicts`].
 
 use lagcomp::EntityId;
@@ -53,7 +53,7 @@ pub enum ServerMessage {
     /// The answer to the client's clock-sync [`lagcomp_net::Ping`].
     Pong(Pong),
     /// A round-trip probe the client answers with a [`crate::ProbeReply`].
-    Probe(Probe),
+    RttProbe(RttProbe),
     /// Every shot up to this sequence number was received or given up on
     /// ([`lagcomp_net::ShotReceiver::ack`]); the client's sender forgets them.
     ShotAck {
@@ -82,7 +82,7 @@ impl ServerMessage {
                 server_receive: r.f64("pong.server_receive")?,
                 server_send: r.f64("pong.server_send")?,
             }),
-            kind::PROBE => Self::Probe(Probe {
+            kind::PROBE => Self::RttProbe(RttProbe {
                 id: r.u32("probe.id")?,
                 server_time: r.f64("probe.server_time")?,
             }),
@@ -113,7 +113,7 @@ impl ServerMessage {
                 w.f64(pong.server_receive, "pong.server_receive")?;
                 w.f64(pong.server_send, "pong.server_send")
             }),
-            Self::Probe(probe) => encode_into(out, kind::PROBE, |w| {
+            Self::RttProbe(probe) => encode_into(out, kind::PROBE, |w| {
                 w.u32(probe.id);
                 w.f64(probe.server_time, "probe.server_time")
             }),
@@ -178,7 +178,7 @@ impl Welcome {
 /// The server's round-trip probe: it remembers when it sent `id` and measures the round
 /// trip when the client's [`crate::ProbeReply`] comes back.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Probe {
+pub struct RttProbe {
     /// Matches the reply to the probe.
     pub id: u32,
     /// The server's clock when it sent the probe, seconds.

@@ -1,10 +1,10 @@
-//! One shot's verdict as the wire carries it to its shooter: [`ShotResult`] and its
-//! [`ShotOutcome`], with their encoding. The server's message that carries them is in
+//! One shot's verdict as the wire carries it to its shooter: [`WireVerdict`] and its
+//! [`WireOutcome`], with their encoding. The server's message that carries them is in
 //! [`crate::server`]; their numbering and repetition in [`crate::verdicts`]. Both use this
 //! module; it uses neither.
 
 use lagcomp::{EntityId, HitboxId};
-use lagcomp_validate::{Outcome, RejectReason};
+use lagcomp_validate::{RejectReason, VerdictOutcome};
 
 use crate::codec::{Reader, Writer};
 use crate::error::{DecodeError, EncodeError};
@@ -12,16 +12,16 @@ use crate::error::{DecodeError, EncodeError};
 /// What the server decided about one shot, so a client (or a bot tallying agreement) can
 /// compare it with what it saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShotResult {
+pub struct WireVerdict {
     /// The shot's sequence number (the claim's).
     pub seq: u32,
     /// The decision.
-    pub outcome: ShotOutcome,
+    pub outcome: WireOutcome,
 }
 
 /// A verdict's outcome as the shooter needs it: what was hit, or why not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShotOutcome {
+pub enum WireOutcome {
     /// The shot hit this entity's hitbox.
     Confirmed {
         /// The entity hit.
@@ -37,22 +37,22 @@ pub enum ShotOutcome {
     Rejected(RejectReason),
 }
 
-impl From<&Outcome> for ShotOutcome {
-    fn from(outcome: &Outcome) -> Self {
+impl From<&VerdictOutcome> for WireOutcome {
+    fn from(outcome: &VerdictOutcome) -> Self {
         match *outcome {
-            Outcome::Confirmed(hit) => Self::Confirmed {
+            VerdictOutcome::Confirmed(hit) => Self::Confirmed {
                 target: hit.target,
                 hitbox: hit.hitbox,
             },
-            Outcome::Miss => Self::Miss,
-            Outcome::Blocked { .. } => Self::Blocked,
-            Outcome::Rejected { reason } => Self::Rejected(reason),
+            VerdictOutcome::Miss => Self::Miss,
+            VerdictOutcome::Blocked { .. } => Self::Blocked,
+            VerdictOutcome::Rejected { reason } => Self::Rejected(reason),
         }
     }
 }
 
-impl ShotOutcome {
-    /// The stable label of [`Outcome::label`]: `confirmed`, `miss`, `blocked`, or the
+impl WireOutcome {
+    /// The stable label of [`VerdictOutcome::label`]: `confirmed`, `miss`, `blocked`, or the
     /// rejection reason's name.
     #[must_use]
     pub fn label(&self) -> &'static str {
@@ -70,18 +70,18 @@ const OUTCOME_MISS: u8 = 1;
 const OUTCOME_BLOCKED: u8 = 2;
 const OUTCOME_REJECTED: u8 = 3;
 
-impl ShotResult {
+impl WireVerdict {
     pub(crate) fn write(&self, w: &mut Writer<'_>) -> Result<(), EncodeError> {
         w.u32(self.seq);
         match self.outcome {
-            ShotOutcome::Confirmed { target, hitbox } => {
+            WireOutcome::Confirmed { target, hitbox } => {
                 w.u8(OUTCOME_CONFIRMED);
                 w.u64(target.to_bits());
                 w.u16(hitbox.0);
             }
-            ShotOutcome::Miss => w.u8(OUTCOME_MISS),
-            ShotOutcome::Blocked => w.u8(OUTCOME_BLOCKED),
-            ShotOutcome::Rejected(reason) => {
+            WireOutcome::Miss => w.u8(OUTCOME_MISS),
+            WireOutcome::Blocked => w.u8(OUTCOME_BLOCKED),
+            WireOutcome::Rejected(reason) => {
                 let code = reason.code();
                 // Only codes the receiver can name go out: a reason newer than
                 // `RejectReason::ALL` would not decode.
@@ -99,16 +99,16 @@ impl ShotResult {
         let seq = r.u32("shot_result.seq")?;
         let offset = r.offset();
         let outcome = match r.u8("shot_result.outcome")? {
-            OUTCOME_CONFIRMED => ShotOutcome::Confirmed {
+            OUTCOME_CONFIRMED => WireOutcome::Confirmed {
                 target: EntityId::from_bits(r.u64("shot_result.target")?),
                 hitbox: HitboxId(r.u16("shot_result.hitbox")?),
             },
-            OUTCOME_MISS => ShotOutcome::Miss,
-            OUTCOME_BLOCKED => ShotOutcome::Blocked,
+            OUTCOME_MISS => WireOutcome::Miss,
+            OUTCOME_BLOCKED => WireOutcome::Blocked,
             OUTCOME_REJECTED => {
                 let offset = r.offset();
                 let code = r.u16("shot_result.reason")?;
-                ShotOutcome::Rejected(
+                WireOutcome::Rejected(
                     reason_of(code).ok_or(DecodeError::UnknownRejectCode { offset, code })?,
                 )
             }

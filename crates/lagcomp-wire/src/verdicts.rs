@@ -19,16 +19,16 @@
 //!
 //! ```
 //! use lagcomp::{EntityId, HitboxId};
-//! use lagcomp_validate::{Outcome, RejectReason};
-//! use lagcomp_wire::{ServerMessage, ShotOutcome, ShotResult, VerdictInbox, VerdictOutbox};
+//! use lagcomp_validate::{VerdictOutcome, RejectReason};
+//! use lagcomp_wire::{ServerMessage, WireOutcome, WireVerdict, VerdictInbox, VerdictOutbox};
 //!
 //! // The server: each verdict of this client's shots goes into its outbox...
 //! let mut outbox = VerdictOutbox::new();
-//! let refused = Outcome::Rejected { reason: RejectReason::FireRate };
-//! outbox.push(ShotResult { seq: 41, outcome: ShotOutcome::from(&refused) });
-//! outbox.push(ShotResult {
+//! let refused = VerdictOutcome::Rejected { reason: RejectReason::FireRate };
+//! outbox.push(WireVerdict { seq: 41, outcome: WireOutcome::from(&refused) });
+//! outbox.push(WireVerdict {
 //!     seq: 42,
-//!     outcome: ShotOutcome::Confirmed { target: EntityId::from_bits(5), hitbox: HitboxId(1) },
+//!     outcome: WireOutcome::Confirmed { target: EntityId::from_bits(5), hitbox: HitboxId(1) },
 //! });
 //! // ...and every datagram to the client carries the ones not yet acknowledged.
 //! let mut bytes = Vec::new();
@@ -51,7 +51,7 @@ use std::collections::VecDeque;
 
 use crate::codec::{Reader, Writer, encode_into, kind};
 use crate::error::{DecodeError, EncodeError};
-use crate::shot_result::ShotResult;
+use crate::shot_result::WireVerdict;
 
 /// The most verdicts one [`Verdicts`] message carries (the oldest waiting go first; the
 /// rest follow once they are acknowledged). At 20 bytes each at most, 32 keep the message
@@ -68,7 +68,7 @@ pub struct Verdicts {
     /// The number of the first verdict here.
     pub first: u32,
     /// The verdicts, in number order. At most [`MAX_VERDICTS_PER_MESSAGE`].
-    pub results: Vec<ShotResult>,
+    pub results: Vec<WireVerdict>,
 }
 
 impl Verdicts {
@@ -86,7 +86,7 @@ impl Verdicts {
         )?;
         let mut results = Vec::with_capacity(count);
         for _ in 0..count {
-            results.push(ShotResult::read(r)?);
+            results.push(WireVerdict::read(r)?);
         }
         Ok(Self { first, results })
     }
@@ -96,7 +96,7 @@ impl Verdicts {
 fn write_run<'a>(
     w: &mut Writer<'_>,
     first: u32,
-    results: impl ExactSizeIterator<Item = &'a ShotResult>,
+    results: impl ExactSizeIterator<Item = &'a WireVerdict>,
 ) -> Result<(), EncodeError> {
     let count = results.len();
     if count > MAX_VERDICTS_PER_MESSAGE {
@@ -122,7 +122,7 @@ pub struct VerdictOutbox {
     /// The number the next verdict pushed gets.
     next: u32,
     /// Verdicts `next - len .. next`, oldest first.
-    waiting: VecDeque<ShotResult>,
+    waiting: VecDeque<WireVerdict>,
     /// Verdicts dropped unacknowledged because [`Self::CAPACITY`] were waiting.
     given_up: u64,
 }
@@ -140,7 +140,7 @@ impl VerdictOutbox {
 
     /// Numbers the verdict and keeps it until acknowledged (dropping the oldest waiting
     /// if [`Self::CAPACITY`] are).
-    pub fn push(&mut self, result: ShotResult) {
+    pub fn push(&mut self, result: WireVerdict) {
         if self.waiting.len() >= Self::CAPACITY {
             self.waiting.pop_front();
             self.given_up += 1;
@@ -249,7 +249,7 @@ impl VerdictInbox {
     /// results). A message that starts past the next expected number means the server
     /// gave up on the ones between: they are counted in [`Self::skipped`]. A message
     /// older than what was handed on (reordered, or repeated) yields nothing.
-    pub fn receive<'a>(&mut self, message: &'a Verdicts) -> &'a [ShotResult] {
+    pub fn receive<'a>(&mut self, message: &'a Verdicts) -> &'a [WireVerdict] {
         let count = message.results.len();
         // Serial number arithmetic: how far the message starts ahead of what is expected
         // (negative: behind).
@@ -297,12 +297,12 @@ impl VerdictInbox {
 mod tests {
     use super::*;
     use crate::ServerMessage;
-    use crate::shot_result::ShotOutcome;
+    use crate::shot_result::WireOutcome;
 
-    fn result(seq: u32) -> ShotResult {
-        ShotResult {
+    fn result(seq: u32) -> WireVerdict {
+        WireVerdict {
             seq,
-            outcome: ShotOutcome::Miss,
+            outcome: WireOutcome::Miss,
         }
     }
 

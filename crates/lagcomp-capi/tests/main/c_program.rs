@@ -15,8 +15,8 @@ use lagcomp::{
 };
 use lagcomp_validate::recording::{Recording, revalidate};
 use lagcomp_validate::{
-    ClaimedHit, ClientTiming, Outcome, Participant, RenderTime, RuleSet, ShotClaim, Validator,
-    Verdict, WeaponId,
+    ClaimedHit, ClientTiming, Participant, RenderTime, RuleSet, ShotClaim, Validator, Verdict,
+    VerdictOutcome, WeaponId,
 };
 
 use crate::support::{crate_dir, library_dir, run, scratch_dir, tool};
@@ -358,16 +358,16 @@ pub(crate) fn rust_verdicts() -> Vec<String> {
 /// A verdict as `capi_test.c` prints it.
 fn line(v: &Verdict) -> String {
     let (target, hitbox, damage, code, wall) = match v.outcome {
-        Outcome::Confirmed(hit) => (
+        VerdictOutcome::Confirmed(hit) => (
             hit.target.to_bits(),
             hit.hitbox.0,
             hit.damage_multiplier,
             0,
             0,
         ),
-        Outcome::Rejected { reason } => (0, 0, 0.0, reason.code(), 0),
-        Outcome::Blocked { wall, .. } => (0, 0, 0.0, 0, wall.0),
-        Outcome::Miss => (0, 0, 0.0, 0, 0),
+        VerdictOutcome::Rejected { reason } => (0, 0, 0.0, reason.code(), 0),
+        VerdictOutcome::Blocked { wall, .. } => (0, 0, 0.0, 0, wall.0),
+        VerdictOutcome::Miss => (0, 0, 0.0, 0, 0),
     };
     format!(
         "verdict seq={} label={} code={code} target={target} hitbox={hitbox} damage={damage} \

@@ -616,7 +616,7 @@ fn a_server_killed_mid_match_keeps_every_verdict_it_sent_in_its_files() {
     let recorded_verdicts = recorded
         .records
         .iter()
-        .filter(|(_, r)| matches!(r, lagcomp_validate::recording::Record::Verdict(_)))
+        .filter(|(_, r)| matches!(r, lagcomp_validate::recording::RecordingEntry::Verdict(_)))
         .count() as f64;
     let audited_verdicts = audited.verdicts.len() as f64;
     eprintln!(

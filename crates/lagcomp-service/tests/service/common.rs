@@ -21,7 +21,7 @@ use lagcomp::{
     RewindTarget, Shape, Tick, Vec3, WindowPolicy,
 };
 use lagcomp_fixtures::{Scene, SceneSpec};
-use lagcomp_service::{Found, Line, Probe, RewoundQuery, SharedHistory};
+use lagcomp_service::{Found, Line, Probe, RewoundRequest, SharedHistory};
 use lagcomp_validate::{
     ClaimedHit, ClientTiming, Participant, RenderTime, RuleSet, ShotClaim, Validator, Verdict,
     WeaponId,
@@ -306,7 +306,7 @@ fn line(rng: &mut Pcg64Mcg, world: &World, t: f64) -> Line {
 
 /// A rewound query around a history whose newest tick is `newest`: every probe kind,
 /// layers and ignore lists (including unknown entities), good input and bad.
-pub(crate) fn query(rng: &mut Pcg64Mcg, world: &World, newest: u32) -> RewoundQuery {
+pub(crate) fn query(rng: &mut Pcg64Mcg, world: &World, newest: u32) -> RewoundRequest {
     let target = target(rng, world, newest);
     let t = world.time_of(newest) - 0.2;
     let radius = match rng.random_range(0..12) {
@@ -345,7 +345,7 @@ pub(crate) fn query(rng: &mut Pcg64Mcg, world: &World, newest: u32) -> RewoundQu
             ))
         }
     };
-    let mut query = RewoundQuery::new(target, probe);
+    let mut query = RewoundRequest::new(target, probe);
     if rng.random_bool(0.3) {
         query = query.layers(rng.random_range(0..8));
     }
@@ -360,8 +360,8 @@ pub(crate) fn query(rng: &mut Pcg64Mcg, world: &World, newest: u32) -> RewoundQu
 }
 
 /// What the core's own builder answers to `query` on `history`: the reference, written
-/// against `lagcomp`'s API directly rather than through [`RewoundQuery::run`].
-pub(crate) fn synchronous(history: &History, query: &RewoundQuery) -> Result<Found, QueryError> {
+/// against `lagcomp`'s API directly rather than through [`RewoundRequest::run`].
+pub(crate) fn synchronous(history: &History, query: &RewoundRequest) -> Result<Found, QueryError> {
     let mut q = history
         .query(query.target)
         .ignore(&query.ignore)

@@ -14,7 +14,7 @@ use crate::common::{
 };
 use lagcomp::{History, Ray, RewindTarget, Tick};
 use lagcomp_service::{
-    QueryAnswer, QueryService, RewoundQuery, ServiceConfig, SharedHistory, VerdictAnswer, batch,
+    QueryAnswer, QueryService, RewoundRequest, ServiceConfig, SharedHistory, VerdictAnswer, batch,
 };
 use lagcomp_validate::{ShotClaim, Verdict};
 use rand::Rng;
@@ -28,7 +28,7 @@ const ROUNDS: usize = 30;
 
 /// What one submitting thread asked, in order, with the answers.
 struct Transcript {
-    queries: Vec<(RewoundQuery, QueryAnswer)>,
+    queries: Vec<(RewoundRequest, QueryAnswer)>,
     claims: Vec<((ShotClaim, f64), VerdictAnswer)>,
 }
 
@@ -216,7 +216,7 @@ fn batch_answers_are_the_one_by_one_answers() {
     let history = world.history_at(200);
     let mut rng = rng(0xba7c4);
 
-    let queries: Vec<RewoundQuery> = (0..3000).map(|_| query(&mut rng, &world, 200)).collect();
+    let queries: Vec<RewoundRequest> = (0..3000).map(|_| query(&mut rng, &world, 200)).collect();
     let answers = batch::queries(&history, &queries);
     assert_eq!(answers.len(), queries.len());
     for (q, answer) in queries.iter().zip(&answers) {

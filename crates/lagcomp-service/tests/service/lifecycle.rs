@@ -15,7 +15,7 @@ use crate::common::{
 };
 use lagcomp::{Ray, RewindTarget, Vec3};
 use lagcomp_service::{
-    Line, Probe, QueryService, RewoundQuery, ServiceConfig, ServiceError, SharedHistory,
+    Line, Probe, QueryService, RewoundRequest, ServiceConfig, ServiceError, SharedHistory,
     StartError, SubmitError,
 };
 use rand::Rng;
@@ -39,14 +39,14 @@ fn start(workers: usize, queue_capacity: usize) -> (World, Arc<SharedHistory>, Q
 }
 
 /// A ray across the arena at the newest frame.
-fn a_query(world: &World, i: u32) -> RewoundQuery {
+fn a_query(world: &World, i: u32) -> RewoundRequest {
     let ray = Ray::new(
         Vec3::new(-world.arena() / 2.0, 1.3, f32::from(i as u16 % 40) - 20.0),
         Vec3::X,
         200.0,
     )
     .expect("a valid ray");
-    RewoundQuery::new(
+    RewoundRequest::new(
         RewindTarget::Time(world.time_of(TICKS)),
         Probe::Ray(Line::from(ray)),
     )

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use lagcomp_sim::{
-    CheatResult, ErrorStats, Mode, ModeResult, Outline, PresetRun, ShotPicture, SimResult,
+    CheatResult, DistanceStats, Mode, ModeResult, Outline, PresetRun, ShotPicture, SimResult,
 };
 
 /// The reasons the full validator rejected honest shots for, over all conditions.
@@ -77,7 +77,7 @@ pub(crate) fn realistic() -> SimResult {
                 jitter_ms,
                 loss,
                 modes,
-                reconstruction: ErrorStats {
+                reconstruction: DistanceStats {
                     samples: histogram.iter().map(|&(_, n)| n).sum(),
                     mean_mm: 1.4 * spread,
                     p99_mm: 8.0 * spread,

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use lagcomp_sim::report::{render_html, write_report};
 use lagcomp_sim::{
-    CheatResult, ErrorStats, Mode, ModeResult, Outline, PresetRun, ShotPicture, SimResult,
+    CheatResult, DistanceStats, Mode, ModeResult, Outline, PresetRun, ShotPicture, SimResult,
 };
 use roxmltree::{Document, Node, ParsingOptions};
 
@@ -551,7 +551,7 @@ fn broken_numbers_do_not_break_the_page() {
     ];
     runs[0].jitter_ms = f64::INFINITY;
     runs[0].loss = f64::NAN;
-    runs[0].reconstruction = ErrorStats {
+    runs[0].reconstruction = DistanceStats {
         samples: u64::MAX,
         mean_mm: f64::NAN,
         p99_mm: f64::INFINITY,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use lagcomp_game::body::BONES;
 use lagcomp_game::server::QueuedShot;
 use lagcomp_game::traffic::{ClientInput, fingerprint};
-use lagcomp_wire::datagram::Record;
+use lagcomp_wire::datagram::DatagramRecord;
 use lagcomp_wire::{ClientMessage, Penalty, ServerMessage, VerdictOutbox, Welcome};
 use renet::{ClientId, ServerEvent};
 
@@ -101,7 +101,7 @@ impl GameServer {
                         // out with the tick).
                         ServerMessage::Pong(pong).encode(&mut self.scratch)?;
                         self.datagram.clear();
-                        if self.datagram.push(Record::Message(&self.scratch)) {
+                        if self.datagram.push(DatagramRecord::Message(&self.scratch)) {
                             self.transport.send_payload(
                                 client,
                                 self.datagram.as_bytes(),

@@ -5,8 +5,8 @@ use std::ops::Range;
 
 use bytes::Bytes;
 use lagcomp::Tick;
-use lagcomp_wire::datagram::{DatagramWriter, Record};
-use lagcomp_wire::{EntityFrame, EntityPose, Probe, ServerMessage};
+use lagcomp_wire::datagram::{DatagramRecord, DatagramWriter};
+use lagcomp_wire::{EntityFrame, EntityPose, RttProbe, ServerMessage};
 use renet::{ClientId, RenetServer};
 
 use super::config::{ACKS_PER_SECOND, ServeError};
@@ -109,7 +109,7 @@ impl GameServer {
         }
         let probe = if probing {
             let id = self.core.probe(now);
-            ServerMessage::Probe(Probe {
+            ServerMessage::RttProbe(RttProbe {
                 id,
                 server_time: now,
             })
@@ -249,7 +249,7 @@ struct Outgoing<'a> {
 impl Outgoing<'_> {
     /// A message that is `range` of the tick's shared buffer.
     fn message(&mut self, buffer: &Bytes, range: Range<usize>) {
-        if !self.put(Record::Message(&buffer[range.clone()])) {
+        if !self.put(DatagramRecord::Message(&buffer[range.clone()])) {
             self.renet
                 .send_message(self.client, UNRELIABLE, buffer.slice(range));
             self.through_renet = true;
@@ -258,7 +258,7 @@ impl Outgoing<'_> {
 
     /// A message of its own.
     fn message_bytes(&mut self, bytes: &[u8]) {
-        if !self.put(Record::Message(bytes)) {
+        if !self.put(DatagramRecord::Message(bytes)) {
             self.renet
                 .send_message(self.client, UNRELIABLE, bytes.to_vec());
             self.through_renet = true;
@@ -267,7 +267,7 @@ impl Outgoing<'_> {
 
     /// One of renet's packets.
     fn packet(&mut self, packet: &[u8]) {
-        if !self.put(Record::Transport(packet)) {
+        if !self.put(DatagramRecord::Transport(packet)) {
             // Renet's packets are at most about 1,200 bytes, so this does not happen; if
             // it did, renet's packet goes as it is.
             self.transport
@@ -277,7 +277,7 @@ impl Outgoing<'_> {
 
     /// Adds a record, sending the datagram first if the record does not fit; `false` if
     /// it fits no datagram.
-    fn put(&mut self, record: Record<'_>) -> bool {
+    fn put(&mut self, record: DatagramRecord<'_>) -> bool {
         if self.datagram.push(record) {
             return true;
         }

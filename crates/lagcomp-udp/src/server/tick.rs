@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use lagcomp::{BoneTransform, EntityId, EntityState, Tick};
 use lagcomp_service::batch::validate_batch;
 use lagcomp_validate::{ShotClaim, Verdict};
-use lagcomp_wire::ShotOutcome;
+use lagcomp_wire::WireOutcome;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
@@ -234,7 +234,7 @@ impl GameServer {
             .iter_mut()
             .find(|c| c.entity == verdict.shooter)
         {
-            let outcome = ShotOutcome::from(&verdict.outcome);
+            let outcome = WireOutcome::from(&verdict.outcome);
             let given_up = connection.answer(verdict.seq, print, outcome);
             for counters in [&mut self.second, &mut self.total] {
                 counters.verdicts_given_up += given_up;

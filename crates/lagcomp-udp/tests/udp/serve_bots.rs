@@ -751,7 +751,7 @@ struct Claimant {
     client: RenetClient,
     messages: lagcomp_udp::client::Messages,
     inbox: lagcomp_wire::VerdictInbox,
-    results: Vec<lagcomp_wire::ShotResult>,
+    results: Vec<lagcomp_wire::WireVerdict>,
     frame: u32,
     last: Instant,
 }
@@ -801,7 +801,7 @@ impl Claimant {
     }
 
     /// Sends `claim` as shot `seq` and waits (at most 5 s) for one more verdict: it.
-    fn claim(&mut self, seq: u32, claim: lagcomp_validate::ShotClaim) -> lagcomp_wire::ShotResult {
+    fn claim(&mut self, seq: u32, claim: lagcomp_validate::ShotClaim) -> lagcomp_wire::WireVerdict {
         let before = self.results.len();
         self.frame += 1;
         let input = lagcomp_wire::ClientMessage::Input(lagcomp_wire::Input {
@@ -858,7 +858,7 @@ fn an_answered_claim_sent_again_gets_the_same_verdict_without_being_validated_ag
     let replayed = claimant.claim(0, changed);
     assert_eq!(
         replayed.outcome,
-        lagcomp_wire::ShotOutcome::Rejected(lagcomp_validate::RejectReason::Replayed)
+        lagcomp_wire::WireOutcome::Rejected(lagcomp_validate::RejectReason::Replayed)
     );
     claimant.transport.disconnect();
     server.wait_until_empty();

@@ -4,7 +4,7 @@
 //!
 //! The format is specified in `docs/FORMAT.md`; [`FORMAT_VERSION`] names its version.
 //!
-//! - [`Record`] (in `record`): one line as the library sees it, and [`RecordType`].
+//! - [`RecordingEntry`] (in `record`): one line as the library sees it, and [`RecordType`].
 //! - [`RecordingWriter`] (in `write`): what a live server calls next to its own calls.
 //! - [`Recording`] (in `read`): a whole recording, read and checked before anything is
 //!   applied.
@@ -53,7 +53,7 @@ mod write;
 
 pub use error::{RecordingError, RecordingErrorKind};
 pub use read::Recording;
-pub use record::{Frame, FrameEntity, Record, RecordType};
+pub use record::{FrameEntity, RecordType, RecordedFrame, RecordingEntry};
 pub use replay::{ReplayedClaim, Revalidated, revalidate, revalidate_until};
 pub use write::RecordingWriter;
 

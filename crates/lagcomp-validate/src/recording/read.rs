@@ -8,7 +8,7 @@ use lagcomp::HistoryConfig;
 use super::check::Checker;
 use super::error::{RecordingError, RecordingErrorKind};
 use super::limits::MAX_LINE_BYTES;
-use super::record::Record;
+use super::record::RecordingEntry;
 use super::write::RecordingWriter;
 use crate::jsonl::{LineError, TornTail, read_line};
 use crate::rules::RuleSet;
@@ -22,7 +22,7 @@ pub struct Recording {
     pub rules: Option<RuleSet>,
     /// Every line, header and rules included, with its 1-based line number, in file
     /// order.
-    pub records: Vec<(usize, Record)>,
+    pub records: Vec<(usize, RecordingEntry)>,
     /// The incomplete last line the file ended in, if it did (see [`Recording::read`]);
     /// `None` for a file that ends with a complete record.
     pub torn: Option<TornTail>,
@@ -111,10 +111,10 @@ impl Recording {
                 Err(kind) => return Err(fail(kind)),
             };
             checker.accept(line, &parsed).map_err(fail)?;
-            let record = Record::from_line(parsed).map_err(fail)?;
+            let record = RecordingEntry::from_line(parsed).map_err(fail)?;
             match &record {
-                Record::Header(c) => config = Some(*c),
-                Record::Rules(r) => rules = Some(r.clone()),
+                RecordingEntry::Header(c) => config = Some(*c),
+                RecordingEntry::Rules(r) => rules = Some(r.clone()),
                 _ => {}
             }
             records.push((line, record));
@@ -133,7 +133,7 @@ impl Recording {
     pub fn claims(&self) -> usize {
         self.records
             .iter()
-            .filter(|(_, r)| matches!(r, Record::Claim { .. }))
+            .filter(|(_, r)| matches!(r, RecordingEntry::Claim { .. }))
             .count()
     }
 
@@ -152,8 +152,8 @@ impl Recording {
                 .accept(*line, &record.line())
                 .map_err(|kind| RecordingError::new(*line, kind))?;
             match record {
-                Record::Header(c) => header = Some((*line, c)),
-                Record::Rules(r) => rules = Some(r),
+                RecordingEntry::Header(c) => header = Some((*line, c)),
+                RecordingEntry::Rules(r) => rules = Some(r),
                 _ => {}
             }
         }
@@ -184,7 +184,7 @@ impl Recording {
     pub fn write<W: Write>(&self, out: W) -> io::Result<W> {
         let mut writer = RecordingWriter::new(out, &self.config)?;
         let body = match self.records.first() {
-            Some((_, Record::Header(_))) => &self.records[1..],
+            Some((_, RecordingEntry::Header(_))) => &self.records[1..],
             _ => &self.records[..],
         };
         for (_, record) in body {

@@ -1,4 +1,4 @@
-//! [`Record`], one line of a recording as the library sees it, and its conversion to and
+//! [`RecordingEntry`], one line of a recording as the library sees it, and its conversion to and
 //! from the line's JSON shape in [`super::wire`].
 
 use std::borrow::Cow;
@@ -21,7 +21,7 @@ use super::wire::{
 use crate::claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim, WeaponId};
 use crate::rules::RuleSet;
 use crate::validator::Participant;
-use crate::verdict::{Confirmed, Outcome, Verdict};
+use crate::verdict::{Confirmed, Verdict, VerdictOutcome};
 
 /// The `"type"` of a line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -101,7 +101,7 @@ impl fmt::Display for RecordType {
 /// One line of a recording. Entities are the server's ids as recorded (the file's
 /// numbers through [`EntityId::from_bits`]), not ids of any history in this process.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Record {
+pub enum RecordingEntry {
     /// The history's configuration (the header's format and version are implied).
     Header(HistoryConfig),
     /// The rules in force.
@@ -143,7 +143,7 @@ pub enum Record {
         entity: EntityId,
     },
     /// One recorded frame.
-    Frame(Frame),
+    Frame(RecordedFrame),
     /// [`crate::Validator::set_timing`].
     Timing {
         /// The shooter.
@@ -165,7 +165,7 @@ pub enum Record {
 /// One server tick: [`lagcomp::History::begin_frame`], a
 /// [`lagcomp::FrameRecorder::record`] per entity in order, and the frame's finish.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Frame {
+pub struct RecordedFrame {
     /// The tick.
     pub tick: Tick,
     /// Its server time, seconds.
@@ -185,7 +185,7 @@ pub struct FrameEntity {
     pub bones: Vec<BoneTransform>,
 }
 
-impl Record {
+impl RecordingEntry {
     /// The line's type.
     #[must_use]
     pub fn kind(&self) -> RecordType {
@@ -312,7 +312,7 @@ impl Record {
             Line::Despawn(e) => Self::Despawn {
                 entity: EntityId::from_bits(e.entity),
             },
-            Line::Frame(f) => Self::Frame(Frame {
+            Line::Frame(f) => Self::Frame(RecordedFrame {
                 tick: Tick(f.tick),
                 time: f.time,
                 entities: f
@@ -342,7 +342,7 @@ impl Record {
     }
 }
 
-impl Serialize for Record {
+impl Serialize for RecordingEntry {
     /// The record's line, exactly as a recording holds it.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.line().serialize(s)
@@ -500,7 +500,7 @@ pub(super) fn verdict_line(v: &Verdict) -> VerdictLine {
         basis: v.basis,
     };
     match v.outcome {
-        Outcome::Confirmed(hit) => {
+        VerdictOutcome::Confirmed(hit) => {
             line.outcome = OutcomeLabel::Confirmed;
             line.target = Some(hit.target.to_bits());
             line.hitbox = Some(hit.hitbox.0);
@@ -510,13 +510,13 @@ pub(super) fn verdict_line(v: &Verdict) -> VerdictLine {
             line.point = Some(hit.point);
             line.by_leeway = Some(hit.by_leeway);
         }
-        Outcome::Miss => {}
-        Outcome::Blocked { wall, distance } => {
+        VerdictOutcome::Miss => {}
+        VerdictOutcome::Blocked { wall, distance } => {
             line.outcome = OutcomeLabel::Blocked;
             line.wall = Some(wall.0);
             line.distance = Some(distance);
         }
-        Outcome::Rejected { reason } => {
+        VerdictOutcome::Rejected { reason } => {
             line.outcome = OutcomeLabel::Rejected;
             line.reason = Some(reason);
         }
@@ -569,7 +569,7 @@ fn verdict_of(v: &VerdictLine) -> Result<Verdict, RecordingErrorKind> {
     }
     let missing = || RecordingErrorKind::Verdict("incomplete".into());
     let outcome = match v.outcome {
-        OutcomeLabel::Confirmed => Outcome::Confirmed(Confirmed {
+        OutcomeLabel::Confirmed => VerdictOutcome::Confirmed(Confirmed {
             target: EntityId::from_bits(v.target.ok_or_else(missing)?),
             hitbox: HitboxId(v.hitbox.ok_or_else(missing)?),
             zone: v.zone.ok_or_else(missing)?,
@@ -578,12 +578,12 @@ fn verdict_of(v: &VerdictLine) -> Result<Verdict, RecordingErrorKind> {
             point: v.point.ok_or_else(missing)?,
             by_leeway: v.by_leeway.ok_or_else(missing)?,
         }),
-        OutcomeLabel::Miss => Outcome::Miss,
-        OutcomeLabel::Blocked => Outcome::Blocked {
+        OutcomeLabel::Miss => VerdictOutcome::Miss,
+        OutcomeLabel::Blocked => VerdictOutcome::Blocked {
             wall: StaticId(v.wall.ok_or_else(missing)?),
             distance: v.distance.ok_or_else(missing)?,
         },
-        OutcomeLabel::Rejected => Outcome::Rejected {
+        OutcomeLabel::Rejected => VerdictOutcome::Rejected {
             reason: v.reason.ok_or_else(missing)?,
         },
     };

@@ -10,11 +10,11 @@ use lagcomp::{EntityId, History};
 
 use super::error::{RecordingError, RecordingErrorKind};
 use super::read::Recording;
-use super::record::Record;
+use super::record::RecordingEntry;
 use crate::claim::ShotClaim;
 use crate::rules::{Policy, RuleSet};
 use crate::validator::Validator;
-use crate::verdict::{Outcome, Verdict};
+use crate::verdict::{Verdict, VerdictOutcome};
 
 /// One claim judged again.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -151,7 +151,7 @@ fn rules_for(recording: &Recording, given: Option<&RuleSet>) -> Result<RuleSet, 
             if let Some((line, _)) = recording
                 .records
                 .iter()
-                .find(|(_, r)| matches!(r, Record::Claim { .. }))
+                .find(|(_, r)| matches!(r, RecordingEntry::Claim { .. }))
             {
                 return Err(RecordingError::new(*line, RecordingErrorKind::NoRules));
             }
@@ -183,8 +183,8 @@ fn replay(
         match record {
             // Read once, before the first claim: the validator was made with them.
             // A verdict line belongs to the claim before it, which took it already.
-            Record::Header(_) | Record::Rules(_) | Record::Verdict(_) => {}
-            Record::Static {
+            RecordingEntry::Header(_) | RecordingEntry::Rules(_) | RecordingEntry::Verdict(_) => {}
+            RecordingEntry::Static {
                 shape,
                 pose,
                 layers,
@@ -193,7 +193,7 @@ fn replay(
                     .add_static(*shape, *pose, *layers)
                     .map_err(|e| refused(&e))?;
             }
-            Record::Spawn {
+            RecordingEntry::Spawn {
                 entity,
                 rig,
                 participant,
@@ -204,15 +204,15 @@ fn replay(
                     validator.register(id, *participant);
                 }
             }
-            Record::Register {
+            RecordingEntry::Register {
                 entity,
                 participant,
             } => validator.register(ids.replayed(*entity), *participant),
-            Record::Forget { entity } => validator.forget(ids.replayed(*entity)),
-            Record::Despawn { entity } => history
+            RecordingEntry::Forget { entity } => validator.forget(ids.replayed(*entity)),
+            RecordingEntry::Despawn { entity } => history
                 .despawn(ids.replayed(*entity))
                 .map_err(|e| refused(&e))?,
-            Record::Frame(frame) => {
+            RecordingEntry::Frame(frame) => {
                 let mut recorder = history
                     .begin_frame(frame.tick, frame.time)
                     .map_err(|e| refused(&e))?;
@@ -223,16 +223,16 @@ fn replay(
                 }
                 recorder.finish();
             }
-            Record::Timing { shooter, timing } => {
+            RecordingEntry::Timing { shooter, timing } => {
                 // A timing the live validator refused (negative, absurd) it refused
                 // here too: the replay keeps the state the live server had.
                 let _refused = validator.set_timing(ids.replayed(*shooter), *timing);
             }
-            Record::Claim { received_at, claim } => {
+            RecordingEntry::Claim { received_at, claim } => {
                 let verdict = validator.validate(&history, &ids.claim(claim), *received_at);
                 // The checks put a claim's verdict, if it has one, right after it.
                 let recorded = match records.peek() {
-                    Some((_, Record::Verdict(recorded))) => Some(*recorded),
+                    Some((_, RecordingEntry::Verdict(recorded))) => Some(*recorded),
                     _ => None,
                 };
                 let judged = Revalidated {
@@ -295,7 +295,7 @@ impl Ids {
     /// The verdict as the recording names its entities.
     fn verdict(&self, mut verdict: Verdict, shooter: EntityId) -> Verdict {
         verdict.shooter = shooter;
-        if let Outcome::Confirmed(hit) = &mut verdict.outcome {
+        if let VerdictOutcome::Confirmed(hit) = &mut verdict.outcome {
             hit.target = self
                 .recorded
                 .get(&hit.target)

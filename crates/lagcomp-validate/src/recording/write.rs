@@ -10,7 +10,7 @@ use super::check::Checker;
 use super::error::{RecordingError, RecordingErrorKind};
 use super::limits::MAX_LINE_BYTES;
 use super::record::{
-    Record, RecordType, claim_line, entity_line, header_line, participant_line, spawn_line,
+    RecordType, RecordingEntry, claim_line, entity_line, header_line, participant_line, spawn_line,
     timing_line, verdict_line,
 };
 use super::wire::{FrameEntityLine, FrameLine, Line, RegisterLine, RulesLine, StaticLine};
@@ -189,7 +189,7 @@ impl<W: Write> RecordingWriter<W> {
     ///
     /// # Errors
     /// As [`RecordingWriter::new`].
-    pub fn record(&mut self, record: &Record) -> io::Result<()> {
+    pub fn record(&mut self, record: &RecordingEntry) -> io::Result<()> {
         self.line(&record.line())
     }
 

@@ -10,8 +10,8 @@ use lagcomp::{
     Rig, Shape, StaticId, StaticWorld, Tick, Vec3, WorldHit, Zone,
 };
 use lagcomp_validate::{
-    ClaimedHit, ClientTiming, Outcome, Participant, RejectReason, RenderTime, RuleSet, ShotClaim,
-    Validator, WeaponId,
+    ClaimedHit, ClientTiming, Participant, RejectReason, RenderTime, RuleSet, ShotClaim, Validator,
+    VerdictOutcome, WeaponId,
 };
 
 const RATE: f64 = 64.0;
@@ -133,7 +133,7 @@ fn an_honest_shot_behind_a_mesh_wall_is_blocked_by_the_wall_not_rejected() {
         let (claim, arrives) = shot(shooter, target, 30, claims_the_hit);
         let outcome = validator.validate(&history, &claim, arrives).outcome;
         match outcome {
-            Outcome::Blocked { wall, distance } => {
+            VerdictOutcome::Blocked { wall, distance } => {
                 assert_eq!(wall, StaticId(0));
                 assert!((distance - 10.0).abs() < 1e-4, "{distance}");
             }
@@ -157,7 +157,7 @@ fn a_destroyed_wall_blocks_shots_rendered_before_it_fell_and_not_after() {
             assert!(
                 matches!(
                     outcome,
-                    Outcome::Blocked {
+                    VerdictOutcome::Blocked {
                         wall: StaticId(0),
                         ..
                     }
@@ -166,7 +166,7 @@ fn a_destroyed_wall_blocks_shots_rendered_before_it_fell_and_not_after() {
             );
         } else {
             assert!(
-                matches!(&outcome, Outcome::Confirmed(hit) if hit.target == target),
+                matches!(&outcome, VerdictOutcome::Confirmed(hit) if hit.target == target),
                 "rendered at tick {render_tick}: {outcome:?}"
             );
         }
@@ -200,7 +200,7 @@ impl StaticWorld for ServerWall {
 fn a_server_world_blocks_validated_and_examined_shots() {
     let (history, mut validator, shooter, target) = scene();
     let (claim, arrives) = shot(shooter, target, 30, true);
-    let blocked = Outcome::Blocked {
+    let blocked = VerdictOutcome::Blocked {
         wall: StaticId(1 << 40),
         distance: 12.0,
     };
@@ -214,10 +214,13 @@ fn a_server_world_blocks_validated_and_examined_shots() {
     // Without the world the same shot lands.
     let (history, mut validator, ..) = scene();
     let outcome = validator.validate(&history, &claim, arrives).outcome;
-    assert!(matches!(outcome, Outcome::Confirmed(_)), "{outcome:?}");
+    assert!(
+        matches!(outcome, VerdictOutcome::Confirmed(_)),
+        "{outcome:?}"
+    );
     assert_ne!(
         outcome,
-        Outcome::Rejected {
+        VerdictOutcome::Rejected {
             reason: RejectReason::TamperedClaim
         }
     );

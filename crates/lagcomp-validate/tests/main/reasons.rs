@@ -16,8 +16,8 @@ use crate::fixture::{
 };
 use lagcomp::{EntityId, HitboxId, SampleKind, Tick, Vec3, Zone};
 use lagcomp_validate::{
-    ClientTiming, Outcome, Participant, RejectReason, RenderTime, ShotClaim, TimeMismatch,
-    Validator, Verdict, WeaponId,
+    ClientTiming, Participant, RejectReason, RenderTime, ShotClaim, TimeMismatch, Validator,
+    Verdict, VerdictOutcome, WeaponId,
 };
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg32;
@@ -736,7 +736,7 @@ fn without_a_claimed_hit_the_trace_decides() {
     ));
     let wide = shot.through(shot.aim_point + shot.across());
     let verdict = scene.judge(&mut v, &wide);
-    assert_eq!(verdict.outcome, Outcome::Miss);
+    assert_eq!(verdict.outcome, VerdictOutcome::Miss);
     assert_eq!(verdict.basis.sample, None, "nothing was hit");
     assert_eq!(verdict.basis.time_used, Some(RENDER));
 }
@@ -748,7 +748,7 @@ fn a_shot_through_the_wall_is_blocked_and_one_over_it_hits() {
     let pelvis = scene.shoot(Role::Alpha, PELVIS, RENDER);
     for shot in [pelvis, pelvis.unclaimed()] {
         let verdict = scene.judge(&mut v.clone(), &shot);
-        let Outcome::Blocked { wall, distance } = verdict.outcome else {
+        let VerdictOutcome::Blocked { wall, distance } = verdict.outcome else {
             panic!("expected the wall to block: {verdict:#?}");
         };
         assert_eq!(wall, scene.wall);
@@ -787,7 +787,7 @@ fn a_claimed_head_just_past_the_trace_is_confirmed_by_leeway() {
     // The server's own trace missed: that is what the leeway is for.
     assert_eq!(
         scene.judge(&mut v.clone(), &near.unclaimed()).outcome,
-        Outcome::Miss
+        VerdictOutcome::Miss
     );
     assert_eq!(
         rejected(&scene.judge(&mut v.clone(), &grazing(&scene, 0.06))),
@@ -836,7 +836,7 @@ fn server_estimate_policy_judges_a_mismatched_claim_at_the_estimate() {
         .shoot(Role::Alpha, HEAD, arrival - 0.3)
         .arriving_at(arrival);
     let verdict = scene.judge(&mut v.clone(), &older.unclaimed());
-    assert_eq!(verdict.outcome, Outcome::Miss);
+    assert_eq!(verdict.outcome, VerdictOutcome::Miss);
     let basis = verdict.basis;
     assert!(basis.fallback);
     assert!(basis.rewound);
@@ -899,7 +899,7 @@ fn high_ping_shooter_hits_what_is_there_now_and_misses_what_was_there_then() {
         .arriving_at(now)
         .unclaimed();
     let verdict = scene.judge(&mut v, &seen);
-    assert_eq!(verdict.outcome, Outcome::Miss);
+    assert_eq!(verdict.outcome, VerdictOutcome::Miss);
     assert!(!verdict.basis.rewound);
     assert_eq!(verdict.basis.time_used, Some(now));
 
@@ -921,7 +921,7 @@ fn a_thick_shot_hits_a_near_miss_that_hitscan_misses() {
     let near_miss = shot.through(shot.aim_point + shot.across() * (HEAD_RADIUS + 0.08));
     assert_eq!(
         scene.judge(&mut scene.validator(), &near_miss).outcome,
-        Outcome::Miss
+        VerdictOutcome::Miss
     );
     let verdict = scene.judge(&mut scene.validator(), &near_miss.with(LAUNCHER));
     let hit = confirmed(&verdict, scene.id(Role::Alpha), HEAD, Zone::Head, 2.0);
@@ -940,7 +940,7 @@ fn a_shot_at_a_corpse_without_a_claimed_hit_is_a_plain_miss() {
         &mut scene.validator(),
         &scene.shoot(Role::Alpha, HEAD, 0.9).unclaimed(),
     );
-    assert_eq!(verdict.outcome, Outcome::Miss);
+    assert_eq!(verdict.outcome, VerdictOutcome::Miss);
 }
 
 #[test]
@@ -987,7 +987,7 @@ fn honest_player_at_the_exact_interval_with_bunched_arrivals_is_never_rejected()
             .arriving_at(arrival);
         let verdict = scene.judge(&mut v, &shot);
         assert!(
-            matches!(verdict.outcome, Outcome::Confirmed(_)),
+            matches!(verdict.outcome, VerdictOutcome::Confirmed(_)),
             "shot {k}: {verdict:#?}"
         );
         arrivals.push(arrival);
@@ -1181,7 +1181,7 @@ fn bug_a_high_ping_claim_on_what_was_there_then_is_a_miss() {
     let seen = scene
         .shoot(Role::Alpha, HEAD, now - high_ping().expected_rewind())
         .arriving_at(now);
-    assert_eq!(scene.judge(&mut v, &seen).outcome, Outcome::Miss);
+    assert_eq!(scene.judge(&mut v, &seen).outcome, VerdictOutcome::Miss);
 }
 
 #[test]

@@ -14,12 +14,12 @@ use lagcomp::{
     SampleKind, Shape, StaticId, Tick, TransformError, Vec3, Zone,
 };
 use lagcomp_validate::recording::{
-    FORMAT_VERSION, Frame, Record, RecordType, Recording, RecordingError, RecordingErrorKind,
-    RecordingWriter, limits, revalidate,
+    FORMAT_VERSION, RecordType, RecordedFrame, Recording, RecordingEntry, RecordingError,
+    RecordingErrorKind, RecordingWriter, limits, revalidate,
 };
 use lagcomp_validate::{
-    Basis, ClaimedHit, ClientTiming, Confirmed, Outcome, Participant, RejectReason, RenderTime,
-    ShotClaim, TornTail, Verdict, WeaponId,
+    Basis, ClaimedHit, ClientTiming, Confirmed, Participant, RejectReason, RenderTime, ShotClaim,
+    TornTail, Verdict, VerdictOutcome, WeaponId,
 };
 
 fn read(bytes: &[u8]) -> Recording {
@@ -112,7 +112,7 @@ fn a_recorded_match_revalidates_to_every_live_verdict() {
     let frames = recording
         .records
         .iter()
-        .filter(|(_, r)| matches!(r, Record::Frame(_)))
+        .filter(|(_, r)| matches!(r, RecordingEntry::Frame(_)))
         .count();
     assert_eq!(frames, recording_support::TICKS as usize);
 
@@ -167,9 +167,10 @@ fn writing_what_was_read_gives_the_same_bytes() {
             String::from_utf8(written).expect("UTF-8"),
             String::from_utf8(bytes.clone()).expect("UTF-8")
         );
-        // Line by line too, through `Record::parse` and `Record::to_json`.
+        // Line by line too, through `RecordingEntry::parse` and `RecordingEntry::to_json`.
         for (line, (number, record)) in text_lines(&bytes).iter().zip(&recording.records) {
-            let parsed = Record::parse(line).unwrap_or_else(|e| panic!("line {number}: {e}"));
+            let parsed =
+                RecordingEntry::parse(line).unwrap_or_else(|e| panic!("line {number}: {e}"));
             assert_eq!(parsed.kind(), record.kind());
             assert_eq!(&parsed.to_json(), line);
             assert_eq!(&serde_json::to_string(record).expect("serializes"), line);
@@ -708,13 +709,13 @@ fn nothing_is_half_applied() {
     let at = edited
         .records
         .iter()
-        .position(|(_, r)| matches!(r, Record::Verdict(_)))
+        .position(|(_, r)| matches!(r, RecordingEntry::Verdict(_)))
         .expect("a verdict");
     edited.records.insert(
         at + 1,
         (
             99,
-            Record::Frame(Frame {
+            RecordingEntry::Frame(RecordedFrame {
                 tick: Tick(1),
                 time: 0.1,
                 entities: Vec::new(),
@@ -820,7 +821,7 @@ fn the_writer_refuses_what_a_reader_would() {
         shooter: a,
         seq: 1,
         weapon: WeaponId(1),
-        outcome: Outcome::Miss,
+        outcome: VerdictOutcome::Miss,
         basis: Basis::default(),
     }));
     refused(out.static_collider(Shape::sphere(-1.0), Pose::IDENTITY, 1));
@@ -996,7 +997,7 @@ fn any_entity_numbers_will_do() {
         assert_eq!(r.recorded, Some(r.verdict), "line {}", r.line);
         assert_eq!(r.verdict.shooter, EntityId::from_bits(4_294_967_301));
     }
-    let Outcome::Confirmed(hit) = judged[0].verdict.outcome else {
+    let VerdictOutcome::Confirmed(hit) = judged[0].verdict.outcome else {
         panic!("the first shot hits");
     };
     assert_eq!(hit.target, EntityId::from_bits(12));
@@ -1081,7 +1082,7 @@ fn the_document_shows_the_real_json_shapes() {
     };
     for (outcome, shape) in [
         (
-            Outcome::Confirmed(Confirmed {
+            VerdictOutcome::Confirmed(Confirmed {
                 target: EntityId::from_bits(1),
                 hitbox: lagcomp::HitboxId(1),
                 zone: Zone::Head,
@@ -1092,27 +1093,27 @@ fn the_document_shows_the_real_json_shapes() {
             }),
             r#""outcome":"confirmed","target":1,"hitbox":1,"zone":"Head","damage_multiplier":4.0,"distance":9.5,"point":[0.5,1.6,9.85],"by_leeway":false,"basis""#,
         ),
-        (Outcome::Miss, r#""outcome":"miss","basis""#),
+        (VerdictOutcome::Miss, r#""outcome":"miss","basis""#),
         (
-            Outcome::Blocked {
+            VerdictOutcome::Blocked {
                 wall: StaticId(0),
                 distance: 4.5,
             },
             r#""outcome":"blocked","wall":0,"distance":4.5,"basis""#,
         ),
         (
-            Outcome::Rejected {
+            VerdictOutcome::Rejected {
                 reason: RejectReason::FireRate,
             },
             r#""outcome":"rejected","reason":"fire_rate","basis""#,
         ),
     ] {
-        let line = Record::Verdict(verdict(outcome)).to_json();
+        let line = RecordingEntry::Verdict(verdict(outcome)).to_json();
         assert!(line.contains(shape), "{line}");
         assert!(doc.contains(shape), "FORMAT.md lacks {shape}");
     }
     // A claim with a hit and non-finite numbers.
-    let claim = Record::Claim {
+    let claim = RecordingEntry::Claim {
         received_at: 0.45,
         claim: ShotClaim {
             shooter,

@@ -9,8 +9,8 @@ use lagcomp::{
     Zone,
 };
 use lagcomp_validate::{
-    ClaimedHit, ClientTiming, Outcome, Participant, RenderTime, RuleSet, ShotClaim, Validator,
-    WeaponId,
+    ClaimedHit, ClientTiming, Participant, RenderTime, RuleSet, ShotClaim, Validator,
+    VerdictOutcome, WeaponId,
 };
 
 const RATE: f64 = 64.0;
@@ -21,7 +21,7 @@ const FACE: f32 = 20.0;
 /// A shooter at the origin looking down -Z, a head-sized target on that line whose near
 /// surface is `gap` metres past the wall's face (negative: in front of it), a wall, and a
 /// claim of the point where the line enters the head.
-fn judge(gap: f32) -> Outcome {
+fn judge(gap: f32) -> VerdictOutcome {
     let mut history = History::new(HistoryConfig {
         tick_rate: RATE,
         max_rewind: 0.5,
@@ -130,13 +130,13 @@ fn a_claimed_point_just_behind_a_wall_is_blocked_and_one_just_in_front_is_confir
     for gap in [0.01, 0.04] {
         let outcome = judge(gap);
         assert!(
-            matches!(outcome, Outcome::Blocked { .. }),
+            matches!(outcome, VerdictOutcome::Blocked { .. }),
             "{gap} m past the face: {outcome:?}"
         );
     }
     let outcome = judge(-0.01);
     assert!(
-        matches!(&outcome, Outcome::Confirmed(hit) if !hit.by_leeway),
+        matches!(&outcome, VerdictOutcome::Confirmed(hit) if !hit.by_leeway),
         "1 cm in front of the face: {outcome:?}"
     );
 }

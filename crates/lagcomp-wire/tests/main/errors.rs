@@ -6,7 +6,7 @@ use lagcomp_validate::{ClaimedHit, RejectReason, RenderTime, ShotClaim, WeaponId
 use lagcomp_wire::{
     ClientMessage, DecodeError, Direction, EncodeError, EntityFrame, EntityPose, HumanoidStance,
     Input, MAGIC, MAX_BONES, MAX_MESSAGE_BYTES, MAX_SHOTS_PER_INPUT, PROTOCOL_VERSION,
-    ServerMessage, ShotOutcome, ShotResult, SnapshotPart, Verdicts, Welcome,
+    ServerMessage, SnapshotPart, Verdicts, Welcome, WireOutcome, WireVerdict,
 };
 
 fn claim(seq: u32) -> ShotClaim {
@@ -292,9 +292,9 @@ fn shot_results_carry_every_rejection_code_and_no_other() {
     for reason in RejectReason::ALL {
         let message = ServerMessage::Verdicts(Verdicts {
             first: 9,
-            results: vec![ShotResult {
+            results: vec![WireVerdict {
                 seq: 4,
-                outcome: ShotOutcome::Rejected(reason),
+                outcome: WireOutcome::Rejected(reason),
             }],
         });
         let bytes = encoded_server(&message);
@@ -303,9 +303,9 @@ fn shot_results_carry_every_rejection_code_and_no_other() {
     }
     let mut bytes = encoded_server(&ServerMessage::Verdicts(Verdicts {
         first: 0,
-        results: vec![ShotResult {
+        results: vec![WireVerdict {
             seq: 4,
-            outcome: ShotOutcome::Rejected(RejectReason::Backtrack),
+            outcome: WireOutcome::Rejected(RejectReason::Backtrack),
         }],
     }));
     let at = bytes.len() - 2;
@@ -321,8 +321,8 @@ fn shot_results_carry_every_rejection_code_and_no_other() {
 
 #[test]
 fn shot_outcomes_follow_the_validator() {
-    use lagcomp_validate::{Confirmed, Outcome};
-    let confirmed = Outcome::Confirmed(Confirmed {
+    use lagcomp_validate::{Confirmed, VerdictOutcome};
+    let confirmed = VerdictOutcome::Confirmed(Confirmed {
         target: EntityId::from_bits(9),
         hitbox: HitboxId(2),
         zone: lagcomp::Zone::Head,
@@ -331,15 +331,15 @@ fn shot_outcomes_follow_the_validator() {
         point: Vec3::ZERO,
         by_leeway: false,
     });
-    let rejected = Outcome::Rejected {
+    let rejected = VerdictOutcome::Rejected {
         reason: RejectReason::FireRate,
     };
-    for outcome in [confirmed, Outcome::Miss, rejected] {
-        assert_eq!(ShotOutcome::from(&outcome).label(), outcome.label());
+    for outcome in [confirmed, VerdictOutcome::Miss, rejected] {
+        assert_eq!(WireOutcome::from(&outcome).label(), outcome.label());
     }
     assert_eq!(
-        ShotOutcome::from(&confirmed),
-        ShotOutcome::Confirmed {
+        WireOutcome::from(&confirmed),
+        WireOutcome::Confirmed {
             target: EntityId::from_bits(9),
             hitbox: HitboxId(2)
         }

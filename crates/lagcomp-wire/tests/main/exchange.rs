@@ -17,8 +17,8 @@ use lagcomp_net::{
 };
 use lagcomp_validate::{RenderTime, ShotClaim, WeaponId};
 use lagcomp_wire::{
-    ClientMessage, EntityFrame, EntityPose, GuardConfig, Input, MalformedGuard, Penalty, Probe,
-    ProbeReply, ServerMessage, SnapshotEncoder, Welcome,
+    ClientMessage, EntityFrame, EntityPose, GuardConfig, Input, MalformedGuard, Penalty,
+    ProbeReply, RttProbe, ServerMessage, SnapshotEncoder, Welcome,
 };
 
 const RATE: f64 = 64.0;
@@ -158,7 +158,7 @@ fn shots_sent_as_bytes_rebuild_the_bones_the_client_drew() {
         }
         if tick % 16 == 0 {
             probes.insert(tick, now);
-            ServerMessage::Probe(Probe {
+            ServerMessage::RttProbe(RttProbe {
                 id: tick,
                 server_time: now,
             })
@@ -200,7 +200,7 @@ fn shots_sent_as_bytes_rebuild_the_bones_the_client_drew() {
                 ServerMessage::Pong(pong) => {
                     clock.on_pong(pong, local);
                 }
-                ServerMessage::Probe(probe) => {
+                ServerMessage::RttProbe(probe) => {
                     probe_reply = Some(ProbeReply {
                         id: probe.id,
                         client_time: local,

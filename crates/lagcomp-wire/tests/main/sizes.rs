@@ -5,8 +5,8 @@ use lagcomp_net::{Ping, Pong};
 use lagcomp_validate::{ClaimedHit, RejectReason, RenderTime, ShotClaim, WeaponId};
 use lagcomp_wire::{
     ClientMessage, EntityFrame, EntityPose, HumanoidStance, Input, MAX_SHOTS_PER_INPUT,
-    MAX_VERDICTS_PER_MESSAGE, Probe, ProbeReply, ServerMessage, ShotOutcome, ShotResult,
-    SnapshotPart, Verdicts, Welcome,
+    MAX_VERDICTS_PER_MESSAGE, ProbeReply, RttProbe, ServerMessage, SnapshotPart, Verdicts, Welcome,
+    WireOutcome, WireVerdict,
 };
 
 const WIRE_MD: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/WIRE.md"));
@@ -184,7 +184,7 @@ fn measured(kind: u8) -> (usize, usize) {
             (n, n)
         }
         0x84 => {
-            let n = size(&ServerMessage::Probe(Probe {
+            let n = size(&ServerMessage::RttProbe(RttProbe {
                 id: 1,
                 server_time: 1.0,
             }));
@@ -195,16 +195,16 @@ fn measured(kind: u8) -> (usize, usize) {
             (n, n)
         }
         0x86 => {
-            let verdicts = |results: Vec<ShotOutcome>| {
+            let verdicts = |results: Vec<WireOutcome>| {
                 size(&ServerMessage::Verdicts(Verdicts {
                     first: 1,
                     results: results
                         .into_iter()
-                        .map(|outcome| ShotResult { seq: 1, outcome })
+                        .map(|outcome| WireVerdict { seq: 1, outcome })
                         .collect(),
                 }))
             };
-            let confirmed = ShotOutcome::Confirmed {
+            let confirmed = WireOutcome::Confirmed {
                 target: EntityId::from_bits(1),
                 hitbox: HitboxId(1),
             };
@@ -212,9 +212,9 @@ fn measured(kind: u8) -> (usize, usize) {
             // The verdict sizes the document gives.
             let one = |outcome| verdicts(vec![outcome]) - empty;
             let sizes = [
-                one(ShotOutcome::Miss),
-                one(ShotOutcome::Blocked),
-                one(ShotOutcome::Rejected(RejectReason::FireRate)),
+                one(WireOutcome::Miss),
+                one(WireOutcome::Blocked),
+                one(WireOutcome::Rejected(RejectReason::FireRate)),
                 one(confirmed),
             ];
             assert_eq!(sizes, [5, 5, 7, 15]);

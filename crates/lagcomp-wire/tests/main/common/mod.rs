@@ -5,8 +5,8 @@ use lagcomp_net::{Ping, Pong};
 use lagcomp_validate::{ClaimedHit, RejectReason, RenderTime, ShotClaim, WeaponId};
 use lagcomp_wire::{
     ClientMessage, EntityFrame, EntityPose, HumanoidStance, Input, MAX_SHOTS_PER_INPUT,
-    MAX_VERDICTS_PER_MESSAGE, Probe, ProbeReply, ServerMessage, ShotOutcome, ShotResult,
-    SnapshotPart, Verdicts, Welcome,
+    MAX_VERDICTS_PER_MESSAGE, ProbeReply, RttProbe, ServerMessage, SnapshotPart, Verdicts, Welcome,
+    WireOutcome, WireVerdict,
 };
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -218,15 +218,15 @@ pub(crate) fn snapshot_part() -> impl Strategy<Value = SnapshotPart> {
         )
 }
 
-pub(crate) fn shot_outcome() -> impl Strategy<Value = ShotOutcome> {
+pub(crate) fn shot_outcome() -> impl Strategy<Value = WireOutcome> {
     prop_oneof![
-        (entity_id(), any::<u16>()).prop_map(|(target, hitbox)| ShotOutcome::Confirmed {
+        (entity_id(), any::<u16>()).prop_map(|(target, hitbox)| WireOutcome::Confirmed {
             target,
             hitbox: HitboxId(hitbox),
         }),
-        Just(ShotOutcome::Miss),
-        Just(ShotOutcome::Blocked),
-        prop::sample::select(RejectReason::ALL.to_vec()).prop_map(ShotOutcome::Rejected),
+        Just(WireOutcome::Miss),
+        Just(WireOutcome::Blocked),
+        prop::sample::select(RejectReason::ALL.to_vec()).prop_map(WireOutcome::Rejected),
     ]
 }
 
@@ -264,13 +264,13 @@ pub(crate) fn server_message() -> impl Strategy<Value = ServerMessage> {
             })
         ),
         (any::<u32>(), f64_finite())
-            .prop_map(|(id, server_time)| ServerMessage::Probe(Probe { id, server_time })),
+            .prop_map(|(id, server_time)| ServerMessage::RttProbe(RttProbe { id, server_time })),
         any::<u32>().prop_map(|up_to| ServerMessage::ShotAck { up_to }),
         (
             any::<u32>(),
             prop::collection::vec(
                 (any::<u32>(), shot_outcome())
-                    .prop_map(|(seq, outcome)| ShotResult { seq, outcome }),
+                    .prop_map(|(seq, outcome)| WireVerdict { seq, outcome }),
                 0..=MAX_VERDICTS_PER_MESSAGE
             )
         )
