@@ -8,7 +8,8 @@
 //!
 //! - [`rules`]: weapon rules and the timing policy, from TOML.
 //! - [`claim`]: the claim a client sends and the timing the server measured.
-//! - [`validator`]: the checks, in order.
+//! - [`validator`]: the checks, in order (a claim's own numbers and times in `screening`,
+//!   the shooter's sequence and fire-rate memory in `shot_memory`).
 //! - [`verdict`]: outcomes, reasons and their basis.
 //! - [`explain`]: verdicts a person can read: how far off a rejected claim was.
 //! - [`audit`]: the `tracing` event and a JSON Lines audit log, and its reader.
@@ -104,6 +105,7 @@ mod jsonl;
 mod measurement;
 pub mod recording;
 pub mod rules;
+mod screening;
 mod shot_memory;
 pub mod validator;
 pub mod verdict;

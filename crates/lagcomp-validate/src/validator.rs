@@ -23,15 +23,14 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lagcomp::math::MAX_COORDINATE;
 use lagcomp::{
-    EntityId, History, PlacedShape, QueryError, Ray, RewindError, RewindTarget, Shape, StaticWorld,
-    Trace, Vec3, WindowPolicy, WindowSide,
+    EntityId, History, QueryError, Ray, RewindTarget, StaticWorld, Trace, Vec3, WindowPolicy,
 };
 
-use crate::claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim, TimingError};
+use crate::claim::{ClaimedHit, ClientTiming, ShotClaim, TimingError};
 use crate::measurement::Measurement;
 use crate::rules::{Policy, RuleSet, ShooterReference, TimeMismatch, WeaponRules};
+use crate::screening::{check_numbers, claimed_time, leeway, time_reason};
 use crate::shot_memory::{FiredShots, SequenceWindow, spacing_allows};
 use crate::verdict::{Basis, Confirmed, RejectReason, Verdict, VerdictOutcome};
 
@@ -966,73 +965,6 @@ impl Validator {
     }
 }
 
-/// How far outside a hitbox a claimed point may lie: the hitbox's size times
-/// `hit_leeway - 1`, at least `hit_leeway_min`.
-fn leeway(weapon: &WeaponRules, placed: &PlacedShape) -> f32 {
-    let size = match placed.shape {
-        Shape::Sphere { radius } => radius,
-        Shape::Box { half_extents } => half_extents.max_element(),
-        Shape::Capsule {
-            radius,
-            half_height,
-            ..
-        } => radius + half_height,
-    };
-    (size * (weapon.hit_leeway - 1.0)).max(weapon.hit_leeway_min)
-}
-
-/// Check 1's numbers.
-fn check_numbers(claim: &ShotClaim, received_at: f64) -> Result<(), RejectReason> {
-    let sane = |v: Vec3| v.is_finite() && v.abs().max_element() <= MAX_COORDINATE;
-    let time_ok = match claim.render_time {
-        RenderTime::Time(t) => t.is_finite() && t.abs() < 1e12,
-        RenderTime::Ticks { from, to, fraction } => {
-            fraction.is_finite() && (0.0..=1.0).contains(&fraction) && from <= to
-        }
-    };
-    if !(time_ok
-        && received_at.is_finite()
-        && received_at.abs() < 1e12
-        && sane(claim.origin)
-        && claim.direction.is_finite()
-        && claim.hit.is_none_or(|h| h.point.is_none_or(sane)))
-    {
-        return Err(RejectReason::NonFinite);
-    }
-    // `Ray::new` normalizes robustly (any finite non-zero length, however large or
-    // small); the trace uses its direction.
-    match Ray::new(claim.origin, claim.direction, 1.0) {
-        Ok(_) => Ok(()),
-        Err(lagcomp::RayError::ZeroDirection) => Err(RejectReason::ZeroDirection),
-        Err(_) => Err(RejectReason::NonFinite),
-    }
-}
-
-/// The server time a render time names, and the rewind target that rebuilds exactly it.
-fn claimed_time(
-    history: &History,
-    render_time: RenderTime,
-) -> Result<(f64, RewindTarget), RejectReason> {
-    match render_time {
-        RenderTime::Time(t) => Ok((t, RewindTarget::Time(t))),
-        RenderTime::Ticks { from, to, fraction } => {
-            let newest = history.newest_tick().ok_or(RejectReason::TimeTooOld)?;
-            let (Some(a), Some(b)) = (history.time_of(from), history.time_of(to)) else {
-                // A tick the server never had: newer than its newest or one it skipped
-                // (no client can have drawn it), or one long gone.
-                let oldest = history.span().map_or(newest, |((tick, _), _)| tick);
-                return Err(if from >= oldest || to > newest {
-                    RejectReason::TimeInFuture
-                } else {
-                    RejectReason::TimeTooOld
-                });
-            };
-            let t = a + (b - a) * f64::from(fraction);
-            Ok((t, RewindTarget::between(from, to, fraction)))
-        }
-    }
-}
-
 /// The verdict on `claim`, emitted as a `tracing` event.
 fn verdict(
     claim: &ShotClaim,
@@ -1048,17 +980,4 @@ fn verdict(
     };
     crate::audit::emit(&verdict);
     verdict
-}
-
-/// The reason for a query refused over its target time.
-fn time_reason(e: &QueryError) -> RejectReason {
-    match e {
-        QueryError::Rewind(RewindError::OutOfWindow {
-            side: WindowSide::TooNew,
-            ..
-        }) => RejectReason::TimeInFuture,
-        QueryError::Rewind(_) => RejectReason::TimeTooOld,
-        QueryError::Ray(_) | QueryError::Radius(_) | QueryError::Volume => RejectReason::NonFinite,
-        QueryError::Entity(_) | QueryError::UnknownHitbox(_) => RejectReason::TamperedClaim,
-    }
 }
