@@ -3,4 +3,5 @@
 
 mod end_to_end;
 mod proxy;
+mod tables;
 mod validate;
