@@ -36,8 +36,8 @@ pub(crate) struct Args {
     upstream: String,
     /// Network preset for both directions: LAN, 40/10/0.2%, 100/25/2%, 200/50/4%,
     /// 300/75/6%, or RTT/JITTER/LOSS% in ms. Each direction gets half the round trip and
-    /// its jitter, and the whole loss (half of it in bursts). Default: none, a perfect
-    /// link changed only by the options below.
+    /// its jitter, and the whole loss, half of it in bursts (default: none, a perfect link
+    /// changed only by the options below).
     #[arg(long, value_name = "NAME", conflicts_with_all = ["latency", "jitter", "loss"])]
     preset: Option<String>,
     /// One-way latency, both directions, ms (default: 0; not with --preset).
