@@ -15,11 +15,14 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8(bytes.to_vec()).expect("utf-8 output")
 }
 
-/// The legend line explaining `word` (a line starting with it, then what it means).
+/// Whether a legend line explains `word`: the word, a gap, then prose (single spaces,
+/// which tells it from the table's own rows, whose columns are aligned with runs of them).
 fn explains(table: &str, word: &str) -> bool {
     table.lines().any(|line| {
-        line.strip_prefix(word)
-            .is_some_and(|rest| rest.starts_with(' ') && rest.trim().len() > 10)
+        line.strip_prefix(word).is_some_and(|rest| {
+            let prose = rest.trim_start();
+            rest.starts_with(' ') && prose.len() > 10 && !prose.contains("  ")
+        })
     })
 }
 
