@@ -2,18 +2,19 @@
 //! `bots`' tables, and a default named in every `--help` for every option that has one.
 
 use std::net::UdpSocket;
-use std::process::{Command, Output};
 
-fn lagcomp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lagcomp"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+use crate::{lagcomp, text};
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8(bytes.to_vec()).expect("utf-8 output")
-}
+/// The agreement table's columns, in `simulate` (after `network`) and in `bots`.
+const AGREEMENT_COLUMNS: [&str; 7] = [
+    "mode",
+    "shots",
+    "hits",
+    "confirmed",
+    "agreement",
+    "false",
+    "rejected",
+];
 
 /// Whether a legend line explains `word`: the word, a gap, then prose (single spaces,
 /// which tells it from the table's own rows, whose columns are aligned with runs of them).
@@ -51,19 +52,12 @@ fn simulate_explains_every_column_under_its_tables_and_keeps_stdout_json() {
         serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
     assert_eq!(json["runs"][0]["preset"], "40/10/0.2%");
     let table = text(&out.stderr);
-    for word in [
-        "network",
-        "mode",
-        "shots",
-        "hits",
-        "confirmed",
-        "agreement",
-        "false",
-        "rejected",
-        "attempts",
-        "accepted",
-        "outcomes",
-    ] {
+    let cheat_columns = ["attempts", "accepted", "outcomes"];
+    for word in ["network"]
+        .into_iter()
+        .chain(AGREEMENT_COLUMNS)
+        .chain(cheat_columns)
+    {
         assert!(explains(&table, word), "no legend for {word:?} in\n{table}");
     }
     // The values a newcomer asked about: a preset's three numbers, `-`, confirmed above hits.
@@ -98,20 +92,14 @@ fn bots_explain_their_counters_even_when_no_bot_connects() {
     assert!(text(&out.stderr).contains("no bot got connected"));
     let table = text(&out.stdout);
     assert!(table.contains("repeated 0"), "{table}");
-    for word in [
-        "mode",
-        "shots",
-        "hits",
-        "confirmed",
-        "agreement",
-        "false",
-        "rejected",
+    let counters = [
         "fired",
         "verdicts missing:",
         "unexpected",
         "repeated",
         "malformed messages:",
-    ] {
+    ];
+    for word in AGREEMENT_COLUMNS.into_iter().chain(counters) {
         assert!(explains(&table, word), "no legend for {word:?} in\n{table}");
     }
     assert!(table.contains("expected, not an error"), "{table}");
