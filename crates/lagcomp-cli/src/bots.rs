@@ -178,15 +178,20 @@ fn print_table(out: &mut impl Write, r: &BotsReport) -> io::Result<()> {
         r.malformed
     )?;
     writeln!(out)?;
+    out.write_all(BOTS_MODE_LEGEND.as_bytes())?;
     out.write_all(AGREEMENT_LEGEND.as_bytes())?;
     out.write_all(VERDICT_DELIVERY_LEGEND.as_bytes())?;
     print_cheats(out, &r.cheats)
 }
 
-/// What the counters of the line under the bots' table mean.
-const VERDICT_DELIVERY_LEGEND: &str = "\
+/// What the bots' one mode is (the simulator compares three).
+const BOTS_MODE_LEGEND: &str = "\
 mode       the server validates every shot in full: rewound to the moment the bot stamped
            on it, after every check of the validator
+";
+
+/// What the counters of the line under the bots' table mean.
+const VERDICT_DELIVERY_LEGEND: &str = "\
 fired      shots the honest bots fired (shots counts those that reached the server)
 verdicts missing: shots whose verdict never came back, lost or still on the way when
            the bot stopped; given up by the server: verdicts it dropped because the bot
