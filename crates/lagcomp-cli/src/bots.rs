@@ -14,7 +14,7 @@ use lagcomp_game::cheat::Cheat;
 use lagcomp_udp::bots::{self, BotsConfig, BotsReport};
 
 use crate::serve::{positive, resolve};
-use crate::simulate::{percent, print_cheats};
+use crate::simulate::{AGREEMENT_LEGEND, percent, print_cheats};
 
 /// Arguments of `lagcomp bots`.
 #[derive(Debug, clap::Args)]
@@ -28,7 +28,7 @@ pub(crate) struct Args {
     /// Cheat classes, comma separated, or "all": the first bot plays the first class, the
     /// second bot the second, and so on; the other bots play fair. Classes: too_old,
     /// backtrack, rapid_fire, snap, far_muzzle, through_walls, tampered_point, replay,
-    /// invulnerable, fake_latency.
+    /// invulnerable, fake_latency (default: none, every bot plays fair).
     #[arg(long, value_name = "CLASSES", value_parser = cheats)]
     cheat: Option<Cheats>,
     /// Seconds each bot plays after it is welcomed (the first 2 are its warm-up).
@@ -51,14 +51,15 @@ pub(crate) struct Args {
     /// Fire this many shots a second (up to the rifle's 10) from the end of the warm-up,
     /// whatever is in view: at the nearest opponent drawn, or along the view when none is
     /// (a load test; cheating bots ignore it). Without it bots fire only at a target in
-    /// view, pausing as --pause-ms says.
+    /// view, pausing as --pause-ms says (default: off).
     #[arg(long, value_name = "HZ", value_parser = positive)]
     fire_rate: Option<f64>,
     /// Print the whole report as JSON on stdout (the table goes to stderr).
     #[arg(long)]
     json: bool,
     /// The server's netcode private key (as `lagcomp key` writes it): each bot mints its
-    /// own connect token with it, as a matchmaker would.
+    /// own connect token with it, as a matchmaker would (default: none, for a server in
+    /// netcode's unsecure mode).
     #[arg(long, value_name = "FILE")]
     key_file: Option<PathBuf>,
 }
@@ -176,5 +177,28 @@ fn print_table(out: &mut impl Write, r: &BotsReport) -> io::Result<()> {
         r.verdicts_repeated,
         r.malformed
     )?;
+    writeln!(out)?;
+    out.write_all(BOTS_MODE_LEGEND.as_bytes())?;
+    out.write_all(AGREEMENT_LEGEND.as_bytes())?;
+    out.write_all(VERDICT_DELIVERY_LEGEND.as_bytes())?;
     print_cheats(out, &r.cheats)
 }
+
+/// What the bots' one mode is (the simulator compares three).
+const BOTS_MODE_LEGEND: &str = "\
+mode       the server validates every shot in full: rewound to the moment the bot stamped
+           on it, after every check of the validator
+";
+
+/// What the counters of the line under the bots' table mean.
+const VERDICT_DELIVERY_LEGEND: &str = "\
+fired      shots the honest bots fired (shots counts those that reached the server)
+verdicts missing: shots whose verdict never came back, lost or still on the way when
+           the bot stopped; given up by the server: verdicts it dropped because the bot
+           left 256 unacknowledged
+unexpected verdicts for shots the bot has no record of (0 unless something is wrong)
+repeated   verdicts that arrived again after the bot had them: expected, not an error,
+           as the server repeats each verdict in every datagram until the bot
+           acknowledges it, so a lost datagram loses no verdict
+malformed messages: server messages that did not decode (0 unless something is wrong)
+";

@@ -36,53 +36,57 @@ pub(crate) struct Args {
     upstream: String,
     /// Network preset for both directions: LAN, 40/10/0.2%, 100/25/2%, 200/50/4%,
     /// 300/75/6%, or RTT/JITTER/LOSS% in ms. Each direction gets half the round trip and
-    /// its jitter, and the whole loss (half of it in bursts).
+    /// its jitter, and the whole loss, half of it in bursts (default: none, a perfect link
+    /// changed only by the options below).
     #[arg(long, value_name = "NAME", conflicts_with_all = ["latency", "jitter", "loss"])]
     preset: Option<String>,
-    /// One-way latency, both directions, ms.
+    /// One-way latency, both directions, ms (default: 0; not with --preset).
     #[arg(long, value_name = "MS", value_parser = millis)]
     latency: Option<f64>,
-    /// Largest deviation from the latency, both directions, ms (uniform; keeps order).
+    /// Largest deviation from the latency, both directions, ms, uniform, keeping order
+    /// (default: 0; not with --preset).
     #[arg(long, value_name = "MS", value_parser = millis)]
     jitter: Option<f64>,
-    /// Independent loss, both directions, percent.
+    /// Independent loss, both directions, percent (default: 0; not with --preset).
     #[arg(long, value_name = "PCT", value_parser = percent)]
     loss: Option<f64>,
-    /// Share of datagrams delivered twice, both directions, percent.
+    /// Share of datagrams delivered twice, both directions, percent (default: 0).
     #[arg(long, value_name = "PCT", value_parser = percent)]
     duplicate: Option<f64>,
     /// Share of datagrams held back so that later ones overtake them, both directions,
-    /// percent.
+    /// percent (default: 0).
     #[arg(long, value_name = "PCT", value_parser = percent)]
     reorder: Option<f64>,
-    /// Client-to-server latency, ms (overrides the preset and --latency).
+    /// Client-to-server latency, ms (default: --latency's, or the preset's).
     #[arg(long, value_name = "MS", value_parser = millis)]
     up_latency: Option<f64>,
-    /// Client-to-server jitter, ms.
+    /// Client-to-server jitter, ms (default: --jitter's, or the preset's).
     #[arg(long, value_name = "MS", value_parser = millis)]
     up_jitter: Option<f64>,
-    /// Client-to-server independent loss, percent (replaces a preset's loss, bursts too).
+    /// Client-to-server independent loss, percent, replacing a preset's loss, bursts too
+    /// (default: --loss's, or the preset's).
     #[arg(long, value_name = "PCT", value_parser = percent)]
     up_loss: Option<f64>,
-    /// Client-to-server duplication, percent.
+    /// Client-to-server duplication, percent (default: --duplicate's).
     #[arg(long, value_name = "PCT", value_parser = percent)]
     up_duplicate: Option<f64>,
-    /// Client-to-server reordering, percent.
+    /// Client-to-server reordering, percent (default: --reorder's).
     #[arg(long, value_name = "PCT", value_parser = percent)]
     up_reorder: Option<f64>,
-    /// Server-to-client latency, ms (overrides the preset and --latency).
+    /// Server-to-client latency, ms (default: --latency's, or the preset's).
     #[arg(long, value_name = "MS", value_parser = millis)]
     down_latency: Option<f64>,
-    /// Server-to-client jitter, ms.
+    /// Server-to-client jitter, ms (default: --jitter's, or the preset's).
     #[arg(long, value_name = "MS", value_parser = millis)]
     down_jitter: Option<f64>,
-    /// Server-to-client independent loss, percent (replaces a preset's loss, bursts too).
+    /// Server-to-client independent loss, percent, replacing a preset's loss, bursts too
+    /// (default: --loss's, or the preset's).
     #[arg(long, value_name = "PCT", value_parser = percent)]
     down_loss: Option<f64>,
-    /// Server-to-client duplication, percent.
+    /// Server-to-client duplication, percent (default: --duplicate's).
     #[arg(long, value_name = "PCT", value_parser = percent)]
     down_duplicate: Option<f64>,
-    /// Server-to-client reordering, percent.
+    /// Server-to-client reordering, percent (default: --reorder's).
     #[arg(long, value_name = "PCT", value_parser = percent)]
     down_reorder: Option<f64>,
     /// Seed of the conditioners: the same seed and traffic give the same losses.

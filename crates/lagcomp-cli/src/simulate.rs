@@ -18,23 +18,26 @@ pub(crate) struct Args {
     /// The scenario: default, quick, cheats or high-latency.
     #[arg(long, default_value = "default")]
     scenario: String,
-    /// Seed of everything random: the same seed gives the same numbers.
+    /// Seed of everything random: the same seed gives the same numbers (default: the
+    /// scenario's, 1).
     #[arg(long)]
     seed: Option<u64>,
-    /// Simulated seconds per match (after a 2 s warm-up).
+    /// Simulated seconds per match, after a 2 s warm-up (default: the scenario's, 30;
+    /// quick: 8).
     #[arg(long)]
     duration: Option<f64>,
-    /// Bots per match.
+    /// Bots per match, 2 to 64 (default: the scenario's, 8).
     #[arg(long)]
     bots: Option<usize>,
-    /// Server tick rate, Hz.
+    /// Server tick rate, Hz, 8 to 256 (default: the scenario's, 64).
     #[arg(long)]
     tick_rate: Option<f64>,
-    /// Snapshot send rate, Hz.
+    /// Snapshot send rate, Hz, at most the tick rate (default: the scenario's, 64).
     #[arg(long)]
     send_rate: Option<f64>,
     /// Network presets, comma separated: names (LAN, 40/10/0.2%, 100/25/2%, 200/50/4%,
-    /// 300/75/6%) or RTT/JITTER/LOSS% in ms.
+    /// 300/75/6%) or RTT/JITTER/LOSS% in ms (default: the scenario's: all five named;
+    /// quick: LAN,100/25/2%; cheats: none; high-latency: 500/0/0%).
     #[arg(long, value_delimiter = ',')]
     presets: Option<Vec<String>>,
     /// Print the whole result as JSON on stdout (the table goes to stderr).
@@ -170,6 +173,10 @@ fn print_table(out: &mut impl Write, result: &SimResult, page: &std::path::Path)
                 "", r.mean_mm, r.p99_mm, r.max_mm, r.samples
             )?;
         }
+        writeln!(out)?;
+        out.write_all(NETWORK_LEGEND.as_bytes())?;
+        out.write_all(AGREEMENT_LEGEND.as_bytes())?;
+        out.write_all(RECONSTRUCTION_LEGEND.as_bytes())?;
     }
     print_cheats(out, &result.cheats)?;
     writeln!(out)?;
@@ -199,5 +206,45 @@ pub(crate) fn print_cheats(out: &mut impl Write, cheats: &[CheatResult]) -> io::
             outcomes.join(", ")
         )?;
     }
-    Ok(())
+    writeln!(out)?;
+    out.write_all(CHEAT_LEGEND.as_bytes())
 }
+
+/// What the `network` column of `simulate`'s table means, printed under the table.
+const NETWORK_LEGEND: &str = "\
+network    the emulated link: RTT/JITTER/LOSS%, e.g. 40/10/0.2% is a 40 ms round trip
+           varying by up to 10 ms, with 0.2 % of packets lost each way; LAN is a 0.5 ms
+           round trip with no jitter and no loss
+mode       how the server judged the very same shots: with no compensation (against the
+           targets as they are when the shot arrives), rewound by the server's own guess
+           of the shooter's latency, or fully (rewound to the moment the client stamped
+           on the shot, after every check of the validator)
+";
+
+/// What the agreement table's counters mean, printed under it by `simulate` and `bots`.
+pub(crate) const AGREEMENT_LEGEND: &str = "\
+shots      honest shots that reached the server
+hits       of those, the shots the shooter saw hit someone on screen
+confirmed  shots the server confirmed as a hit, whatever the shooter saw: it exceeds
+           hits when the server confirms shots the shooter saw miss (see false)
+agreement  share of the hits that the server confirmed on the target the shooter saw
+           (100 % is perfect; n/a: no hits)
+false      shots the shooter saw miss but the server confirmed: someone was hit by a shot
+           that missed on the shooter's screen
+rejected   honest shots the validator refused (the JSON lists them by reason); - for
+           the modes without a validator, which only trace the shot
+";
+
+/// What the reconstruction line under each network means.
+const RECONSTRUCTION_LEGEND: &str = "\
+reconstruction error: how far (largest bone distance) the target the server rebuilt for
+           full compensation lay from the one the shooter drew; 0 means exactly
+";
+
+/// What the cheat table's columns mean, printed under it by `simulate` and `bots`.
+const CHEAT_LEGEND: &str = "\
+attempts   cheating shots that reached the server, the cheat playing against honest bots
+accepted   of those, confirmed as hits (anything above 0 is a cheat that got through)
+outcomes   what became of the attempts: the validator's rejection reasons, or miss and
+           blocked for shots it traced and found missing or stopped by a wall
+";

@@ -16,7 +16,7 @@ use lagcomp_validate::{RuleSet, VerdictOutcome};
 pub(crate) struct Args {
     /// The recording (JSON Lines).
     recording: PathBuf,
-    /// Weapon rules to validate with instead of the recording's own (TOML).
+    /// Weapon rules to validate with, TOML (default: the rules the recording holds).
     #[arg(long)]
     rules: Option<PathBuf>,
     /// List every claim whose verdict differs from the one recorded.
@@ -28,14 +28,14 @@ pub(crate) struct Args {
     json: bool,
     /// Instead of the summary, draw the claim with this sequence number as a 3D scene
     /// (glTF binary, see --gltf): the target's present and rewound hitboxes, the shot,
-    /// the walls it met, the verdict in the scene's extras.
+    /// the walls it met, the verdict in the scene's extras (default: none, the summary).
     #[arg(long, value_name = "SEQ", requires = "gltf")]
     scene: Option<u32>,
     /// The shooter of --scene's claim, as the recording numbers entities (needed only
-    /// when several shooters used that sequence number).
+    /// when several shooters used that sequence number; default: the only one).
     #[arg(long, value_name = "ENTITY", requires = "scene")]
     shooter: Option<u64>,
-    /// Where --scene writes its .glb file.
+    /// Where --scene writes its .glb file (no default: --scene needs it).
     #[arg(long, value_name = "FILE", requires = "scene")]
     gltf: Option<PathBuf>,
 }

@@ -1,23 +1,13 @@
 //! `lagcomp validate` end to end: the real binary on the documented example recording.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
 use lagcomp_validate::recording::Recording;
 
+use crate::{lagcomp, text};
+
 fn example() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../lagcomp-validate/tests/data/example.jsonl")
-}
-
-fn lagcomp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lagcomp"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8(bytes.to_vec()).expect("utf-8 output")
 }
 
 #[test]
