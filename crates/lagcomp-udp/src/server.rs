@@ -74,6 +74,8 @@ use renet::{ClientId, RenetServer};
 use renet_netcode::{ServerAuthentication, ServerConfig};
 use renetcode::NETCODE_MAX_PAYLOAD_BYTES;
 
+use self::metrics::ServerMetrics;
+use self::scrape::ScrapeEndpoint;
 use crate::answered::AnsweredShots;
 use crate::channel::{
     PROTOCOL_ID, TightTimers, connection_config, wait_readable, widen_receive_buffer,
@@ -82,7 +84,9 @@ use crate::stats::TickTimes;
 use crate::transport::ServerTransport;
 
 mod config;
+mod metrics;
 mod receive;
+mod scrape;
 mod snapshot;
 mod status;
 mod tick;
@@ -277,6 +281,8 @@ pub struct GameServer {
     send_cpu: Option<f64>,
     next_tick: u32,
     next_phase: u32,
+    /// The live metrics and their endpoint, with [`ServeConfig::metrics`].
+    metrics: Option<(ServerMetrics, ScrapeEndpoint)>,
 }
 
 impl std::fmt::Debug for GameServer {
@@ -392,6 +398,15 @@ impl GameServer {
             }
             None => None,
         };
+        let metrics = match config.metrics {
+            Some(addr) => {
+                let metrics = ServerMetrics::new();
+                let endpoint = ScrapeEndpoint::spawn(addr, metrics.registry())
+                    .map_err(|source| ServeError::Bind { addr, source })?;
+                Some((metrics, endpoint))
+            }
+            None => None,
+        };
         let interest = config.interest.map(Interest::new);
         Ok(Self {
             join_rng: Pcg64Mcg::seed_from_u64(config.seed),
@@ -424,6 +439,7 @@ impl GameServer {
             send_cpu: None,
             next_tick: 0,
             next_phase: 0,
+            metrics,
         })
     }
 
@@ -431,6 +447,14 @@ impl GameServer {
     #[must_use]
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The address the metrics endpoint listens on, with [`ServeConfig::metrics`].
+    #[must_use]
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics
+            .as_ref()
+            .map(|(_, endpoint)| endpoint.local_addr())
     }
 
     /// The settings.
