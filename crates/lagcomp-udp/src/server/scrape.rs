@@ -22,6 +22,10 @@ pub(crate) const MAX_REQUEST_HEAD: usize = 8 * 1024;
 /// How long a connection may take to send its request or read the answer.
 pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The most bytes read and dropped after an answer, and how long to wait for each read.
+const MAX_DRAIN: usize = 64 * 1024;
+const DRAIN_TIMEOUT: Duration = Duration::from_millis(200);
+
 /// The content type of Prometheus' OpenMetrics text format, which
 /// `prometheus_client::encoding::text` writes.
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -164,9 +168,18 @@ fn answer(mut stream: TcpStream, registry: &Registry, body: &mut String) -> io::
     )?;
     stream.write_all(body.as_bytes())?;
     stream.flush()?;
-    // The peer's unread bytes (a body) must not turn the close into a reset that loses
-    // the answer.
+    // The peer's unread bytes (a body, the rest of an oversized head) must not turn the
+    // close into a reset that loses the answer: the answer is ended, then what the peer
+    // still sends is read and dropped, up to a limit and briefly.
     let _ = stream.shutdown(Shutdown::Write);
+    stream.set_read_timeout(Some(DRAIN_TIMEOUT))?;
+    let mut drained = 0;
+    while drained < MAX_DRAIN {
+        match stream.read(&mut head) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => drained += n,
+        }
+    }
     Ok(())
 }
 
