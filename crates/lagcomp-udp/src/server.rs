@@ -95,7 +95,7 @@ pub use config::{
     DEFAULT_INTEREST, DEFAULT_MAX_VERDICTS_PER_SECOND, MAX_CATCH_UP, MAX_CLIENTS, MAX_STALL_REPLAY,
     MAX_TICK_RATE, Outputs, REPLAY_LOAD, ServeConfig, ServeError,
 };
-pub use status::{Status, Summary};
+pub use status::{BriefStatus, Status, Summary};
 
 /// Counters over some stretch of time.
 #[derive(Debug, Clone, Default)]
@@ -132,9 +132,10 @@ struct Counters {
 }
 
 impl Counters {
-    fn status(&self, elapsed: f64, players: usize, budget: f64) -> Status {
+    fn status(&self, elapsed: f64, tick: u32, players: usize, budget: f64) -> Status {
         Status {
             elapsed,
+            tick,
             players,
             ticks: self.ticks,
             late_ticks: self.late_ticks,
@@ -495,7 +496,11 @@ impl GameServer {
             }
             let now = start.elapsed().as_secs_f64();
             if now >= next_status {
-                status(&self.second.status(now, self.connections.len(), dt));
+                status(
+                    &self
+                        .second
+                        .status(now, self.next_tick, self.connections.len(), dt),
+                );
                 self.second = Counters::default();
                 // One line per second, and one only after a stall.
                 next_status = now.floor() + 1.0;
@@ -523,9 +528,12 @@ impl GameServer {
         result?;
         let (recording_lines, audited) = finished?;
         Ok(Summary {
-            status: self
-                .total
-                .status(elapsed, self.connections.len(), 1.0 / self.config.tick_rate),
+            status: self.total.status(
+                elapsed,
+                self.next_tick,
+                self.connections.len(),
+                1.0 / self.config.tick_rate,
+            ),
             recording_lines,
             audited,
         })
