@@ -72,12 +72,18 @@ fn verdicts(series: &BTreeMap<String, f64>) -> BTreeMap<String, u64> {
         .collect()
 }
 
-#[test]
-fn a_scrape_agrees_with_the_bots_report_and_the_servers_totals() {
+/// A default server on loopback with its metrics endpoint: (server, endpoint).
+fn metered() -> (Running, SocketAddr) {
     let mut config = loopback();
     config.metrics = Some("127.0.0.1:0".parse().expect("an address"));
     let server = Running::start(config, Outputs::default());
     let endpoint = server.metrics.expect("a metrics endpoint");
+    (server, endpoint)
+}
+
+#[test]
+fn a_scrape_agrees_with_the_bots_report_and_the_servers_totals() {
+    let (server, endpoint) = metered();
 
     let before = scrape(endpoint);
     assert_eq!(value(&before, "lagcomp_players"), 0.0);
@@ -174,10 +180,7 @@ fn a_scrape_agrees_with_the_bots_report_and_the_servers_totals() {
 
 #[test]
 fn requests_that_are_not_a_scrape_get_an_error_and_the_endpoint_goes_on() {
-    let mut config = loopback();
-    config.metrics = Some("127.0.0.1:0".parse().expect("an address"));
-    let server = Running::start(config, Outputs::default());
-    let endpoint = server.metrics.expect("a metrics endpoint");
+    let (server, endpoint) = metered();
 
     let cases: [(&[u8], u16); 5] = [
         (b"GET / HTTP/1.1\r\n\r\n", 404),
