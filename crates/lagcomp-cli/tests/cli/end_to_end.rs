@@ -169,6 +169,8 @@ fn serve_recorded(recording: &std::path::Path, audit: &std::path::Path) -> (Proc
             audit.to_str().expect("a UTF-8 path"),
             "--duration",
             "600",
+            // The full status line: a test counts the shots in each.
+            "--verbose-status",
         ],
     );
     let addr = server.address("lagcomp serve: listening on ");
