@@ -2,7 +2,8 @@
 //!
 //! This file turns the command line into a [`ServeConfig`] and the output files, prints
 //! the bound address first (`lagcomp serve: listening on ADDR`, so a script or test can
-//! pass port 0 and read the port), a status line every second, and the run's totals when
+//! pass port 0 and read the port), a short status line every second (the full one with
+//! `--verbose-status`), and the run's totals when
 //! it stops: on Ctrl-C, SIGTERM or SIGHUP, or after `--duration`. The recording (if
 //! `--record`) is complete then, and `lagcomp validate` re-runs it to the same verdicts.
 //! Both files are flushed once a tick as well: a server killed outright loses at most the
@@ -97,6 +98,17 @@ pub(crate) struct Args {
     /// 0.0.0.0 or behind a proxy.
     #[arg(long, value_name = "ADDR")]
     public_addr: Vec<String>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (port 0 picks a free one; the
+    /// lines printed at the start name it): verdicts by outcome and reason, shots, tick
+    /// work times, players, malformed messages, bytes sent and received. Anyone who
+    /// reaches the address can read them (default: no metrics endpoint).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
+    /// Print the full status line each second (tick work by part, CPU times, verdicts by
+    /// outcome, snapshots, every kind of drop) instead of the short one (tick, players,
+    /// shots a second, the 99th percentile of the tick's work in ms, everything dropped).
+    #[arg(long)]
+    verbose_status: bool,
 }
 
 /// `--view-radius`: metres, or everyone.
@@ -154,6 +166,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         .iter()
         .map(|a| resolve(a))
         .collect::<anyhow::Result<_>>()?;
+    config.metrics = args.metrics.as_deref().map(resolve).transpose()?;
     config.interest = args.view_radius.0.map(|radius| InterestConfig {
         radius,
         hysteresis: args.view_hysteresis,
@@ -201,6 +214,9 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             )
         )
     )?;
+    if let Some(addr) = server.metrics_addr() {
+        writeln!(out, "  metrics: http://{addr}/metrics")?;
+    }
     out.flush()?;
     drop(out);
 
@@ -214,8 +230,12 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         args.duration.map(Duration::from_secs_f64),
         |status| {
             let mut out = io::stdout().lock();
-            let line =
-                writeln!(out, "[{:>5.0} s] {status}", status.elapsed).and_then(|()| out.flush());
+            let line = if args.verbose_status {
+                writeln!(out, "[{:>5.0} s] {status}", status.elapsed)
+            } else {
+                writeln!(out, "[{:>5.0} s] {}", status.elapsed, status.brief())
+            }
+            .and_then(|()| out.flush());
             if let Err(error) = line {
                 // Nobody reads the status any more (a closed pipe): stop cleanly.
                 write_error.get_or_insert(error);

@@ -74,6 +74,8 @@ use renet::{ClientId, RenetServer};
 use renet_netcode::{ServerAuthentication, ServerConfig};
 use renetcode::NETCODE_MAX_PAYLOAD_BYTES;
 
+use self::metrics::ServerMetrics;
+use self::scrape::ScrapeEndpoint;
 use crate::answered::AnsweredShots;
 use crate::channel::{
     PROTOCOL_ID, TightTimers, connection_config, wait_readable, widen_receive_buffer,
@@ -82,7 +84,9 @@ use crate::stats::TickTimes;
 use crate::transport::ServerTransport;
 
 mod config;
+mod metrics;
 mod receive;
+mod scrape;
 mod snapshot;
 mod status;
 mod tick;
@@ -91,7 +95,7 @@ pub use config::{
     DEFAULT_INTEREST, DEFAULT_MAX_VERDICTS_PER_SECOND, MAX_CATCH_UP, MAX_CLIENTS, MAX_STALL_REPLAY,
     MAX_TICK_RATE, Outputs, REPLAY_LOAD, ServeConfig, ServeError,
 };
-pub use status::{Status, Summary};
+pub use status::{BriefStatus, Status, Summary};
 
 /// Counters over some stretch of time.
 #[derive(Debug, Clone, Default)]
@@ -128,9 +132,10 @@ struct Counters {
 }
 
 impl Counters {
-    fn status(&self, elapsed: f64, players: usize, budget: f64) -> Status {
+    fn status(&self, elapsed: f64, tick: u32, players: usize, budget: f64) -> Status {
         Status {
             elapsed,
+            tick,
             players,
             ticks: self.ticks,
             late_ticks: self.late_ticks,
@@ -277,6 +282,8 @@ pub struct GameServer {
     send_cpu: Option<f64>,
     next_tick: u32,
     next_phase: u32,
+    /// The live metrics and their endpoint, with [`ServeConfig::metrics`].
+    metrics: Option<(ServerMetrics, ScrapeEndpoint)>,
 }
 
 impl std::fmt::Debug for GameServer {
@@ -392,6 +399,15 @@ impl GameServer {
             }
             None => None,
         };
+        let metrics = match config.metrics {
+            Some(addr) => {
+                let metrics = ServerMetrics::new();
+                let endpoint = ScrapeEndpoint::spawn(addr, metrics.registry())
+                    .map_err(|source| ServeError::Bind { addr, source })?;
+                Some((metrics, endpoint))
+            }
+            None => None,
+        };
         let interest = config.interest.map(Interest::new);
         Ok(Self {
             join_rng: Pcg64Mcg::seed_from_u64(config.seed),
@@ -424,6 +440,7 @@ impl GameServer {
             send_cpu: None,
             next_tick: 0,
             next_phase: 0,
+            metrics,
         })
     }
 
@@ -431,6 +448,14 @@ impl GameServer {
     #[must_use]
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The address the metrics endpoint listens on, with [`ServeConfig::metrics`].
+    #[must_use]
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics
+            .as_ref()
+            .map(|(_, endpoint)| endpoint.local_addr())
     }
 
     /// The settings.
@@ -471,7 +496,11 @@ impl GameServer {
             }
             let now = start.elapsed().as_secs_f64();
             if now >= next_status {
-                status(&self.second.status(now, self.connections.len(), dt));
+                status(
+                    &self
+                        .second
+                        .status(now, self.next_tick, self.connections.len(), dt),
+                );
                 self.second = Counters::default();
                 // One line per second, and one only after a stall.
                 next_status = now.floor() + 1.0;
@@ -499,9 +528,12 @@ impl GameServer {
         result?;
         let (recording_lines, audited) = finished?;
         Ok(Summary {
-            status: self
-                .total
-                .status(elapsed, self.connections.len(), 1.0 / self.config.tick_rate),
+            status: self.total.status(
+                elapsed,
+                self.next_tick,
+                self.connections.len(),
+                1.0 / self.config.tick_rate,
+            ),
             recording_lines,
             audited,
         })

@@ -289,6 +289,11 @@ pub(crate) struct ServerTransport {
     pending: Batch,
     /// Datagrams handed to the socket or the send thread.
     sent: u64,
+    /// Their bytes, with every datagram sent outside the ticks (handshakes, keep-alives,
+    /// clock-sync answers, goodbyes).
+    sent_bytes: u64,
+    /// Bytes of every datagram read, refused or not.
+    received_bytes: u64,
     netcode: NetcodeServer,
     buffer: Box<[u8; NETCODE_MAX_PACKET_BYTES]>,
     /// Scratch: the clients to send to.
@@ -326,6 +331,8 @@ impl ServerTransport {
             sender: None,
             pending: Batch::default(),
             sent: 0,
+            sent_bytes: 0,
+            received_bytes: 0,
             netcode: NetcodeServer::new(config),
             buffer: Box::new([0; NETCODE_MAX_PACKET_BYTES]),
             clients: Vec::new(),
@@ -363,6 +370,11 @@ impl ServerTransport {
         self.sent
     }
 
+    /// Bytes (UDP payloads) sent and received so far.
+    pub(crate) fn bytes(&self) -> (u64, u64) {
+        (self.sent_bytes, self.received_bytes)
+    }
+
     /// Advances netcode's clock by `elapsed`, before a read of the socket
     /// ([`Self::next_payload`] until it says there is nothing more, then
     /// [`Self::end_receive`]).
@@ -392,7 +404,10 @@ impl ServerTransport {
             let datagram = match self.kept.take() {
                 Some(kept) => kept,
                 None => match arrival::receive(&self.socket, &mut self.buffer[..]) {
-                    Ok(datagram) => datagram,
+                    Ok(datagram) => {
+                        self.received_bytes += datagram.len as u64;
+                        datagram
+                    }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(None),
                     // An ICMP "port unreachable" for an earlier datagram: not this read's.
@@ -412,12 +427,14 @@ impl ServerTransport {
                 datagram.len
             };
             let socket = &self.socket;
+            let sent_bytes = &mut self.sent_bytes;
             let heard = self.gate.process(
                 &mut self.netcode,
                 renet,
                 datagram.from,
                 self.buffer.get_mut(..len).unwrap_or(&mut []),
                 &mut |payload, addr| {
+                    *sent_bytes += payload.len() as u64;
                     let _ = send(socket, payload, addr);
                 },
             );
@@ -437,6 +454,7 @@ impl ServerTransport {
         for client in renet.disconnections_id_iter().collect::<Vec<_>>() {
             let result = self.netcode.disconnect(client);
             handle(result, renet, &mut |payload, addr| {
+                self.sent_bytes += payload.len() as u64;
                 let _ = send(&self.socket, payload, addr);
             });
         }
@@ -459,6 +477,7 @@ impl ServerTransport {
         for &client in self.clients.iter().skip(turn).step_by(MAINTAIN_TURNS) {
             let result = self.netcode.update_client(client);
             handle(result, renet, &mut |payload, addr| {
+                self.sent_bytes += payload.len() as u64;
                 let _ = send(&self.socket, payload, addr);
             });
         }
@@ -483,6 +502,7 @@ impl ServerTransport {
             match self.netcode.generate_payload_packet(client, &packet) {
                 Ok((addr, payload)) => {
                     self.sent += 1;
+                    self.sent_bytes += payload.len() as u64;
                     let (sender, pending) = (&mut self.sender, &mut self.pending);
                     if !dispatch(sender, pending, &self.socket, payload, addr, route) {
                         // The rest would fail the same way; renet resends what is reliable.
@@ -503,6 +523,7 @@ impl ServerTransport {
         match self.netcode.generate_payload_packet(client, payload) {
             Ok((addr, packet)) => {
                 self.sent += 1;
+                self.sent_bytes += packet.len() as u64;
                 let (sender, pending) = (&mut self.sender, &mut self.pending);
                 dispatch(sender, pending, &self.socket, packet, addr, route)
             }
@@ -534,6 +555,7 @@ impl ServerTransport {
         for client in self.netcode.clients_id() {
             let result = self.netcode.disconnect(client);
             handle(result, renet, &mut |payload, addr| {
+                self.sent_bytes += payload.len() as u64;
                 let _ = send(&self.socket, payload, addr);
             });
         }

@@ -169,6 +169,8 @@ fn serve_recorded(recording: &std::path::Path, audit: &std::path::Path) -> (Proc
             audit.to_str().expect("a UTF-8 path"),
             "--duration",
             "600",
+            // The full status line: a test counts the shots in each.
+            "--verbose-status",
         ],
     );
     let addr = server.address("lagcomp serve: listening on ");
@@ -551,9 +553,60 @@ fn bad_arguments_are_refused_and_a_timed_server_stops_by_itself() {
     server.address("lagcomp serve: listening on ");
     let (status, out, err) = server.wait(Duration::from_secs(60));
     assert!(status.success(), "{status}: {err}");
-    assert!(out.contains("[    1 s] players 0 | tick p50"), "{out}");
+    // The short status line by default.
+    let line = out
+        .lines()
+        .find(|line| line.starts_with("[    1 s] tick "))
+        .unwrap_or_else(|| panic!("no status line: {out}"));
+    assert!(
+        line.ends_with(") | 0 players | 0.0 shots/s | dropped 0"),
+        "{line}"
+    );
+    assert!(line.len() <= 80, "{} characters: {line}", line.len());
     assert!(out.contains("lagcomp serve: stopped after 1.5 s"), "{out}");
     assert!(out.contains("shots validated: 0"), "{out}");
+}
+
+#[test]
+fn serve_answers_metrics_scrapes_and_prints_the_full_status_on_request() {
+    use std::io::Write;
+    let mut server = Process::start(
+        "lagcomp serve",
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics",
+            "127.0.0.1:0",
+            "--verbose-status",
+            "--duration",
+            "3",
+        ],
+    );
+    server.address("lagcomp serve: listening on ");
+    let metrics = loop {
+        let line = server.line(Duration::from_secs(60));
+        if let Some(rest) = line.strip_prefix("  metrics: http://") {
+            break rest.strip_suffix("/metrics").expect("a URL").to_owned();
+        }
+    };
+    let mut scrape = std::net::TcpStream::connect(&metrics).expect("the endpoint accepts");
+    scrape
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("a timeout");
+    scrape
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n")
+        .expect("the request goes");
+    let mut answer = String::new();
+    scrape.read_to_string(&mut answer).expect("an answer");
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    assert!(answer.contains("\nlagcomp_players 0\n"), "{answer}");
+    assert!(answer.contains("\nlagcomp_shots_total 0\n"), "{answer}");
+    assert!(answer.ends_with("# EOF\n"), "{answer}");
+    let (status, out, err) = server.wait(Duration::from_secs(60));
+    assert!(status.success(), "{status}: {err}");
+    // The full status line on request.
+    assert!(out.contains("[    1 s] players 0 | tick p50"), "{out}");
 }
 
 /// `lagcomp serve` killed outright (SIGKILL) in the middle of a match: its audit log and

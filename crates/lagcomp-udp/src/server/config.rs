@@ -120,6 +120,13 @@ pub struct ServeConfig {
     /// disconnected. Copies of shots already answered do not count: they are answered again
     /// from memory.
     pub max_verdicts_per_second: u32,
+    /// Where to answer Prometheus' scrapes (`GET /metrics`, HTTP over TCP; port 0 picks
+    /// a free one, [`GameServer::metrics_addr`](super::GameServer::metrics_addr) names
+    /// it), or `None` for no metrics endpoint (the default). Verdicts by outcome and
+    /// reason, shots, tick work times, players, malformed messages, bytes sent and
+    /// received: the `metrics` module's table lists them. Anyone who reaches the address
+    /// can read them: bind it where only the monitoring does.
+    pub metrics: Option<SocketAddr>,
 }
 
 impl ServeConfig {
@@ -146,6 +153,7 @@ impl ServeConfig {
             private_key: None,
             public_addresses: Vec::new(),
             max_verdicts_per_second: DEFAULT_MAX_VERDICTS_PER_SECOND,
+            metrics: None,
         }
     }
 

@@ -114,6 +114,9 @@ impl GameServer {
                 Err(error) => {
                     self.second.malformed += 1;
                     self.total.malformed += 1;
+                    if let Some((metrics, _)) = &self.metrics {
+                        metrics.malformed();
+                    }
                     let penalty = self.guard.record(client, now);
                     if error.is_incompatible() || penalty == Penalty::Disconnect {
                         self.second.kicked += 1;

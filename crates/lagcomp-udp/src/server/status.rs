@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 pub struct Status {
     /// Seconds since the start.
     pub elapsed: f64,
+    /// The server's tick then: ticks since the start, run or skipped (the next tick's
+    /// number).
+    pub tick: u32,
     /// Players connected now.
     pub players: usize,
     /// Ticks run.
@@ -86,6 +89,74 @@ pub struct Status {
     pub joined: u64,
     /// Players that left.
     pub left: u64,
+}
+
+impl Status {
+    /// The line `lagcomp serve` prints each second by default, under 70 characters: the
+    /// tick, players, shots a second, the 99th percentile of the tick's work, and
+    /// everything dropped (see [`BriefStatus`]). The `Display` of the status itself is the
+    /// full line.
+    #[must_use]
+    pub fn brief(&self) -> BriefStatus<'_> {
+        BriefStatus(self)
+    }
+
+    /// Shots validated a second over the stretch the status covers (its ticks, run or
+    /// skipped), or 0 without ticks.
+    #[must_use]
+    pub fn shots_per_second(&self) -> f64 {
+        let seconds = (self.ticks + self.skipped_ticks) as f64 * self.budget;
+        if seconds > 0.0 {
+            self.shots as f64 / seconds
+        } else {
+            0.0
+        }
+    }
+
+    /// Everything dropped: malformed messages, datagrams that were not netcode's,
+    /// connection requests refused, shots over the verdict cap, verdicts given up
+    /// unacknowledged, and datagrams whose processing panicked.
+    #[must_use]
+    pub fn dropped(&self) -> u64 {
+        self.malformed
+            + self.framing_drops
+            + self.refused_requests
+            + self.verdicts_capped
+            + self.verdicts_given_up
+            + self.contained_panics
+    }
+}
+
+/// A status in one short line ([`Status::brief`]):
+/// `tick 640 (p99 0.412 ms) | 8 players | 12.5 shots/s | dropped 0`: the server's tick
+/// and the 99th percentile of its ticks' work in the second, players connected, shots
+/// validated a second, and everything dropped ([`Status::dropped`]); with
+/// `| N ticks skipped` after it when ticks were skipped.
+#[derive(Debug, Clone, Copy)]
+pub struct BriefStatus<'a>(&'a Status);
+
+impl std::fmt::Display for BriefStatus<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.0;
+        write!(f, "tick {} (p99 ", s.tick)?;
+        match s.tick_p99 {
+            Some(t) => write!(f, "{:.3} ms)", t * 1e3)?,
+            None => f.write_str("-)")?,
+        }
+        write!(f, " | {} players | ", s.players)?;
+        // Tenths only where they say something.
+        let rate = s.shots_per_second();
+        if rate < 100.0 {
+            write!(f, "{rate:.1}")?;
+        } else {
+            write!(f, "{rate:.0}")?;
+        }
+        write!(f, " shots/s | dropped {}", s.dropped())?;
+        if s.skipped_ticks > 0 {
+            write!(f, " | {} ticks skipped", s.skipped_ticks)?;
+        }
+        Ok(())
+    }
 }
 
 impl std::fmt::Display for Status {
@@ -174,4 +245,52 @@ pub struct Summary {
     pub recording_lines: Option<usize>,
     /// Verdicts in the audit log, if one was written.
     pub audited: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Status;
+
+    #[test]
+    fn the_brief_line_is_short_and_says_the_essentials() {
+        let mut status = Status {
+            tick: 123_456,
+            players: 1024,
+            ticks: 64,
+            budget: 1.0 / 64.0,
+            shots: 2_000,
+            tick_p99: Some(0.012_345),
+            malformed: 3,
+            framing_drops: 4,
+            refused_requests: 5,
+            verdicts_capped: 6,
+            verdicts_given_up: 7,
+            contained_panics: 1,
+            ..Status::default()
+        };
+        let brief = status.brief().to_string();
+        assert_eq!(
+            brief,
+            "tick 123456 (p99 12.345 ms) | 1024 players | 2000 shots/s | dropped 26"
+        );
+        // With the `[    1 s] ` prefix serve prints, still within 80 columns.
+        assert!(brief.len() + 10 <= 80, "{} characters", brief.len());
+        // The full line is the one with every detail.
+        assert!(status.to_string().len() > 2 * brief.len(), "{status}");
+
+        status.ticks = 32;
+        status.skipped_ticks = 32;
+        status.tick_p99 = None;
+        assert_eq!(
+            status.brief().to_string(),
+            "tick 123456 (p99 -) | 1024 players | 2000 shots/s | dropped 26 | 32 ticks skipped"
+        );
+        status.shots = 3;
+        assert_eq!(
+            status.brief().to_string(),
+            "tick 123456 (p99 -) | 1024 players | 3.0 shots/s | dropped 26 | 32 ticks skipped"
+        );
+        // No ticks: no rate.
+        assert_eq!(Status::default().shots_per_second(), 0.0);
+    }
 }

@@ -64,6 +64,10 @@ impl GameServer {
             let cpu = thread_cpu_time()
                 .map(|end| end - cpu_began.unwrap_or(end) + send_cpu.unwrap_or(0.0));
             let datagrams = self.transport.datagrams() - datagrams;
+            if let Some((metrics, _)) = &mut self.metrics {
+                let (sent, received) = self.transport.bytes();
+                metrics.tick(took, self.connections.len(), sent, received);
+            }
             for counters in [&mut self.second, &mut self.total] {
                 counters.ticks += 1;
                 counters.times.record(took);
@@ -225,6 +229,9 @@ impl GameServer {
             audit.write(verdict).map_err(ServeError::Audit)?;
         }
         let label = verdict.outcome.label();
+        if let Some((metrics, _)) = &self.metrics {
+            metrics.verdict(&verdict.outcome);
+        }
         for counters in [&mut self.second, &mut self.total] {
             counters.shots += 1;
             *counters.verdicts.entry(label).or_default() += 1;

@@ -40,8 +40,10 @@ impl Write for Shared {
 }
 
 /// A server on 127.0.0.1 running on a thread until the flag is set.
-struct Running {
-    addr: SocketAddr,
+pub(super) struct Running {
+    pub(super) addr: SocketAddr,
+    /// Its metrics endpoint, if it has one.
+    pub(super) metrics: Option<SocketAddr>,
     stop: Arc<AtomicBool>,
     /// Players connected, as of the latest status line.
     players: Arc<Mutex<Option<usize>>>,
@@ -49,9 +51,10 @@ struct Running {
 }
 
 impl Running {
-    fn start(config: ServeConfig, outputs: Outputs) -> Self {
+    pub(super) fn start(config: ServeConfig, outputs: Outputs) -> Self {
         let server = GameServer::bind(config, outputs).expect("the server binds");
         let addr = server.local_addr();
+        let metrics = server.metrics_addr();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let players = Arc::new(Mutex::new(None));
@@ -63,6 +66,7 @@ impl Running {
         });
         Self {
             addr,
+            metrics,
             stop,
             players,
             thread: Some(thread),
@@ -85,7 +89,7 @@ impl Running {
     }
 
     /// Waits (at most 10 s) for a status line saying nobody is connected.
-    fn wait_until_empty(&self) {
+    pub(super) fn wait_until_empty(&self) {
         let start = Instant::now();
         while *self.players.lock().expect("not poisoned") != Some(0) {
             assert!(start.elapsed() < Duration::from_secs(10), "players stay");
@@ -93,7 +97,7 @@ impl Running {
         }
     }
 
-    fn stop(mut self) -> Summary {
+    pub(super) fn stop(mut self) -> Summary {
         self.stop.store(true, Ordering::Release);
         self.thread
             .take()
@@ -113,7 +117,7 @@ impl Drop for Running {
     }
 }
 
-fn loopback() -> ServeConfig {
+pub(super) fn loopback() -> ServeConfig {
     ServeConfig::new("127.0.0.1:0".parse().expect("an address"))
 }
 
