@@ -8,8 +8,6 @@
 //! - [`brain`]: [`brain::BotBrain`], a bot's client logic.
 //! - [`server`]: [`server::ServerCore`], the server's game state and per-tick logic.
 //! - [`interest`]: which entities each player is sent (near it, with hysteresis).
-//! - [`echo`]: the round trip measured from snapshot acknowledgements, which caps the one
-//!   measured from probes (the fake-latency defence).
 //! - [`cheat`]: the cheat classes.
 //! - [`scorecard`]: what a match's honest and cheating shots came to.
 //!
@@ -95,7 +93,6 @@
 pub mod body;
 pub mod brain;
 pub mod cheat;
-pub mod echo;
 pub mod interest;
 pub mod scorecard;
 pub mod server;

@@ -1,7 +1,6 @@
 //! The authoritative server's game state, with no clock and no transport of its own:
 //! players' bodies, the lagcomp [`History`] recorded each tick, the [`Validator`], and
-//! what the server keeps per connection (round-trip estimate, shot receiver, reported
-//! delay, probes in flight).
+//! what the server keeps per connection (its [`LatencyTracker`], shot receiver).
 //!
 //! [`ServerCore`] is driven from outside: [`ServerCore::receive`] each client input as it
 //! arrives, [`ServerCore::tick`] once per tick (it moves and records every body and hands
@@ -9,7 +8,6 @@
 //! [`ServerCore::probe`] when sending. The simulator drives it from a virtual clock;
 //! `lagcomp serve` from the machine's clock and real sockets.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use glam::Vec3;
@@ -17,13 +15,12 @@ use lagcomp::{
     BoneTransform, ConfigError, EntityId, EntityState, History, HistoryConfig, RecordError, Rig,
     StaticError, Tick,
 };
-use lagcomp_net::clock::{Pong, RttEstimator};
+use lagcomp_net::clock::Pong;
 use lagcomp_net::shot::{Delivery, ShotReceiver};
-use lagcomp_validate::{ClientTiming, Participant, ShotClaim, Validator};
+use lagcomp_validate::{ClientTiming, LatencyTracker, Participant, ShotClaim, Validator};
 use rand_pcg::Pcg64Mcg;
 
 use crate::body::{self, Arena, BONES, Body, EYE, Stance};
-use crate::echo::SnapshotEcho;
 use crate::traffic::{ClientInput, fingerprint};
 use crate::weapon::rules;
 
@@ -101,12 +98,10 @@ struct Player {
     id: EntityId,
     team: u16,
     body: Body,
-    rtt: RttEstimator,
-    /// The round trip from its snapshot acknowledgements, which caps `rtt`.
-    echo: SnapshotEcho,
+    /// Its round trip (from probes, held to its snapshot acknowledgements') and reported
+    /// interpolation delay.
+    latency: LatencyTracker,
     receiver: ShotReceiver,
-    reported_delay: f64,
-    pings_out: BTreeMap<u32, f64>,
     /// The tick of its latest teleport (respawn).
     last_teleport: Option<Tick>,
     /// The newest input frame applied.
@@ -174,8 +169,8 @@ pub struct ServerCore {
     queue: Vec<QueuedShot>,
     ping_id: u32,
     next_team: u16,
-    /// Whether the probes' round trip is held to the acknowledgement echo's
-    /// ([`SnapshotEcho::ceiling`]).
+    /// Whether the probes' round trip is held to the acknowledgement echo's (the
+    /// fake-latency ceiling of [`lagcomp_validate::latency`]).
     echo_ceiling: bool,
 }
 
@@ -209,9 +204,12 @@ impl ServerCore {
 
     /// Whether the round trip handed to the validator is held to what the player's
     /// snapshot acknowledgements show (on by default: the fake-latency defence,
-    /// [`crate::echo`]). Off only to measure what the defence changes.
+    /// [`lagcomp_validate::latency`]). Off only to measure what the defence changes.
     pub fn set_echo_ceiling(&mut self, on: bool) {
         self.echo_ceiling = on;
+        for player in &mut self.players {
+            player.latency.set_echo_ceiling(on);
+        }
     }
 
     /// Makes room in the history for `players` more bodies, so that players joining
@@ -231,15 +229,14 @@ impl ServerCore {
         self.validator.register(id, participant(team));
         let body = Body::spawn(&self.arena, rng);
         let stance = body.stance();
+        let mut latency = LatencyTracker::new();
+        latency.set_echo_ceiling(self.echo_ceiling);
         self.players.push(Player {
             id,
             team,
             body,
-            rtt: RttEstimator::new(),
-            echo: SnapshotEcho::default(),
+            latency,
             receiver: ShotReceiver::new(),
-            reported_delay: 0.1,
-            pings_out: BTreeMap::new(),
             last_teleport: None,
             last_frame: None,
             bones: vec![BoneTransform::IDENTITY; BONES],
@@ -338,7 +335,8 @@ impl ServerCore {
     /// Player `id`'s smoothed round trip, once measured.
     #[must_use]
     pub fn srtt(&self, id: EntityId) -> Option<f64> {
-        self.position(id).and_then(|i| self.players[i].rtt.srtt())
+        self.position(id)
+            .and_then(|i| self.players[i].latency.probe_round_trip().srtt())
     }
 
     /// The timing the validator holds for player `id` (set each tick once its round trip
@@ -352,7 +350,8 @@ impl ServerCore {
     /// How far behind the present player `id` says it draws, seconds.
     #[must_use]
     pub fn reported_delay(&self, id: EntityId) -> Option<f64> {
-        self.position(id).map(|i| self.players[i].reported_delay)
+        self.position(id)
+            .map(|i| self.players[i].latency.interp_delay())
     }
 
     /// The cumulative shot acknowledgement for player `id`.
@@ -388,17 +387,18 @@ impl ServerCore {
             }
         }
         let pong = input.ping.map(|ping| Pong::answer(ping, now, now));
-        if let Some(id) = input.probe_reply
-            && let Some(sent) = player.pings_out.remove(&id)
-        {
-            player.rtt.sample(now - sent);
+        // A reply to a forgotten or already answered probe, an acknowledgement of a tick
+        // the history no longer holds, a delay that is no delay: each is refused by the
+        // tracker, which keeps what it had; the input's other parts still count.
+        if let Some(id) = input.probe_reply {
+            let _refused = player.latency.reply_received(id, now);
         }
-        player
-            .echo
-            .on_input(input.newest_tick, follows, now, &self.history);
-        if input.interp_delay.is_finite() {
-            player.reported_delay = input.interp_delay.clamp(0.0, 0.3);
+        if let Some(tick) = input.newest_tick {
+            let _refused = player
+                .latency
+                .snapshot_acked(tick, follows, now, &self.history);
         }
+        let _refused = player.latency.delay_reported(input.interp_delay);
         for (seq, mut claim) in input.shots {
             claim.shooter = player.id;
             match player.receiver.accept(seq, fingerprint(&claim)) {
@@ -427,10 +427,9 @@ impl ServerCore {
     pub fn probe(&mut self, now: f64) -> u32 {
         self.ping_id = self.ping_id.wrapping_add(1);
         for player in &mut self.players {
-            player.pings_out.insert(self.ping_id, now);
-            if player.pings_out.len() > 16 {
-                player.pings_out.pop_first();
-            }
+            // Refused only for a time before an input's or the previous probe's, or an
+            // id still awaited after wrapping around: that player skips this probe.
+            let _refused = player.latency.probe_sent(self.ping_id, now);
         }
         self.ping_id
     }
@@ -473,22 +472,12 @@ impl ServerCore {
             }
         }
         for player in &mut self.players {
-            if let (Some(srtt), Some(rttvar)) = (player.rtt.srtt(), player.rtt.rttvar()) {
-                let (srtt, rttvar) = if self.echo_ceiling {
-                    player.echo.ceiling(srtt, rttvar)
-                } else {
-                    (srtt, rttvar)
-                };
-                let timing = ClientTiming {
-                    srtt,
-                    rttvar,
-                    interp_delay: player.reported_delay,
-                };
-                if player.timing != Some(timing) {
-                    player.timing = Some(timing);
-                    // Refused only if not a timing (NaN, negative); the last one stays.
-                    let _refused = self.validator.set_timing(player.id, timing);
-                }
+            if let Some(timing) = player.latency.timing()
+                && player.timing != Some(timing)
+            {
+                player.timing = Some(timing);
+                // Refused only if not a timing (NaN, negative); the last one stays.
+                let _refused = self.validator.set_timing(player.id, timing);
             }
         }
         Ok(std::mem::take(&mut self.queue))

@@ -706,3 +706,30 @@ fn steady_fire_keeps_the_weapons_spacing_while_the_round_trip_jumps() {
     );
     assert_eq!(fire_rate, 0, "honest shots rejected for their fire rate");
 }
+
+#[test]
+fn replayed_probe_replies_and_negative_delays_leave_a_players_timing_alone() {
+    let mut core = core();
+    core.set_echo_ceiling(false);
+    let mut rng = Pcg64Mcg::seed_from_u64(2);
+    let me = core.join(&mut rng);
+    let probe = core.probe(0.02);
+    let reply = |delay: f64| ClientInput {
+        probe_reply: Some(probe),
+        interp_delay: delay,
+        ..input(1, Quat::IDENTITY, Vec::new())
+    };
+    core.receive(me, reply(0.05), 0.12);
+    core.tick(Tick(0), 0.125, 1.0 / 64.0, &mut rng)
+        .expect("the first tick");
+    let timing = core.timing(me).expect("measured from the reply");
+    assert!((timing.srtt - 0.1).abs() < 1e-12, "{timing:?}");
+    assert_eq!(timing.interp_delay, 0.05);
+    // The same reply again, much later (a replayed datagram), saying it draws -1 s behind:
+    // neither is a measurement, and the timing stays as it was.
+    core.receive(me, reply(-1.0), 0.6);
+    core.tick(Tick(1), 0.125 + 1.0 / 64.0, 1.0 / 64.0, &mut rng)
+        .expect("the next tick");
+    assert_eq!(core.reported_delay(me), Some(0.05));
+    assert_eq!(core.timing(me), Some(timing));
+}

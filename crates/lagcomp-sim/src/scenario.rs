@@ -36,7 +36,7 @@ pub struct Scenario {
     /// Respawns per bot per second.
     pub respawn_rate: f64,
     /// Whether the server holds probed round trips to its players' snapshot
-    /// acknowledgements (the fake-latency defence, [`lagcomp_game::echo`]); `true` unless
+    /// acknowledgements (the fake-latency defence, [`lagcomp_validate::latency`]); `true` unless
     /// measuring what it changes.
     pub echo_ceiling: bool,
 }

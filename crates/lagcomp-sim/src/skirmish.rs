@@ -54,7 +54,7 @@ pub struct SkirmishConfig {
     /// Bot 0 cheats this way, if any.
     pub cheat: Option<Cheat>,
     /// Whether the server holds probed round trips to its players' snapshot
-    /// acknowledgements ([`lagcomp_game::echo`]; `true` unless measuring the defence).
+    /// acknowledgements ([`lagcomp_validate::latency`]; `true` unless measuring the defence).
     pub echo_ceiling: bool,
 }
 

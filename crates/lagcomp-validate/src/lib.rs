@@ -12,6 +12,8 @@
 //!   the shooter's sequence and fire-rate memory in `shot_memory`).
 //! - [`verdict`]: outcomes, reasons and their basis.
 //! - [`explain`]: verdicts a person can read: how far off a rejected claim was.
+//! - [`latency`]: [`LatencyTracker`], a client's timing measured on the server from its
+//!   probe replies and snapshot acknowledgements.
 //! - [`audit`]: the `tracing` event and a JSON Lines audit log, and its reader.
 //! - [`recording`]: match recordings (JSON Lines, `docs/FORMAT.md`) and offline
 //!   re-validation.
@@ -102,6 +104,7 @@ pub mod audit;
 pub mod claim;
 pub mod explain;
 mod jsonl;
+pub mod latency;
 mod measurement;
 pub mod recording;
 pub mod rules;
@@ -114,6 +117,7 @@ pub use audit::AuditLog;
 pub use claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim, TimingError, WeaponId};
 pub use explain::Rejection;
 pub use jsonl::TornTail;
+pub use latency::{LatencyError, LatencyTracker};
 pub use measurement::Measurement;
 pub use rules::{
     DamageMultipliers, Policy, RuleSet, RulesError, ShooterReference, TimeMismatch, WeaponRules,
