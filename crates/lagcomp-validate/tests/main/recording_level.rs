@@ -503,3 +503,89 @@ fn a_level_record_parses_and_prints_back_the_same() {
     );
     assert_eq!(RecordingEntry::parse(&json).unwrap(), entry);
 }
+
+#[test]
+fn the_documented_level_errors_are_the_real_ones() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/FORMAT.md"))
+        .unwrap();
+    let unwrapped = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (text, _) = with_level_line(|l| l.replacen("[0,2,3]", "[0,2,9]", 1));
+    let bad_index = Recording::read(text.as_bytes()).expect_err("bad index");
+    let (bytes, _) = mesh_match();
+    let text = String::from_utf8(bytes).unwrap();
+    let removal = Recording::read(text.replacen("\"piece\":2", "\"piece\":7", 1).as_bytes())
+        .expect_err("unknown piece");
+    let v1 = Recording::read(
+        text.replacen(&format!("\"version\":{FORMAT_VERSION}"), "\"version\":1", 1)
+            .as_bytes(),
+    )
+    .expect_err("v1");
+    // The document quotes the messages (kinds), without this match's line numbers.
+    for e in [bad_index, removal, v1] {
+        let message = e.kind.to_string();
+        assert!(unwrapped.contains(&message), "FORMAT.md lacks {message}");
+    }
+}
+
+#[test]
+fn a_mesh_costs_about_35_bytes_a_triangle_in_a_recording() {
+    // A 100,000-triangle level: a 224 x 224 grid of vertices 0.37 m apart on a gently
+    // curved surface (coordinates with several digits, as a real level's are).
+    let n = 224_u32;
+    let vertices: Vec<Vec3> = (0..n * n)
+        .map(|i| {
+            let (x, z) = ((i % n) as f32 * 0.37, (i / n) as f32 * 0.37);
+            Vec3::new(x - 41.3, (x * 0.11).sin() + (z * 0.07).cos(), z - 41.3)
+        })
+        .collect();
+    let mut triangles = Vec::new();
+    for row in 0..n - 1 {
+        for column in 0..n - 1 {
+            let a = row * n + column;
+            triangles.push([a, a + 1, a + n]);
+            triangles.push([a + 1, a + n + 1, a + n]);
+        }
+    }
+    let count = triangles.len();
+    assert!(count > 99_000, "{count}");
+    let piece = LevelPiece::Mesh {
+        vertices,
+        triangles,
+        layers: 1,
+    };
+    let out = RecordingWriter::new(
+        Vec::new(),
+        &HistoryConfig {
+            tick_rate: RATE,
+            max_rewind: 0.5,
+        },
+    )
+    .unwrap();
+    let header = out.lines();
+    let before = out.finish().unwrap().len();
+    let mut out = RecordingWriter::new(
+        Vec::new(),
+        &HistoryConfig {
+            tick_rate: RATE,
+            max_rewind: 0.5,
+        },
+    )
+    .unwrap();
+    out.level(std::slice::from_ref(&piece)).unwrap();
+    assert_eq!(out.lines(), header + 1);
+    let bytes = out.finish().unwrap();
+    let per_triangle = (bytes.len() - before) as f64 / count as f64;
+    println!(
+        "{count} triangles: {} bytes, {per_triangle:.1} a triangle",
+        bytes.len() - before
+    );
+    assert!((25.0..=45.0).contains(&per_triangle), "{per_triangle}");
+    // And it reads back to the same piece.
+    let recording = Recording::read(&bytes[..]).unwrap();
+    assert_eq!(
+        recording.records[1].1,
+        RecordingEntry::Level {
+            pieces: vec![piece]
+        }
+    );
+}
