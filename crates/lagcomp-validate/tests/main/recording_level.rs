@@ -589,3 +589,54 @@ fn a_mesh_costs_about_35_bytes_a_triangle_in_a_recording() {
         }
     );
 }
+
+#[test]
+fn a_piece_check_refuses_what_loading_refuses() {
+    // The reader checks pieces with `LevelPiece::check` so that nothing is half-loaded on
+    // replay: it must refuse exactly what `History::load_level` refuses, with the same error.
+    let mut non_finite = mesh_wall(0.0, -10.0);
+    if let LevelPiece::Mesh { vertices, .. } = &mut non_finite {
+        vertices[1].y = f32::INFINITY;
+    }
+    let mut bad_grid = ground();
+    if let LevelPiece::HeightField { heights, .. } = &mut bad_grid {
+        heights.pop();
+    }
+    let mut bad_height = ground();
+    if let LevelPiece::HeightField { heights, .. } = &mut bad_height {
+        heights[4] = f32::NAN;
+    }
+    let mut flat_size = ground();
+    if let LevelPiece::HeightField { size, .. } = &mut flat_size {
+        size.x = 0.0;
+    }
+    let pieces = [
+        mesh_wall(0.0, -10.0),
+        ground(),
+        non_finite,
+        bad_grid,
+        bad_height,
+        flat_size,
+        LevelPiece::Primitive {
+            shape: Shape::sphere(-1.0),
+            pose: Pose::IDENTITY,
+            layers: 1,
+        },
+        LevelPiece::Mesh {
+            vertices: vec![Vec3::ZERO, Vec3::X, Vec3::Y],
+            triangles: vec![[0, 1, 3]],
+            layers: 1,
+        },
+    ];
+    let mut refused = 0;
+    for piece in pieces {
+        let mut history = History::new(HistoryConfig::default()).unwrap();
+        let loaded = history.load_level([piece.clone()]).map(|_| ());
+        let checked = piece
+            .check()
+            .map_err(|error| LevelError { piece: 0, error });
+        assert_eq!(checked, loaded, "{piece:?}");
+        refused += usize::from(checked.is_err());
+    }
+    assert_eq!(refused, 6);
+}
