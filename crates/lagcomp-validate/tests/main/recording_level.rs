@@ -15,19 +15,13 @@ use lagcomp_validate::recording::{
     revalidate,
 };
 use lagcomp_validate::{
-    ClaimedHit, ClientTiming, Participant, RenderTime, RuleSet, ShotClaim, Validator, Verdict,
-    VerdictOutcome, WeaponId,
+    ClaimedHit, Participant, RenderTime, RuleSet, ShotClaim, Validator, Verdict, VerdictOutcome,
+    WeaponId,
 };
 
-const RATE: f64 = 64.0;
-const HEAD: f32 = 0.12;
-/// The target's head, straight down -Z from the shooter at the origin.
-const TARGET: Vec3 = Vec3::new(0.0, 0.0, -20.0);
-const TIMING: ClientTiming = ClientTiming {
-    srtt: 0.1,
-    rttvar: 0.005,
-    interp_delay: 0.1,
-};
+// The scene of the level geometry tests: the target's head straight down -Z from the
+// shooter at the origin.
+use crate::level_geometry::{HEAD, RATE, TARGET, TIMING};
 const RULES: &str = r#"
 [weapons.rifle]
 id = 1
@@ -197,22 +191,12 @@ fn mesh_match() -> (Vec<u8>, Vec<Verdict>) {
         .expect("valid timing");
     server.out.timing(shooter, &TIMING).unwrap();
     // A primitive first, so the level's ids start after it, as they do live.
-    server
-        .out
-        .static_collider(
-            Shape::sphere(0.5),
-            Pose::from_translation(Vec3::new(30.0, 0.0, 0.0)),
-            1,
-        )
-        .unwrap();
-    server
-        .history
-        .add_static(
-            Shape::sphere(0.5),
-            Pose::from_translation(Vec3::new(30.0, 0.0, 0.0)),
-            1,
-        )
-        .unwrap();
+    let (ball, aside) = (
+        Shape::sphere(0.5),
+        Pose::from_translation(Vec3::new(30.0, 0.0, 0.0)),
+    );
+    server.out.static_collider(ball, aside, 1).unwrap();
+    server.history.add_static(ball, aside, 1).unwrap();
     let level = server.level(&[ground(), mesh_wall(0.0, -10.0)]);
     let wall = StaticId(level.end.0 - 1);
     let mut seq = 0;
@@ -553,24 +537,20 @@ fn a_mesh_costs_about_35_bytes_a_triangle_in_a_recording() {
         triangles,
         layers: 1,
     };
-    let out = RecordingWriter::new(
-        Vec::new(),
-        &HistoryConfig {
-            tick_rate: RATE,
-            max_rewind: 0.5,
-        },
-    )
-    .unwrap();
+    let writer = || {
+        RecordingWriter::new(
+            Vec::new(),
+            &HistoryConfig {
+                tick_rate: RATE,
+                max_rewind: 0.5,
+            },
+        )
+        .unwrap()
+    };
+    let out = writer();
     let header = out.lines();
     let before = out.finish().unwrap().len();
-    let mut out = RecordingWriter::new(
-        Vec::new(),
-        &HistoryConfig {
-            tick_rate: RATE,
-            max_rewind: 0.5,
-        },
-    )
-    .unwrap();
+    let mut out = writer();
     out.level(std::slice::from_ref(&piece)).unwrap();
     assert_eq!(out.lines(), header + 1);
     let bytes = out.finish().unwrap();
