@@ -9,12 +9,13 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use lagcomp::{History, HistoryConfig};
+use lagcomp::{History, HistoryConfig, LevelError, LevelPiece, PieceError, StaticError, StaticId};
 
+use super::RecordType;
 use super::error::RecordingErrorKind;
 use super::limits;
-use super::record::check_rig_size;
-use super::wire::{Line, OutcomeLabel, ParticipantLine};
+use super::record::{check_rig_size, level_piece};
+use super::wire::{Line, OutcomeLabel, ParticipantLine, PieceLine};
 
 /// Server times beyond this many seconds are corrupt (the history refuses them).
 const MAX_TIME: f64 = 1.0e12;
@@ -32,11 +33,24 @@ struct Known {
     bytes: u64,
 }
 
+/// What the checker remembers about a piece of level geometry.
+#[derive(Debug, Clone, Copy)]
+struct PieceLife {
+    added: f64,
+    removed: bool,
+}
+
 /// The state needed to check the next line.
 #[derive(Debug, Default)]
 pub(super) struct Checker {
     /// Frames the history keeps, known once the header is read.
     capacity: Option<u64>,
+    /// The header's format version.
+    version: u64,
+    /// Every piece of level geometry by id: when it was added, and whether it was removed.
+    pieces: Vec<PieceLife>,
+    level_records: usize,
+    triangles: u64,
     rules_line: Option<usize>,
     first_claim: Option<usize>,
     entities: HashMap<u64, Known>,
@@ -64,12 +78,13 @@ impl Checker {
             if header.format != super::FORMAT_NAME {
                 return Err(RecordingErrorKind::WrongFormat(header.format.to_string()));
             }
-            if header.version != u64::from(super::FORMAT_VERSION) {
+            if !super::READS_VERSIONS.contains(&header.version) {
                 return Err(RecordingErrorKind::UnsupportedVersion {
                     found: header.version,
                     supported: super::FORMAT_VERSION,
                 });
             }
+            self.version = header.version;
             let history = History::new(HistoryConfig {
                 tick_rate: header.tick_rate,
                 max_rewind: header.max_rewind,
@@ -98,9 +113,47 @@ impl Checker {
                         limits::MAX_STATICS,
                     ));
                 }
-                s.shape.validate().map_err(lagcomp::StaticError::from)?;
-                s.pose.validate().map_err(lagcomp::StaticError::from)?;
+                s.shape.validate().map_err(StaticError::from)?;
+                s.pose.validate().map_err(StaticError::from)?;
+                self.check_piece_count(1)?;
                 self.statics += 1;
+                self.pieces.push(PieceLife {
+                    added: f64::NEG_INFINITY,
+                    removed: false,
+                });
+            }
+            Line::Level(l) => {
+                self.accept_pieces(RecordType::Level, &l.pieces, f64::NEG_INFINITY)?
+            }
+            Line::LevelAdd(l) => {
+                self.since_version(RecordType::LevelAdd)?;
+                if !l.time.is_finite() {
+                    return Err(LevelError {
+                        piece: 0,
+                        error: PieceError::Static(StaticError::Time(l.time)),
+                    }
+                    .into());
+                }
+                self.accept_pieces(RecordType::LevelAdd, &l.pieces, l.time)?;
+            }
+            Line::LevelRemove(r) => {
+                self.since_version(RecordType::LevelRemove)?;
+                let id = StaticId(r.piece);
+                let piece = usize::try_from(r.piece)
+                    .ok()
+                    .and_then(|i| self.pieces.get_mut(i))
+                    .ok_or(RecordingErrorKind::LevelRemove(StaticError::UnknownPiece(
+                        id,
+                    )))?;
+                if piece.removed {
+                    return Err(RecordingErrorKind::LevelRemove(
+                        StaticError::AlreadyRemoved(id),
+                    ));
+                }
+                if !r.time.is_finite() || r.time < piece.added {
+                    return Err(RecordingErrorKind::LevelRemove(StaticError::Time(r.time)));
+                }
+                piece.removed = true;
             }
             Line::Spawn(s) => {
                 if let Some(known) = self.entities.get(&s.entity) {
@@ -284,6 +337,73 @@ impl Checker {
         Ok(())
     }
 
+    /// Checks a `level` or `level_add` record's pieces, every one before any is counted,
+    /// and takes them in as added at `added`.
+    fn accept_pieces(
+        &mut self,
+        kind: RecordType,
+        pieces: &[PieceLine<'_>],
+        added: f64,
+    ) -> Result<(), RecordingErrorKind> {
+        self.since_version(kind)?;
+        if self.level_records >= limits::MAX_LEVEL_RECORDS {
+            return Err(too_large(
+                "the number of level records",
+                self.level_records + 1,
+                limits::MAX_LEVEL_RECORDS,
+            ));
+        }
+        self.check_piece_count(pieces.len())?;
+        let mut triangles = self.triangles;
+        for (index, line) in pieces.iter().enumerate() {
+            let piece = level_piece(line.clone());
+            piece.check().map_err(|error| LevelError {
+                piece: index,
+                error,
+            })?;
+            triangles += triangles_of(&piece);
+            if triangles > limits::MAX_LEVEL_TRIANGLES {
+                return Err(RecordingErrorKind::TooLarge {
+                    what: "the level's triangles",
+                    got: triangles,
+                    limit: limits::MAX_LEVEL_TRIANGLES,
+                });
+            }
+        }
+        self.triangles = triangles;
+        self.level_records += 1;
+        self.pieces.extend(pieces.iter().map(|_| PieceLife {
+            added,
+            removed: false,
+        }));
+        Ok(())
+    }
+
+    /// Refuses a record newer than the header's version.
+    fn since_version(&self, kind: RecordType) -> Result<(), RecordingErrorKind> {
+        const LEVEL_RECORDS_SINCE: u32 = 2;
+        if self.version < u64::from(LEVEL_RECORDS_SINCE) {
+            return Err(RecordingErrorKind::NotInVersion {
+                kind,
+                needs: LEVEL_RECORDS_SINCE,
+                version: self.version,
+            });
+        }
+        Ok(())
+    }
+
+    fn check_piece_count(&self, more: usize) -> Result<(), RecordingErrorKind> {
+        let total = self.pieces.len() + more;
+        if total > limits::MAX_LEVEL_PIECES {
+            return Err(too_large(
+                "the number of level pieces",
+                total,
+                limits::MAX_LEVEL_PIECES,
+            ));
+        }
+        Ok(())
+    }
+
     /// An entity number that was spawned at some point.
     fn known_entity(&self, entity: u64, role: &'static str) -> Result<&Known, RecordingErrorKind> {
         self.entities
@@ -301,6 +421,17 @@ impl Checker {
                 despawned,
             }),
             None => Ok(known),
+        }
+    }
+}
+
+/// Triangles a checked piece holds (a heightfield: two per grid square; a primitive: none).
+fn triangles_of(piece: &LevelPiece) -> u64 {
+    match piece {
+        LevelPiece::Primitive { .. } => 0,
+        LevelPiece::Mesh { triangles, .. } => triangles.len() as u64,
+        LevelPiece::HeightField { rows, columns, .. } => {
+            (rows.saturating_sub(1) as u64) * (columns.saturating_sub(1) as u64) * 2
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::io;
 
-use lagcomp::{ConfigError, RigError, StaticError, TransformError};
+use lagcomp::{ConfigError, LevelError, RigError, StaticError, TransformError};
 
 use super::RecordType;
 use crate::rules::RulesError;
@@ -117,14 +117,33 @@ pub enum RecordingErrorKind {
     /// The header names another format.
     #[error("not a lagcomp recording: format {0:?}, expected \"lagcomp-recording\"")]
     WrongFormat(String),
-    /// The header's version is not the one this reader understands.
-    #[error("unsupported format version {found} (this reader supports version {supported})")]
+    /// The header's version is not one this reader understands.
+    #[error("unsupported format version {found} (this reader supports versions 1 to {supported})")]
     UnsupportedVersion {
         /// The version in the file.
         found: u64,
         /// The version this reader supports.
         supported: u32,
     },
+    /// A record type newer than the header's format version.
+    #[error("a {kind} record needs format version {needs} or later; the header says {version}")]
+    NotInVersion {
+        /// The record type.
+        kind: RecordType,
+        /// The first version that has it.
+        needs: u32,
+        /// The header's version.
+        version: u64,
+    },
+    /// A piece of level geometry that loading would refuse (a non-finite vertex, an index
+    /// past the last vertex, a degenerate triangle, a piece too large...); nothing of its
+    /// record is loaded.
+    #[error(transparent)]
+    Level(#[from] LevelError),
+    /// A removal of a piece that does not exist (yet), was removed already, or at a time
+    /// that is not finite or comes before the piece was added.
+    #[error("level_remove: {0}")]
+    LevelRemove(StaticError),
     /// A header record after the first line.
     #[error("a second header record (the header is line 1 only)")]
     DuplicateHeader,

@@ -21,6 +21,19 @@ pub const MAX_ENTITIES_PER_FRAME: usize = 4096;
 /// Most static colliders (each one rebuilds the static tree on replay, as it does live).
 pub const MAX_STATICS: usize = 4096;
 
+/// Most `level` and `level_add` records (each one rebuilds the static tree on replay, as
+/// it does live).
+pub const MAX_LEVEL_RECORDS: usize = 4096;
+
+/// Most pieces of level geometry of every kind (`static` records included), over the
+/// whole recording: removed pieces keep their ids, so they count too.
+pub const MAX_LEVEL_PIECES: usize = 1 << 20;
+
+/// Most triangles of level geometry over the whole recording, meshes and heightfield
+/// cells (two per grid square) together: about 300 MB of meshes on replay. One mesh of
+/// 100,000 triangles takes about 3.5 MB of its line.
+pub const MAX_LEVEL_TRIANGLES: u64 = 1 << 23;
+
 /// Most bytes of bone history a replay may have to hold at once: per entity still in the
 /// history, its ring of frames times (28 bytes per bone + 36 per frame), as
 /// [`lagcomp::History`] stores them.

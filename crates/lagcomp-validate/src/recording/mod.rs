@@ -60,7 +60,14 @@ pub use write::RecordingWriter;
 /// The version of the recording format this crate reads and writes. It changes whenever
 /// a reader of the previous version could not read the new files, or would read them
 /// differently (see `docs/FORMAT.md`).
-pub const FORMAT_VERSION: u32 = 1;
+///
+/// Version 2 added level geometry (`level`, `level_add`, `level_remove`: triangle meshes,
+/// heightfields, pieces with lifetimes); version 1 files still read and re-validate the
+/// same.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The versions this crate reads: every version up to [`FORMAT_VERSION`].
+pub const READS_VERSIONS: std::ops::RangeInclusive<u64> = 1..=FORMAT_VERSION as u64;
 
 /// The header's `"format"`: what tells a recording from other JSON Lines.
 pub const FORMAT_NAME: &str = "lagcomp-recording";

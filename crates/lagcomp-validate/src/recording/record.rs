@@ -6,17 +6,17 @@ use std::fmt;
 use std::sync::Arc;
 
 use lagcomp::{
-    BoneTransform, EntityId, EntityState, HistoryConfig, HitboxId, Pose, Rig, Shape, StaticId,
-    Tick, Vec3,
+    BoneTransform, EntityId, EntityState, HistoryConfig, HitboxId, LevelPiece, Pose, Rig, Shape,
+    StaticId, Tick, Vec3,
 };
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::error::RecordingErrorKind;
 use super::limits;
 use super::wire::{
-    ClaimLine, EntityLine, FrameEntityLine, FrameLine, HeaderLine, HitLine, Line, Num32, Num64,
-    OutcomeLabel, ParticipantLine, RegisterLine, RenderTimeLine, RulesLine, SpawnLine, StaticLine,
-    TimingLine, VerdictLine,
+    ClaimLine, EntityLine, FrameEntityLine, FrameLine, HeaderLine, HitLine, LevelAddLine,
+    LevelLine, LevelRemoveLine, Line, Num32, Num64, OutcomeLabel, ParticipantLine, PieceLine,
+    RegisterLine, RenderTimeLine, RulesLine, SpawnLine, StaticLine, TimingLine, VerdictLine,
 };
 use crate::claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim, WeaponId};
 use crate::rules::RuleSet;
@@ -33,6 +33,12 @@ pub enum RecordType {
     Rules,
     /// A piece of static world geometry.
     Static,
+    /// Level geometry loaded in one batch (format version 2).
+    Level,
+    /// Level geometry that appears at a time (format version 2).
+    LevelAdd,
+    /// A piece of level geometry removed at a time (format version 2).
+    LevelRemove,
     /// An entity enters the history (and, with a participant, the validator).
     Spawn,
     /// An entity's team or aim bone changes in the validator.
@@ -53,10 +59,13 @@ pub enum RecordType {
 
 impl RecordType {
     /// Every type, in the order the format document lists them.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 14] = [
         Self::Header,
         Self::Rules,
         Self::Static,
+        Self::Level,
+        Self::LevelAdd,
+        Self::LevelRemove,
         Self::Spawn,
         Self::Register,
         Self::Forget,
@@ -74,6 +83,9 @@ impl RecordType {
             Self::Header => "header",
             Self::Rules => "rules",
             Self::Static => "static",
+            Self::Level => "level",
+            Self::LevelAdd => "level_add",
+            Self::LevelRemove => "level_remove",
             Self::Spawn => "spawn",
             Self::Register => "register",
             Self::Forget => "forget",
@@ -124,6 +136,26 @@ pub enum RecordingEntry {
         rig: Arc<Rig>,
         /// Its registration with the validator, if it was registered at spawn.
         participant: Option<Participant>,
+    },
+    /// [`lagcomp::History::load_level`] (format version 2).
+    Level {
+        /// The pieces, in order: they get consecutive ids.
+        pieces: Vec<LevelPiece>,
+    },
+    /// [`lagcomp::History::add_pieces_at`] (format version 2).
+    LevelAdd {
+        /// When they appear, seconds on the history's clock.
+        time: f64,
+        /// The pieces, in order: they get consecutive ids.
+        pieces: Vec<LevelPiece>,
+    },
+    /// [`lagcomp::History::remove_static`] (format version 2).
+    LevelRemove {
+        /// The piece, as the server's history numbered it (the same on replay: pieces are
+        /// numbered in the order they were added).
+        piece: StaticId,
+        /// When it is gone, seconds on the history's clock.
+        time: f64,
     },
     /// [`crate::Validator::register`] of an entity already spawned.
     Register {
@@ -193,6 +225,9 @@ impl RecordingEntry {
             Self::Header(_) => RecordType::Header,
             Self::Rules(_) => RecordType::Rules,
             Self::Static { .. } => RecordType::Static,
+            Self::Level { .. } => RecordType::Level,
+            Self::LevelAdd { .. } => RecordType::LevelAdd,
+            Self::LevelRemove { .. } => RecordType::LevelRemove,
             Self::Spawn { .. } => RecordType::Spawn,
             Self::Register { .. } => RecordType::Register,
             Self::Forget { .. } => RecordType::Forget,
@@ -238,6 +273,11 @@ impl RecordingEntry {
                 pose: *pose,
                 layers: *layers,
             }),
+            Self::Level { pieces } => Line::Level(level_line(pieces)),
+            Self::LevelAdd { time, pieces } => Line::LevelAdd(level_add_line(*time, pieces)),
+            Self::LevelRemove { piece, time } => {
+                Line::LevelRemove(level_remove_line(*piece, *time))
+            }
             Self::Spawn {
                 entity,
                 rig,
@@ -286,6 +326,17 @@ impl RecordingEntry {
                 shape: s.shape,
                 pose: s.pose,
                 layers: s.layers,
+            },
+            Line::Level(l) => Self::Level {
+                pieces: l.pieces.into_iter().map(level_piece).collect(),
+            },
+            Line::LevelAdd(l) => Self::LevelAdd {
+                time: l.time,
+                pieces: l.pieces.into_iter().map(level_piece).collect(),
+            },
+            Line::LevelRemove(l) => Self::LevelRemove {
+                piece: StaticId(l.piece),
+                time: l.time,
             },
             Line::Spawn(s) => {
                 check_rig_size(s.bone_count, s.hitboxes.len())?;
@@ -375,6 +426,108 @@ pub(super) fn header_line(config: &HistoryConfig) -> HeaderLine<'static> {
         version: u64::from(super::FORMAT_VERSION),
         tick_rate: config.tick_rate,
         max_rewind: config.max_rewind,
+    }
+}
+
+pub(super) fn level_line(pieces: &[LevelPiece]) -> LevelLine<'_> {
+    LevelLine {
+        kind: RecordType::Level,
+        pieces: pieces.iter().map(piece_line).collect(),
+    }
+}
+
+pub(super) fn level_add_line(time: f64, pieces: &[LevelPiece]) -> LevelAddLine<'_> {
+    LevelAddLine {
+        kind: RecordType::LevelAdd,
+        time,
+        pieces: pieces.iter().map(piece_line).collect(),
+    }
+}
+
+pub(super) fn level_remove_line(piece: StaticId, time: f64) -> LevelRemoveLine {
+    LevelRemoveLine {
+        kind: RecordType::LevelRemove,
+        piece: piece.0,
+        time,
+    }
+}
+
+/// A piece's line, borrowing its vertices, triangles and heights.
+fn piece_line(piece: &LevelPiece) -> PieceLine<'_> {
+    match piece {
+        LevelPiece::Primitive {
+            shape,
+            pose,
+            layers,
+        } => PieceLine::Primitive {
+            shape: *shape,
+            pose: *pose,
+            layers: *layers,
+        },
+        LevelPiece::Mesh {
+            vertices,
+            triangles,
+            layers,
+        } => PieceLine::Mesh {
+            vertices: Cow::Borrowed(vertices),
+            triangles: Cow::Borrowed(triangles),
+            layers: *layers,
+        },
+        LevelPiece::HeightField {
+            heights,
+            rows,
+            columns,
+            size,
+            pose,
+            layers,
+        } => PieceLine::HeightField {
+            heights: Cow::Borrowed(heights),
+            rows: *rows as u64,
+            columns: *columns as u64,
+            size: *size,
+            pose: *pose,
+            layers: *layers,
+        },
+    }
+}
+
+/// The piece a line holds, unchecked ([`LevelPiece::check`] says what is wrong with it).
+pub(super) fn level_piece(line: PieceLine<'_>) -> LevelPiece {
+    match line {
+        PieceLine::Primitive {
+            shape,
+            pose,
+            layers,
+        } => LevelPiece::Primitive {
+            shape,
+            pose,
+            layers,
+        },
+        PieceLine::Mesh {
+            vertices,
+            triangles,
+            layers,
+        } => LevelPiece::Mesh {
+            vertices: vertices.into_owned(),
+            triangles: triangles.into_owned(),
+            layers,
+        },
+        PieceLine::HeightField {
+            heights,
+            rows,
+            columns,
+            size,
+            pose,
+            layers,
+        } => LevelPiece::HeightField {
+            heights: heights.into_owned(),
+            // A count no platform can hold is refused by the check as a wrong grid.
+            rows: usize::try_from(rows).unwrap_or(usize::MAX),
+            columns: usize::try_from(columns).unwrap_or(usize::MAX),
+            size,
+            pose,
+            layers,
+        },
     }
 }
 

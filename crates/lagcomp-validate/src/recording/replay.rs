@@ -48,7 +48,8 @@ impl Revalidated {
 }
 
 /// Re-runs every claim of `recording` through a fresh [`History`] and [`Validator`], in
-/// file order, making the calls the live server made: statics added, entities spawned
+/// file order, making the calls the live server made: statics added, level geometry
+/// loaded, added and removed (so every piece gets the id it had live), entities spawned
 /// (and registered), frames recorded, timing set, despawns, and each claim validated at
 /// its `received_at` against the history as recorded up to its line.
 ///
@@ -191,6 +192,21 @@ fn replay(
             } => {
                 history
                     .add_static(*shape, *pose, *layers)
+                    .map_err(|e| refused(&e))?;
+            }
+            RecordingEntry::Level { pieces } => {
+                history
+                    .load_level(pieces.iter().cloned())
+                    .map_err(|e| refused(&e))?;
+            }
+            RecordingEntry::LevelAdd { time, pieces } => {
+                history
+                    .add_pieces_at(pieces.iter().cloned(), *time)
+                    .map_err(|e| refused(&e))?;
+            }
+            RecordingEntry::LevelRemove { piece, time } => {
+                history
+                    .remove_static(*piece, *time)
                     .map_err(|e| refused(&e))?;
             }
             RecordingEntry::Spawn {

@@ -4,14 +4,17 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-use lagcomp::{BoneTransform, EntityId, EntityState, HistoryConfig, Pose, Rig, Shape, Tick};
+use lagcomp::{
+    BoneTransform, EntityId, EntityState, HistoryConfig, LevelPiece, Pose, Rig, Shape, StaticId,
+    Tick,
+};
 
 use super::check::Checker;
 use super::error::{RecordingError, RecordingErrorKind};
 use super::limits::MAX_LINE_BYTES;
 use super::record::{
-    RecordType, RecordingEntry, claim_line, entity_line, header_line, participant_line, spawn_line,
-    timing_line, verdict_line,
+    RecordType, RecordingEntry, claim_line, entity_line, header_line, level_add_line, level_line,
+    level_remove_line, participant_line, spawn_line, timing_line, verdict_line,
 };
 use super::wire::{FrameEntityLine, FrameLine, Line, RegisterLine, RulesLine, StaticLine};
 use crate::claim::{ClientTiming, ShotClaim};
@@ -21,7 +24,10 @@ use crate::verdict::Verdict;
 
 /// Writes a recording as JSON Lines; the first line is the header.
 ///
-/// Call it next to the server's own calls, in the same order: [`RecordingWriter::spawn`]
+/// Call it next to the server's own calls, in the same order: [`RecordingWriter::level`],
+/// [`RecordingWriter::level_add`] and [`RecordingWriter::level_remove`] with the history's
+/// `load_level`, `add_pieces_at` and `remove_static` (and
+/// [`RecordingWriter::static_collider`] with `add_static`), [`RecordingWriter::spawn`]
 /// with [`lagcomp::History::spawn`] (and the validator's `register`),
 /// [`RecordingWriter::frame`] with each recorded frame, [`RecordingWriter::timing`] with
 /// `set_timing`, [`RecordingWriter::claim`] then [`RecordingWriter::verdict`] around each
@@ -79,6 +85,35 @@ impl<W: Write> RecordingWriter<W> {
             pose,
             layers,
         }))
+    }
+
+    /// Level geometry, as [`lagcomp::History::load_level`] takes it: one record for the
+    /// whole batch, meshes and heightfields written out in full (about 35 bytes per mesh
+    /// triangle; 3.5 MB for a 100,000-triangle level).
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::new`]: a piece loading would refuse, or a line beyond
+    /// [`super::limits::MAX_LINE_BYTES`] (split a larger level into several calls, as the
+    /// server may split its `load_level`).
+    pub fn level(&mut self, pieces: &[LevelPiece]) -> io::Result<()> {
+        self.line(&Line::Level(level_line(pieces)))
+    }
+
+    /// Pieces that appear at `time`, as [`lagcomp::History::add_pieces_at`] takes them.
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::level`]; a time that is not finite.
+    pub fn level_add(&mut self, time: f64, pieces: &[LevelPiece]) -> io::Result<()> {
+        self.line(&Line::LevelAdd(level_add_line(time, pieces)))
+    }
+
+    /// Piece `piece` removed at `time`, as [`lagcomp::History::remove_static`] takes it.
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::new`]: a piece not recorded, removed already, or a time that
+    /// is not finite or before the piece was added.
+    pub fn level_remove(&mut self, piece: StaticId, time: f64) -> io::Result<()> {
+        self.line(&Line::LevelRemove(level_remove_line(piece, time)))
     }
 
     /// An entity spawned with `rig` under the id the history gave it, and registered with

@@ -14,12 +14,12 @@ use lagcomp_validate::{
     VerdictOutcome, WeaponId,
 };
 
-const RATE: f64 = 64.0;
-const HEAD: f32 = 0.12;
+pub(crate) const RATE: f64 = 64.0;
+pub(crate) const HEAD: f32 = 0.12;
 /// The target's head, straight down -Z from the shooter.
-const TARGET: Vec3 = Vec3::new(0.0, 0.0, -20.0);
+pub(crate) const TARGET: Vec3 = Vec3::new(0.0, 0.0, -20.0);
 
-const TIMING: ClientTiming = ClientTiming {
+pub(crate) const TIMING: ClientTiming = ClientTiming {
     srtt: 0.1,
     rttvar: 0.005,
     interp_delay: 0.1,

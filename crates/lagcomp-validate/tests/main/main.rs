@@ -10,5 +10,6 @@ mod properties;
 mod readable;
 mod reasons;
 mod recording;
+mod recording_level;
 mod recording_support;
 mod walls;

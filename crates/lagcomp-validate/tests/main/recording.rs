@@ -279,7 +279,7 @@ fn broken_files_name_the_line() {
         "{e}"
     );
     let e = with_line(1, |l| {
-        l.replace("\"version\":1", "\"version\":99")
+        l.replace(&format!("\"version\":{FORMAT_VERSION}"), "\"version\":99")
             .replace("\"tick_rate\"", "\"rate\"")
     });
     assert_line(&e, 1);
@@ -862,7 +862,9 @@ fn the_documented_errors_are_the_real_ones() {
     let bytes = example_recording();
     let torn = read(&bytes[..bytes.len() - 40]).torn.expect("torn");
     for e in [
-        with_line(1, |l| l.replace("\"version\":1", "\"version\":99")),
+        with_line(1, |l| {
+            l.replace(&format!("\"version\":{FORMAT_VERSION}"), "\"version\":99")
+        }),
         with_line(9, |l| l.replacen("\"tick\":2,", "\"tick\":2,,", 1)),
         out_of_order,
         despawned,

@@ -15,6 +15,13 @@ pub(super) fn build_mesh(
     vertices: Vec<Vec3>,
     triangles: Vec<[u32; 3]>,
 ) -> Result<(TriMesh, Aabb), PieceError> {
+    let bounds = check_mesh(&vertices, &triangles)?;
+    let mesh = TriMesh::new(vertices, triangles).map_err(|_| PieceError::Empty)?;
+    Ok((mesh, bounds))
+}
+
+/// Checks a mesh as [`build_mesh`] does, without building it: its bounds.
+pub(super) fn check_mesh(vertices: &[Vec3], triangles: &[[u32; 3]]) -> Result<Aabb, PieceError> {
     if triangles.is_empty() || vertices.is_empty() {
         return Err(PieceError::Empty);
     }
@@ -42,8 +49,7 @@ pub(super) fn build_mesh(
             return Err(PieceError::DegenerateTriangle(t));
         }
     }
-    let mesh = TriMesh::new(vertices, triangles).map_err(|_| PieceError::Empty)?;
-    Ok((mesh, bounds))
+    Ok(bounds)
 }
 
 /// Whether a triangle has no area to speak of: the sine of its widest angle is below
@@ -134,6 +140,22 @@ impl Terrain {
         size: Vec3,
         pose: Pose,
     ) -> Result<Self, PieceError> {
+        Self::check(heights, rows, columns, size, pose)?;
+        let grid = Array2::from_fn(rows, columns, |row, column| heights[row * columns + column]);
+        Ok(Self {
+            field: HeightField::new(grid, size),
+            pose: ParryPose::from_parts(pose.translation, pose.rotation),
+        })
+    }
+
+    /// Checks the grid, size and pose as [`Terrain::build`] does, without building.
+    pub(super) fn check(
+        heights: &[f32],
+        rows: usize,
+        columns: usize,
+        size: Vec3,
+        pose: Pose,
+    ) -> Result<(), PieceError> {
         pose.validate().map_err(StaticError::from)?;
         if rows < 2 || columns < 2 || rows.checked_mul(columns) != Some(heights.len()) {
             return Err(PieceError::GridSize {
@@ -157,11 +179,7 @@ impl Terrain {
                 return Err(PieceError::VertexOutOfRange(i));
             }
         }
-        let grid = Array2::from_fn(rows, columns, |row, column| heights[row * columns + column]);
-        Ok(Self {
-            field: HeightField::new(grid, size),
-            pose: ParryPose::from_parts(pose.translation, pose.rotation),
-        })
+        Ok(())
     }
 
     /// World-space bounds: the field's box turned and moved by its pose.

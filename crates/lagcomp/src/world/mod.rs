@@ -262,6 +262,37 @@ impl LevelPiece {
     /// The most triangles one mesh piece may hold (and cells one heightfield): 4 million,
     /// about 150 MB of mesh. Split larger levels into pieces.
     pub const MAX_TRIANGLES: usize = 1 << 22;
+
+    /// Checks the piece as [`History::load_level`] would, without building it (no tree, no
+    /// copy): what a tool reading level geometry from a file runs before it loads
+    /// anything.
+    ///
+    /// # Errors
+    /// The [`PieceError`] loading it would give.
+    pub fn check(&self) -> Result<(), PieceError> {
+        match self {
+            Self::Primitive { shape, pose, .. } => {
+                shape.validate().map_err(StaticError::from)?;
+                pose.validate().map_err(StaticError::from)?;
+            }
+            Self::Mesh {
+                vertices,
+                triangles,
+                ..
+            } => {
+                mesh::check_mesh(vertices, triangles)?;
+            }
+            Self::HeightField {
+                heights,
+                rows,
+                columns,
+                size,
+                pose,
+                ..
+            } => mesh::Terrain::check(heights, *rows, *columns, *size, *pose)?,
+        }
+        Ok(())
+    }
 }
 
 impl History {
