@@ -267,3 +267,16 @@ fn projectile_reasons_have_stable_names_and_codes_apart_from_the_hitscan_ones() 
         assert_eq!(reason.to_string(), reason.name());
     }
 }
+
+#[test]
+fn a_flight_model_read_from_json_is_checked_as_in_code() {
+    let flight = rocket();
+    let json = serde_json::to_string(&flight).unwrap();
+    assert_eq!(serde_json::from_str::<Flight>(&json).unwrap(), flight);
+    let stalled = json.replace("\"muzzle_speed\":25.0", "\"muzzle_speed\":0.0");
+    assert_ne!(stalled, json);
+    let error = serde_json::from_str::<Flight>(&stalled).unwrap_err();
+    assert!(error.to_string().contains("muzzle speed 0"), "{error}");
+    let extra = json.replace('}', ",\"steps\":4000000000}");
+    assert!(serde_json::from_str::<Flight>(&extra).is_err());
+}

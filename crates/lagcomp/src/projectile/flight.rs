@@ -29,6 +29,8 @@ use crate::query::{Ray, RayError};
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+// Read through `Flight::new`, so a bad model in a file is refused as in code.
+#[cfg_attr(feature = "serde", serde(try_from = "FlightSpec", into = "FlightSpec"))]
 pub struct Flight {
     muzzle_speed: f32,
     gravity: Vec3,
@@ -258,5 +260,48 @@ impl Flight {
             velocity: Vec3::new(vx + ax * dt, vy + ay * dt, vz + az * dt),
             step: state.step.saturating_add(1),
         }
+    }
+}
+
+/// A [`Flight`]'s fields as written in a file (its step count is derived).
+#[cfg(feature = "serde")]
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FlightSpec {
+    muzzle_speed: f32,
+    gravity: Vec3,
+    drag: f32,
+    radius: f32,
+    step: f32,
+    max_time: f32,
+}
+
+#[cfg(feature = "serde")]
+impl From<Flight> for FlightSpec {
+    fn from(flight: Flight) -> Self {
+        Self {
+            muzzle_speed: flight.muzzle_speed,
+            gravity: flight.gravity,
+            drag: flight.drag,
+            radius: flight.radius,
+            step: flight.step,
+            max_time: flight.max_time,
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<FlightSpec> for Flight {
+    type Error = FlightError;
+
+    fn try_from(spec: FlightSpec) -> Result<Self, FlightError> {
+        Self::new(
+            spec.muzzle_speed,
+            spec.gravity,
+            spec.drag,
+            spec.radius,
+            spec.step,
+            spec.max_time,
+        )
     }
 }
