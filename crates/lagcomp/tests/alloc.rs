@@ -198,17 +198,22 @@ fn query_batch(
     }
 }
 
-#[test]
-fn steady_state_recording_and_queries_allocate_nothing() {
-    let mut h = history(RATE, 0.5);
-    let capacity = h.capacity() as u32;
-    // Level geometry (added at load, before warm-up): a wall some rays hit first.
+/// A wall across the far side of the arena (z = 35 m), on every layer.
+fn add_far_wall(h: &mut History) {
     h.add_static(
         Shape::cuboid(Vec3::new(40.0, 3.0, 0.2)),
         Pose::from_translation(Vec3::new(15.0, 1.5, 35.0)),
         u32::MAX,
     )
     .unwrap();
+}
+
+#[test]
+fn steady_state_recording_and_queries_allocate_nothing() {
+    let mut h = history(RATE, 0.5);
+    let capacity = h.capacity() as u32;
+    // Level geometry (added at load, before warm-up): a wall some rays hit first.
+    add_far_wall(&mut h);
     h.add_static(
         Shape::cuboid(Vec3::new(2.0, 3.0, 0.2)),
         Pose::from_translation(Vec3::new(10.0, 1.5, -8.0)),
@@ -499,12 +504,7 @@ fn steady_state_projectiles_allocate_nothing() {
     // eight projectiles with latency, advances the set, and reviews a claim.
     let mut h = history(RATE, 0.5);
     let capacity = h.capacity() as u32;
-    h.add_static(
-        Shape::cuboid(Vec3::new(40.0, 3.0, 0.2)),
-        Pose::from_translation(Vec3::new(15.0, 1.5, 35.0)),
-        u32::MAX,
-    )
-    .unwrap();
+    add_far_wall(&mut h);
     let rig = humanoid_rig();
     let ids: Vec<EntityId> = (0..ENTITIES).map(|_| h.spawn(rig.clone())).collect();
     let mut bones = vec![BoneTransform::IDENTITY; HUMANOID_BONES];

@@ -265,7 +265,7 @@ impl ProjectileSet {
 
 impl InFlight {
     /// The first step whose end lies after `present`: the steps before it are due.
-    fn steps_ended_by(&self, present: f64) -> u32 {
+    pub(super) fn steps_ended_by(&self, present: f64) -> u32 {
         let elapsed = present - self.fired;
         let step = f64::from(self.flight.step());
         // The steps whose end, R + (k + 1) * step, is at or before the present: the same

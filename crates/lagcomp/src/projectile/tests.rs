@@ -353,6 +353,9 @@ fn a_fast_bullet_with_drop_hits_the_target_the_shooter_saw() {
         "rewound: {}",
         impact.time
     );
+    // Traced at the shooter's moment plus the flight time, to the bit.
+    assert_eq!(impact.time, 0.5 + impact.flight_time);
+    assert_eq!(impact.flight_time, f64::from(impact.step) / 64.0);
     assert!(impact.position.y < 1.0, "dropped: {}", impact.position);
     // A hitscan shot against the present misses: the rewind is what made it hit.
     let ray = Ray::new(Vec3::Y, Vec3::Z, 100.0).unwrap();
@@ -605,6 +608,39 @@ fn a_set_catches_a_late_shot_up_through_rewound_steps_then_flies_in_the_present(
     assert_eq!(landed.len(), 1);
     assert_eq!(landed[0].impact.struck, Struck::Expired, "{:?}", landed[0]);
     assert_eq!(landed[0].impact.step, rocket().steps());
+}
+
+#[test]
+fn the_steps_due_are_those_whose_end_the_present_has_reached() {
+    // Odd steps and times that are not short binary fractions: the count must agree with
+    // the sums the flight itself makes, R + k * step, for every k.
+    let (h, _) = target_that_leaves(f64::INFINITY);
+    for (i, step) in [1.0 / 60.0, 1.0 / 64.0, 0.1, 1.0 / 128.0, 0.0333]
+        .into_iter()
+        .enumerate()
+    {
+        let flight = Flight::new(100.0, Vec3::ZERO, 0.0, 0.0, step, 5.0).unwrap();
+        let fired = 0.1 + 0.0137 * i as f64;
+        let flying = path::InFlight::launch(&h, &shot(fired, Vec3::Y, Vec3::Z, flight)).unwrap();
+        assert_eq!(flying.fired, fired);
+        for j in 0..2000 {
+            let present = fired + f64::from(j) * 0.000_731;
+            let until = flying.steps_ended_by(present);
+            assert!(
+                flying.start_of(until) <= present,
+                "{step} {present} {until}"
+            );
+            assert!(
+                flying.start_of(until + 1) > present,
+                "{step} {present} {until}"
+            );
+        }
+        // Exactly at a step's end, that step is due (with 1/60 s steps fired at 0.1 s,
+        // (present - R) / step rounds to 8.999... for k = 9: a plain floor is one short).
+        for k in 0..300 {
+            assert_eq!(flying.steps_ended_by(flying.start_of(k)), k, "{step} {k}");
+        }
+    }
 }
 
 #[test]
