@@ -66,6 +66,14 @@ impl ProjectileHitClaim {
 
 /// Why a projectile claim was refused after the shot's own checks passed. Stable across
 /// versions, as [`RejectReason`]: variants are only added, each keeps its code and name.
+///
+/// ```
+/// use lagcomp_validate::projectile::ProjectileReason;
+///
+/// let reason = ProjectileReason::ProjectileTooEarly;
+/// assert_eq!((reason.name(), reason.code()), ("projectile_too_early", 812));
+/// assert_eq!(reason.to_string(), "projectile_too_early");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]

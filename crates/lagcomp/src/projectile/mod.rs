@@ -20,6 +20,45 @@
 //! forgiven, as for a hitscan shot, but only for the early part of the flight: a slow
 //! rocket that arrives after half a second meets its target where the target stood then,
 //! not where the shooter saw it.
+//!
+//! # Example
+//!
+//! ```
+//! # use std::sync::Arc;
+//! use lagcomp::projectile::{Flight, ProjectileShot, Struck};
+//! use lagcomp::{BoneTransform, EntityState, History, HistoryConfig, Hitbox, RewindTarget, Rig, Shape, Tick, Vec3, Zone};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // A target that stood 30 m down range until 0.5 s, then stepped 5 m aside.
+//! let mut history = History::new(HistoryConfig { tick_rate: 64.0, max_rewind: 1.0 })?;
+//! let rig = Arc::new(Rig::rigid(vec![Hitbox::new(0, "body", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.3, 0.9, 0.3)))])?);
+//! let target = history.spawn(rig);
+//! for tick in 0..=64_u32 {
+//!     let time = f64::from(tick) / 64.0;
+//!     let x = if time < 0.5 { 0.0 } else { 5.0 };
+//!     let mut frame = history.begin_frame(Tick(tick), time)?;
+//!     frame.record_rigid(target, BoneTransform::from_translation(Vec3::new(x, 1.0, 30.0)), EntityState::default())?;
+//! }
+//! // Both fired at it as their shooters saw it at 0.4 s.
+//! let gravity = Vec3::new(0.0, -9.81, 0.0);
+//! let fire = |flight| ProjectileShot {
+//!     fired_at: RewindTarget::at(0.4),
+//!     origin: Vec3::Y,
+//!     direction: Vec3::Z,
+//!     flight,
+//!     shooter: None,
+//!     layers: u32::MAX,
+//! };
+//! // A bullet (600 m/s, drop, drag) arrives in 0.05 s, before the target moved: a hit.
+//! let bullet = Flight::new(600.0, gravity, 0.0005, 0.005, 1.0 / 64.0, 1.0)?;
+//! let impact = fire(bullet).fly(&history, None)?;
+//! assert!(matches!(impact.struck, Struck::Entity(hit) if hit.entity == target));
+//! // A rocket (20 m/s) arrives after 1.5 s, long after: it flies on past.
+//! let rocket = Flight::new(20.0, Vec3::ZERO, 0.0, 0.15, 1.0 / 64.0, 3.0)?;
+//! assert_eq!(fire(rocket).fly(&history, None)?.struck, Struck::Expired);
+//! # Ok(())
+//! # }
+//! ```
 
 mod claim;
 mod flight;
