@@ -46,7 +46,10 @@ struct Place {
 /// flies every step whose end, R + `t_k+1` on the shooter's render time R, has been
 /// reached by the newest frame: a projectile fired with latency catches up at once through
 /// rewound steps (each traced at R + `t_k`, as its shooter saw the world then), and from
-/// then on flies one tick at a time against the present. See [`ProjectileShot`].
+/// then on flies one step a tick against the present: still traced at R + `t_k`, which
+/// now lies less than one step before the newest frame, the moment the step begins (so a
+/// step is never traced against a world newer than the projectile). See
+/// [`ProjectileShot`].
 ///
 /// # Example
 /// ```
@@ -102,7 +105,8 @@ pub struct ProjectileSet {
 }
 
 impl ProjectileSet {
-    /// A set that holds up to `capacity` projectiles at once (at most `u32::MAX`).
+    /// A set that holds up to `capacity` projectiles at once (at most `u32::MAX`),
+    /// allocated here, once.
     #[must_use]
     pub fn with_capacity(capacity: usize) -> Self {
         let capacity = capacity.min(u32::MAX as usize);

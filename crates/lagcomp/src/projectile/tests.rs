@@ -377,26 +377,30 @@ fn a_fast_bullet_with_drop_hits_the_target_the_shooter_saw() {
     assert_eq!(struck_entity(&low.fly(&h, None).unwrap()), None);
 }
 
+/// A server's own world: a wall across the range at z = 10 m, facing -z (id 77).
+struct Wall;
+
+impl StaticWorld for Wall {
+    fn cast_ray(&self, ray: &Ray, layers: u32, time: f64) -> Option<WorldHit> {
+        self.cast_sphere(ray, 0.0, layers, time)
+    }
+
+    fn cast_sphere(&self, ray: &Ray, radius: f32, _: u32, _: f64) -> Option<WorldHit> {
+        let (z, dz) = (ray.origin().z, ray.dir().z);
+        let distance = (10.0 - radius - z) / dz;
+        (dz > 0.0 && (0.0..=ray.max_distance()).contains(&distance)).then_some(WorldHit {
+            id: 77,
+            distance,
+            normal: Vec3::NEG_Z,
+        })
+    }
+}
+
 #[test]
 fn a_wall_stops_a_projectile_from_the_level_or_the_server_world() {
     let (mut h, _target) = target_that_leaves(f64::INFINITY);
     let aimed = shot(0.5, Vec3::Y, Vec3::Z, bullet());
     // The server's own world: a wall across the range at z = 10.
-    struct Wall;
-    impl StaticWorld for Wall {
-        fn cast_ray(&self, ray: &Ray, layers: u32, time: f64) -> Option<WorldHit> {
-            self.cast_sphere(ray, 0.0, layers, time)
-        }
-        fn cast_sphere(&self, ray: &Ray, radius: f32, _: u32, _: f64) -> Option<WorldHit> {
-            let (z, dz) = (ray.origin().z, ray.dir().z);
-            let distance = (10.0 - radius - z) / dz;
-            (dz > 0.0 && (0.0..=ray.max_distance()).contains(&distance)).then_some(WorldHit {
-                id: 77,
-                distance,
-                normal: Vec3::NEG_Z,
-            })
-        }
-    }
     let impact = aimed.fly(&h, Some(&Wall)).unwrap();
     assert!(
         matches!(impact.struck, Struck::Static(wall) if wall.id == StaticId(77)),
@@ -641,6 +645,65 @@ fn the_steps_due_are_those_whose_end_the_present_has_reached() {
             assert_eq!(flying.steps_ended_by(flying.start_of(k)), k, "{step} {k}");
         }
     }
+}
+
+#[test]
+fn a_set_projectile_stops_at_the_server_world_and_passes_its_shooter() {
+    // The shooter stands at the muzzle; the wall of the server's world at 10 m; the
+    // target behind it at 20 m.
+    let mut h = history(1.0);
+    let shooter = h.spawn(body());
+    let target = h.spawn(body());
+    record(&mut h, &[shooter, target], 64, |i, _| {
+        [Vec3::new(0.0, 1.0, 0.0), Vec3::new(0.0, 1.0, 20.0)][i]
+    });
+    let mut set = ProjectileSet::with_capacity(4);
+    let mut landed = Vec::new();
+    let own = ProjectileShot {
+        shooter: Some(shooter),
+        ..shot(0.75, Vec3::Y, Vec3::Z, bullet())
+    };
+    let walled = set.fire(&h, &own).unwrap();
+    let careless = set
+        .fire(
+            &h,
+            &ProjectileShot {
+                shooter: None,
+                ..own
+            },
+        )
+        .unwrap();
+    let mut without_wall = set.clone();
+    set.advance(&h, Some(&Wall), &mut landed).unwrap();
+    assert_eq!(landed.len(), 2, "{landed:?}");
+    // Without its shooter ignored, one strikes the shooter's own body at once.
+    let first = landed
+        .iter()
+        .find(|l| l.projectile == careless)
+        .expect("landed");
+    assert_eq!(
+        (first.impact.step, struck_entity(&first.impact)),
+        (0, Some(shooter))
+    );
+    // The other stops at the server's wall, short of the target.
+    let impact = landed
+        .iter()
+        .find(|l| l.projectile == walled)
+        .expect("landed")
+        .impact;
+    assert!(
+        matches!(impact.struck, Struck::Static(wall) if wall.id == StaticId(77)),
+        "{impact:?}"
+    );
+    // Without the wall it strikes the target.
+    landed.clear();
+    without_wall.advance(&h, None, &mut landed).unwrap();
+    let impact = landed
+        .iter()
+        .find(|l| l.projectile == walled)
+        .expect("landed")
+        .impact;
+    assert_eq!(struck_entity(&impact), Some(target), "{impact:?}");
 }
 
 #[test]
