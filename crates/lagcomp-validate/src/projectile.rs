@@ -331,6 +331,15 @@ impl Validator {
         let outcome = match (review.outcome, flown.struck) {
             (ClaimOutcome::Agree, Struck::Entity(hit)) => {
                 basis.sample = Some(hit.sample.kind);
+                // Check 9 on the target as the projectile met it. (A present-time step is
+                // not a reason: only the target's own flag is.) Friendly fire is not
+                // checked here yet: the validator's teams are private to `validator`.
+                if !hit.state.alive {
+                    return Err(RejectReason::TargetNotAlive);
+                }
+                if !hit.state.lag_compensated {
+                    return Err(RejectReason::TargetNotCompensated);
+                }
                 ProjectileOutcome::Confirmed(Confirmed {
                     target: hit.entity,
                     hitbox: hit.hitbox,

@@ -14,6 +14,11 @@ use crate::{ClientTiming, Participant, RuleSet};
 /// 64 Hz, one second of history (ticks 0..=64): a shooter at the origin (eye 1.6 m up,
 /// looking along -z), its target 10 m ahead, a bystander 5 m to the side of the target.
 fn scene() -> (History, Validator, [EntityId; 3]) {
+    scene_with(EntityState::default())
+}
+
+/// [`scene`], the target recorded with `state`.
+fn scene_with(target_state: EntityState) -> (History, Validator, [EntityId; 3]) {
     let rig = Arc::new(
         Rig::new(
             2,
@@ -44,10 +49,13 @@ fn scene() -> (History, Validator, [EntityId; 3]) {
         let mut frame = history
             .begin_frame(Tick(tick), f64::from(tick) / 64.0)
             .unwrap();
-        for (id, feet) in ids.iter().zip(feet) {
-            frame
-                .record(*id, &bones(feet), EntityState::default())
-                .unwrap();
+        for (i, (id, feet)) in ids.iter().zip(feet).enumerate() {
+            let state = if i == 1 {
+                target_state
+            } else {
+                EntityState::default()
+            };
+            frame.record(*id, &bones(feet), state).unwrap();
         }
     }
     let rules = "[weapons.rocket]\nid = 7\nmax_range = 250.0\nmin_interval = 0.5\n\
@@ -279,4 +287,23 @@ fn a_flight_model_read_from_json_is_checked_as_in_code() {
     assert!(error.to_string().contains("muzzle speed 0"), "{error}");
     let extra = json.replace('}', ",\"steps\":4000000000}");
     assert!(serde_json::from_str::<Flight>(&extra).is_err());
+}
+
+#[test]
+fn a_target_whose_compensation_was_off_is_refused_as_for_a_hitscan_shot() {
+    let (history, validator, ids) = scene_with(EntityState {
+        lag_compensated: false,
+        ..EntityState::default()
+    });
+    let verdict = judge(&history, &validator, &honest(ids));
+    assert_eq!(
+        verdict.outcome.label(),
+        "target_not_compensated",
+        "{verdict:?}"
+    );
+    let (history, validator, ids) = scene();
+    assert_eq!(
+        judge(&history, &validator, &honest(ids)).outcome.label(),
+        "confirmed"
+    );
 }
