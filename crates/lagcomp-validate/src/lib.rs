@@ -12,6 +12,7 @@
 //!   the shooter's sequence and fire-rate memory in `shot_memory`).
 //! - [`verdict`]: outcomes, reasons and their basis.
 //! - [`explain`]: verdicts a person can read: how far off a rejected claim was.
+//! - [`projectile`]: client-claimed projectile hits, re-flown and checked.
 //! - [`latency`]: [`LatencyTracker`], a client's timing measured on the server from its
 //!   probe replies and snapshot acknowledgements.
 //! - [`audit`]: the `tracing` event and a JSON Lines audit log, and its reader.
@@ -106,6 +107,7 @@ pub mod explain;
 mod jsonl;
 pub mod latency;
 mod measurement;
+pub mod projectile;
 pub mod recording;
 pub mod rules;
 mod screening;

@@ -546,7 +546,7 @@ impl Validator {
         examined.outcome
     }
 
-    fn judge(
+    pub(crate) fn judge(
         &mut self,
         history: &History,
         world: Option<&dyn StaticWorld>,

@@ -59,6 +59,7 @@
 pub mod history;
 pub mod math;
 pub mod narrow;
+pub mod projectile;
 pub mod query;
 pub mod rig;
 pub mod time;

@@ -1,5 +1,6 @@
-//! Steady state allocates nothing: recording a whole tick of 64 skeletal entities and
-//! running every kind of rewound query, after warm-up, makes zero heap allocations.
+//! Steady state allocates nothing: recording a whole tick of 64 skeletal entities,
+//! running every kind of rewound query, and advancing server-side projectiles, after
+//! warm-up, makes zero heap allocations.
 //!
 //! A counting global allocator wraps the system one. It counts per thread, and only while
 //! a thread has switched counting on, so the test harness's other threads (and other tests
@@ -12,6 +13,10 @@ mod support;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
+use lagcomp::projectile::{
+    ClaimOutcome, ClaimTolerance, ClaimedTarget, Flight, Landed, ProjectileClaim, ProjectileError,
+    ProjectileSet, ProjectileShot, Struck,
+};
 use lagcomp::{
     BoneTransform, EntityId, EntityState, History, Hit, LevelPiece, Obb, Overlap, Pose, Quat, Ray,
     RewindTarget, Shape, Tick, Vec3, WindowPolicy,
@@ -193,17 +198,22 @@ fn query_batch(
     }
 }
 
-#[test]
-fn steady_state_recording_and_queries_allocate_nothing() {
-    let mut h = history(RATE, 0.5);
-    let capacity = h.capacity() as u32;
-    // Level geometry (added at load, before warm-up): a wall some rays hit first.
+/// A wall across the far side of the arena (z = 35 m), on every layer.
+fn add_far_wall(h: &mut History) {
     h.add_static(
         Shape::cuboid(Vec3::new(40.0, 3.0, 0.2)),
         Pose::from_translation(Vec3::new(15.0, 1.5, 35.0)),
         u32::MAX,
     )
     .unwrap();
+}
+
+#[test]
+fn steady_state_recording_and_queries_allocate_nothing() {
+    let mut h = history(RATE, 0.5);
+    let capacity = h.capacity() as u32;
+    // Level geometry (added at load, before warm-up): a wall some rays hit first.
+    add_far_wall(&mut h);
     h.add_static(
         Shape::cuboid(Vec3::new(2.0, 3.0, 0.2)),
         Pose::from_translation(Vec3::new(10.0, 1.5, -8.0)),
@@ -449,4 +459,122 @@ fn steady_state_with_a_tree_broadphase_allocates_nothing() {
     assert_eq!(h.broadphase_bytes(), broadphase_bytes);
     assert!(found.ray_hits > found.rays / 10, "{found:?}");
     assert!(found.overlaps > 100, "{found:?}");
+}
+
+/// Fires `count` projectiles from the arena's edge at random entities' spots, as shooters
+/// saw them up to 200 ms ago: bullets with drop and slow rockets. Returns how many the set
+/// refused for being full. Allocation free.
+fn fire_projectiles(
+    h: &History,
+    set: &mut ProjectileSet,
+    rng: &mut Pcg64,
+    flights: &[Flight; 2],
+    count: usize,
+) -> usize {
+    let (lo, hi) = h.window().expect("window");
+    let mut full = 0;
+    for _ in 0..count {
+        let fired = (hi - rng.random_range(0.0..0.2)).max(lo);
+        let aim = Vec3::new(
+            rng.random_range(-2.0..30.0),
+            rng.random_range(0.5..1.8),
+            rng.random_range(-2.0..30.0),
+        );
+        let origin = Vec3::new(rng.random_range(-10.0..40.0), 1.5, -15.0);
+        let shot = ProjectileShot {
+            fired_at: RewindTarget::at(fired),
+            origin,
+            direction: aim - origin,
+            flight: flights[rng.random_range(0..2)],
+            shooter: None,
+            layers: u32::MAX,
+        };
+        match set.fire(h, &shot) {
+            Ok(_) => {}
+            Err(ProjectileError::Full(_)) => full += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    full
+}
+
+#[test]
+fn steady_state_projectiles_allocate_nothing() {
+    // 64 walking humanoids, a wall across the far side; every tick records a frame, fires
+    // eight projectiles with latency, advances the set, and reviews a claim.
+    let mut h = history(RATE, 0.5);
+    let capacity = h.capacity() as u32;
+    add_far_wall(&mut h);
+    let rig = humanoid_rig();
+    let ids: Vec<EntityId> = (0..ENTITIES).map(|_| h.spawn(rig.clone())).collect();
+    let mut bones = vec![BoneTransform::IDENTITY; HUMANOID_BONES];
+    let mut rng = Pcg64::seed_from_u64(25);
+    let gravity = Vec3::new(0.0, -9.81, 0.0);
+    let flights = [
+        Flight::new(300.0, gravity, 0.001, 0.01, 1.0 / 64.0, 0.5).unwrap(),
+        Flight::new(30.0, Vec3::ZERO, 0.0, 0.15, 1.0 / 64.0, 2.0).unwrap(),
+    ];
+    let mut set = ProjectileSet::with_capacity(512);
+    let mut landed: Vec<Landed> = Vec::with_capacity(set.capacity());
+    let (mut entity, mut wall, mut expired, mut full, mut agreed) = (0, 0, 0, 0, 0);
+    let mut tally = |landed: &[Landed]| {
+        for l in landed {
+            match l.impact.struck {
+                Struck::Entity(_) => entity += 1,
+                Struck::Static(_) => wall += 1,
+                Struck::Expired => expired += 1,
+                Struck::Lost => panic!("nothing leaves the arena: {l:?}"),
+            }
+        }
+    };
+    let warm = 2 * capacity;
+    for tick in 0..warm {
+        record_tick(&mut h, &ids, tick, &mut bones);
+        if tick >= capacity {
+            full += fire_projectiles(&h, &mut set, &mut rng, &flights, 8);
+            landed.clear();
+            set.advance(&h, None, &mut landed).unwrap();
+            tally(&landed);
+        }
+    }
+    let mut counts = (0, 0);
+    for tick in warm..warm + 4 * capacity {
+        let ((), a, d) = counted(|| {
+            record_tick(&mut h, &ids, tick, &mut bones);
+            full += fire_projectiles(&h, &mut set, &mut rng, &flights, 8);
+            landed.clear();
+            set.advance(&h, None, &mut landed).unwrap();
+            // A client's claim of the first landing this tick, re-flown.
+            if let Some(first) = landed.first() {
+                let (lo, hi) = h.window().unwrap();
+                let claim = ProjectileClaim {
+                    shot: ProjectileShot {
+                        fired_at: RewindTarget::at((hi - 0.1).max(lo)),
+                        origin: Vec3::new(5.0, 1.5, -15.0),
+                        direction: first.impact.position - Vec3::new(5.0, 1.5, -15.0),
+                        flight: flights[0],
+                        shooter: None,
+                        layers: u32::MAX,
+                    },
+                    step: 3,
+                    target: ClaimedTarget::Static(lagcomp::StaticId(0)),
+                    position: first.impact.position,
+                };
+                let review = claim.review(&h, None, ClaimTolerance::default()).unwrap();
+                if review.outcome == ClaimOutcome::Agree {
+                    agreed += 1;
+                }
+            }
+        });
+        tally(&landed);
+        counts = (counts.0 + a, counts.1 + d);
+    }
+    assert_eq!(counts, (0, 0), "projectiles allocated");
+    assert_eq!(full, 0, "the set never filled");
+    // Real work: projectiles struck walkers and the wall, and some flew past everything.
+    assert!(
+        entity > 50 && wall > 50 && expired > 10,
+        "{entity} {wall} {expired}"
+    );
+    std::hint::black_box(agreed);
 }

@@ -1,0 +1,386 @@
+//! Client-claimed projectile hits: a rocket, arrow or bullet with travel time that the
+//! client says struck something during a given step of its flight.
+//!
+//! What lives here: the claim ([`ProjectileHitClaim`]), its verdict
+//! ([`ProjectileVerdict`], [`ProjectileOutcome`]), the reasons only a projectile claim can
+//! be refused for ([`ProjectileReason`]), and [`Validator::validate_projectile`]. The
+//! shot's own checks (numbers, weapon, shooter, sequence, fire rate, time, origin, angle)
+//! are the hitscan checks of [`crate::validator`]; the flight and its re-flown path are
+//! [`lagcomp::projectile`]'s. Server-simulated projectiles need no claim: the server
+//! flies them itself with [`lagcomp::projectile::ProjectileSet`].
+
+use std::fmt;
+
+use lagcomp::math::MAX_COORDINATE;
+use lagcomp::projectile::{
+    ClaimOutcome, ClaimTolerance, ClaimedTarget, Flight, ProjectileClaim, ProjectileImpact,
+    ProjectileShot, Struck,
+};
+use lagcomp::{EntityId, History, RewindTarget, StaticId, StaticWorld, Vec3};
+use serde::{Deserialize, Serialize};
+
+use crate::claim::{RenderTime, ShotClaim, WeaponId};
+use crate::validator::Validator;
+use crate::verdict::{Basis, Confirmed, RejectReason};
+
+/// A client's "my projectile struck this": the shot as fired, and the step of its flight
+/// during which it struck, what, and where the projectile's centre was. World space,
+/// metres; step `k` covers flight times `k * step` to `(k + 1) * step` of the weapon's
+/// [`Flight`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProjectileHitClaim {
+    /// Who fired (the server knows this from the connection, not from the packet).
+    pub shooter: EntityId,
+    /// With what.
+    pub weapon: WeaponId,
+    /// The client's sequence number for this shot.
+    pub seq: u32,
+    /// What the shooter's screen showed when it fired.
+    pub render_time: RenderTime,
+    /// The muzzle, world space.
+    pub origin: Vec3,
+    /// Which way it was fired; need not be unit length.
+    pub direction: Vec3,
+    /// The step of the flight during which it struck.
+    pub step: u32,
+    /// What it struck.
+    pub target: ClaimedTarget,
+    /// The projectile's centre at contact, world space.
+    pub position: Vec3,
+}
+
+impl ProjectileHitClaim {
+    /// The same shot as a hitscan claim with no hit: what the shot's own checks judge.
+    fn as_shot(&self) -> ShotClaim {
+        ShotClaim {
+            shooter: self.shooter,
+            weapon: self.weapon,
+            seq: self.seq,
+            render_time: self.render_time,
+            origin: self.origin,
+            direction: self.direction,
+            hit: None,
+        }
+    }
+}
+
+/// Why a projectile claim was refused after the shot's own checks passed. Stable across
+/// versions, as [`RejectReason`]: variants are only added, each keeps its code and name.
+///
+/// ```
+/// use lagcomp_validate::projectile::ProjectileReason;
+///
+/// let reason = ProjectileReason::ProjectileTooEarly;
+/// assert_eq!((reason.name(), reason.code()), ("projectile_too_early", 812));
+/// assert_eq!(reason.to_string(), "projectile_too_early");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ProjectileReason {
+    /// The re-flown projectile never strikes the claimed target: it strikes something
+    /// else first, flies on, or meets the target at a step or point far from the claimed
+    /// ones.
+    ProjectileOffPath,
+    /// The claim names a step before the one at which the projectile reaches its target,
+    /// or an impact that lies after the present: the projectile could not have arrived.
+    ProjectileTooEarly,
+}
+
+impl ProjectileReason {
+    /// Every reason, in code order.
+    pub const ALL: [Self; 2] = [Self::ProjectileOffPath, Self::ProjectileTooEarly];
+
+    /// A stable number, in [`RejectReason`]'s claim range (8xx) and after its codes.
+    #[must_use]
+    pub const fn code(self) -> u16 {
+        match self {
+            Self::ProjectileOffPath => 811,
+            Self::ProjectileTooEarly => 812,
+        }
+    }
+
+    /// The stable snake_case name.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::ProjectileOffPath => "projectile_off_path",
+            Self::ProjectileTooEarly => "projectile_too_early",
+        }
+    }
+}
+
+impl fmt::Display for ProjectileReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a projectile claim came to.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum ProjectileOutcome {
+    /// The projectile struck the claimed hitbox. `distance` is the straight line from the
+    /// muzzle to the projectile's centre at contact, `point` the contact on the hitbox.
+    Confirmed(Confirmed),
+    /// The projectile struck the claimed piece of static geometry (a rocket on a wall).
+    Blocked {
+        /// The wall.
+        wall: StaticId,
+        /// Straight-line distance from the muzzle to the contact, metres.
+        distance: f32,
+    },
+    /// The shot's own checks refused it.
+    Rejected {
+        /// Why.
+        reason: RejectReason,
+    },
+    /// The re-flown path disagrees with the claim.
+    Refused {
+        /// Why.
+        reason: ProjectileReason,
+    },
+}
+
+impl ProjectileOutcome {
+    /// A short stable label: `confirmed`, `blocked`, or the reason's name.
+    #[must_use]
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Confirmed(_) => "confirmed",
+            Self::Blocked { .. } => "blocked",
+            Self::Rejected { reason } => reason.name(),
+            Self::Refused { reason } => reason.name(),
+        }
+    }
+}
+
+/// The validator's answer to a [`ProjectileHitClaim`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProjectileVerdict {
+    /// Who fired.
+    pub shooter: EntityId,
+    /// The claim's sequence number.
+    pub seq: u32,
+    /// The claimed weapon.
+    pub weapon: WeaponId,
+    /// The outcome.
+    pub outcome: ProjectileOutcome,
+    /// What the shot's checks decided on; `time_used` is the fire moment the path was
+    /// flown from.
+    pub basis: Basis,
+    /// Where the server's flight ended, when it flew one.
+    pub flown: Option<ProjectileImpact>,
+}
+
+impl Validator {
+    /// Judges a client's claim that its projectile struck something, in two parts.
+    ///
+    /// First the shot's own checks, exactly as [`Validator::validate`] makes them for a
+    /// hitscan shot with no hit claimed (numbers, weapon, shooter, sequence, fire rate,
+    /// time, origin, angle; the shot counts towards the fire rate), as if the fire had
+    /// reached the server when the claimed step began: `received_at` less that step's
+    /// flight time. Then the path: the server flies `flight` (the weapon's flight model,
+    /// the server's own) from the fire moment those checks settled on, each step traced
+    /// at that moment plus its flight time (see [`ProjectileShot`]), and compares the
+    /// first thing it strikes with the claim, within one step and the larger of the
+    /// weapon's `hit_leeway_min` and 25 cm.
+    ///
+    /// The history must still hold the fire moment when the claim arrives: keep its
+    /// window at least the longest latency plus the longest flight time of the weapons
+    /// claimed this way, or such claims are refused as `time_too_old`.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use lagcomp::projectile::{ClaimedTarget, Flight};
+    /// use lagcomp::{BoneTransform, EntityState, History, HistoryConfig, Hitbox, HitboxId, Rig, Shape, Tick, Vec3, Zone};
+    /// use lagcomp_validate::projectile::{ProjectileHitClaim, ProjectileOutcome};
+    /// use lagcomp_validate::{ClientTiming, Participant, RenderTime, RuleSet, Validator, WeaponId};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // Two players 10 m apart (bone 0 the body, bone 1 the eye), a second of history.
+    /// let rig = Arc::new(Rig::new(2, vec![Hitbox::new(0, "body", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.3, 0.9, 0.3)))])?);
+    /// let bones = |feet: Vec3| [1.0, 1.6].map(|up| BoneTransform::from_translation(feet + Vec3::Y * up));
+    /// let mut history = History::new(HistoryConfig { tick_rate: 64.0, max_rewind: 1.0 })?;
+    /// let (shooter, target) = (history.spawn(Arc::clone(&rig)), history.spawn(rig));
+    /// for tick in 0..=64 {
+    ///     let mut frame = history.begin_frame(Tick(tick), f64::from(tick) / 64.0)?;
+    ///     frame.record(shooter, &bones(Vec3::ZERO), EntityState::default())?;
+    ///     frame.record(target, &bones(Vec3::new(0.0, 0.0, -10.0)), EntityState::default())?;
+    /// }
+    /// let mut validator = Validator::new(RuleSet::from_toml("[weapons.crossbow]\nid = 4\nmax_range = 250.0\nmin_interval = 0.5\naim_tolerance_deg = 5.0\norigin_tolerance = 0.5\nhit_leeway = 1.25\nhit_leeway_min = 0.05\nmax_rewind = 0.35")?);
+    /// let eye = Participant { team: 1, aim_bone: 1, aim_forward: Vec3::NEG_Z };
+    /// validator.register(shooter, eye);
+    /// validator.register(target, Participant { team: 2, ..eye });
+    /// validator.set_timing(shooter, ClientTiming { srtt: 0.1, rttvar: 0.005, interp_delay: 0.1 })?;
+    ///
+    /// // A 50 m/s bolt fired from the eye as the client saw t = 0.5 s; the body's front
+    /// // face is 9.7 m away: the bolt reaches it during step 12 (1/64 s steps).
+    /// let bolt = Flight::new(50.0, Vec3::ZERO, 0.0, 0.02, 1.0 / 64.0, 2.0)?;
+    /// let claim = ProjectileHitClaim {
+    ///     shooter,
+    ///     weapon: WeaponId(4),
+    ///     seq: 0,
+    ///     render_time: RenderTime::Time(0.5),
+    ///     origin: Vec3::new(0.0, 1.6, 0.0),
+    ///     direction: Vec3::NEG_Z,
+    ///     step: 12,
+    ///     target: ClaimedTarget::Entity { entity: target, hitbox: HitboxId(0) },
+    ///     position: Vec3::new(0.0, 1.6, -9.68),
+    /// };
+    /// // It reaches the server at 0.85 s: the fire's 150 ms plus the flight.
+    /// let received_at = 0.65 + 12.0 / 64.0;
+    /// // The same bolt claimed (on a fresh validator) to have struck at step 3, 2 m out.
+    /// let mut fresh = validator.clone();
+    /// let early = ProjectileHitClaim { step: 3, position: Vec3::new(0.0, 1.6, -2.0), ..claim };
+    /// let verdict = fresh.validate_projectile(&history, None, &early, &bolt, 0.65 + 3.0 / 64.0);
+    /// assert_eq!(verdict.outcome.label(), "projectile_too_early");
+    /// // The honest claim.
+    /// let verdict = validator.validate_projectile(&history, None, &claim, &bolt, received_at);
+    /// assert!(matches!(verdict.outcome, ProjectileOutcome::Confirmed(hit) if hit.target == target));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn validate_projectile(
+        &mut self,
+        history: &History,
+        world: Option<&dyn StaticWorld>,
+        claim: &ProjectileHitClaim,
+        flight: &Flight,
+        received_at: f64,
+    ) -> ProjectileVerdict {
+        let mut basis = Basis {
+            received_at,
+            ..Basis::default()
+        };
+        let (outcome, flown) =
+            match self.judge_projectile(history, world, claim, flight, received_at, &mut basis) {
+                Ok((outcome, flown)) => (outcome, Some(flown)),
+                Err(reason) => (ProjectileOutcome::Rejected { reason }, None),
+            };
+        let verdict = ProjectileVerdict {
+            shooter: claim.shooter,
+            seq: claim.seq,
+            weapon: claim.weapon,
+            outcome,
+            basis,
+            flown,
+        };
+        emit(&verdict);
+        verdict
+    }
+
+    fn judge_projectile(
+        &mut self,
+        history: &History,
+        world: Option<&dyn StaticWorld>,
+        claim: &ProjectileHitClaim,
+        flight: &Flight,
+        received_at: f64,
+        basis: &mut Basis,
+    ) -> Result<(ProjectileOutcome, ProjectileImpact), RejectReason> {
+        if !(claim.position.is_finite() && claim.position.abs().max_element() <= MAX_COORDINATE) {
+            return Err(RejectReason::NonFinite);
+        }
+        let fire_received_at = received_at - flight.time_of_step(claim.step);
+        match self.judge(history, world, &claim.as_shot(), fire_received_at, basis) {
+            Ok(_) => {}
+            // The target checks of a straight line from the muzzle, not of the projectile's
+            // path: the shot itself passed.
+            Err(
+                RejectReason::TargetNotAlive
+                | RejectReason::TargetNotCompensated
+                | RejectReason::FriendlyFire,
+            ) => {}
+            Err(reason) => return Err(reason),
+        }
+        basis.received_at = received_at;
+        basis.measured = None;
+        let weapon = self
+            .rules()
+            .weapon(claim.weapon)
+            .ok_or(RejectReason::UnknownWeapon)?;
+        let fired = basis.time_used.ok_or(RejectReason::TimeTooOld)?;
+        let review = ProjectileClaim {
+            shot: ProjectileShot {
+                fired_at: RewindTarget::at(fired),
+                origin: claim.origin,
+                direction: claim.direction,
+                flight: *flight,
+                shooter: Some(claim.shooter),
+                layers: u32::MAX,
+            },
+            step: claim.step,
+            target: claim.target,
+            position: claim.position,
+        };
+        let tolerance = ClaimTolerance {
+            steps: 1,
+            distance: weapon
+                .hit_leeway_min
+                .max(ClaimTolerance::default().distance),
+        };
+        // The aim passed check 1 and the fire moment came from the history's window.
+        let review = review
+            .review(history, world, tolerance)
+            .map_err(|_| RejectReason::TimeTooOld)?;
+        let flown = review.flown;
+        let distance = claim.origin.distance(flown.position);
+        let outcome = match (review.outcome, flown.struck) {
+            (ClaimOutcome::Agree, Struck::Entity(hit)) => {
+                basis.sample = Some(hit.sample.kind);
+                // Check 9 on the target as the projectile met it. (A present-time step is
+                // not a reason: only the target's own flag is.) Friendly fire is not
+                // checked here yet: the validator's teams are private to `validator`.
+                if !hit.state.alive {
+                    return Err(RejectReason::TargetNotAlive);
+                }
+                if !hit.state.lag_compensated {
+                    return Err(RejectReason::TargetNotCompensated);
+                }
+                ProjectileOutcome::Confirmed(Confirmed {
+                    target: hit.entity,
+                    hitbox: hit.hitbox,
+                    zone: hit.zone,
+                    damage_multiplier: weapon.damage.of(hit.zone),
+                    distance,
+                    point: hit.entry.point,
+                    by_leeway: false,
+                })
+            }
+            (ClaimOutcome::Agree, Struck::Static(wall)) => ProjectileOutcome::Blocked {
+                wall: wall.id,
+                distance,
+            },
+            (ClaimOutcome::TooEarly, _) => ProjectileOutcome::Refused {
+                reason: ProjectileReason::ProjectileTooEarly,
+            },
+            _ => ProjectileOutcome::Refused {
+                reason: ProjectileReason::ProjectileOffPath,
+            },
+        };
+        Ok((outcome, flown))
+    }
+}
+
+/// Emits `verdict` as a `tracing` event with target `lagcomp::verdict`, as hitscan
+/// verdicts are: INFO when the claim stood, WARN when refused.
+fn emit(verdict: &ProjectileVerdict) {
+    let shooter = verdict.shooter.to_bits();
+    let label = verdict.outcome.label();
+    let code = match verdict.outcome {
+        ProjectileOutcome::Rejected { reason } => reason.code(),
+        ProjectileOutcome::Refused { reason } => reason.code(),
+        _ => 0,
+    };
+    if code == 0 {
+        tracing::info!(target: "lagcomp::verdict", shooter, seq = verdict.seq, weapon = verdict.weapon.0, kind = "projectile", outcome = label, "projectile claim {label}");
+    } else {
+        tracing::warn!(target: "lagcomp::verdict", shooter, seq = verdict.seq, weapon = verdict.weapon.0, kind = "projectile", outcome = "rejected", reason = label, code, "projectile claim rejected: {label}");
+    }
+}
+
+#[cfg(test)]
+mod tests;
