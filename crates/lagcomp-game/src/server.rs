@@ -12,8 +12,7 @@ use std::sync::Arc;
 
 use glam::Vec3;
 use lagcomp::{
-    BoneTransform, ConfigError, EntityId, EntityState, History, HistoryConfig, RecordError, Rig,
-    StaticError, Tick,
+    BoneTransform, ConfigError, EntityId, EntityState, History, RecordError, Rig, StaticError, Tick,
 };
 use lagcomp_net::clock::Pong;
 use lagcomp_net::shot::{Delivery, ShotReceiver};
@@ -31,10 +30,11 @@ use crate::weapon::rules;
 pub struct CoreConfig {
     /// Ticks per second.
     pub tick_rate: f64,
-    /// The rewind window, seconds: both the history's ([`HistoryConfig::max_rewind`]) and
+    /// The rewind window, seconds: both the history's
+    /// ([`HistoryConfig::max_rewind`](lagcomp::HistoryConfig::max_rewind)) and
     /// the rifle's ([`WeaponRules::max_rewind`](lagcomp_validate::WeaponRules::max_rewind)),
     /// one setting so the two cannot disagree. It must hold the longest round trip plus
-    /// interpolation delay served (see [`HistoryConfig`]'s "Choosing `max_rewind`").
+    /// interpolation delay served (see [`lagcomp::HistoryConfig`]'s "Choosing `max_rewind`").
     pub max_rewind: f64,
     /// Respawns (teleports) per body per second.
     pub respawn_rate: f64,
@@ -206,11 +206,9 @@ impl ServerCore {
     /// [`CoreError`]: a tick rate or window the history refuses, a wall it refuses, a
     /// window or no-rewind threshold the rifle's rules refuse.
     pub fn new(config: CoreConfig, arena: Arena) -> Result<Self, CoreError> {
+        // The history is sized from the rifle's reach: one setting, two uses.
         let rules = rules(config.max_rewind, config.no_rewind_above_rtt)?;
-        let mut history = History::new(HistoryConfig {
-            tick_rate: config.tick_rate,
-            max_rewind: config.max_rewind,
-        })?;
+        let mut history = History::new(rules.history_config(config.tick_rate))?;
         for (shape, pose) in &arena.walls {
             history.add_static(*shape, *pose, u32::MAX)?;
         }
