@@ -49,7 +49,7 @@ impl fmt::Debug for TickSource {
 }
 
 impl Default for LagCompPlugin {
-    /// 64 ticks a second, a half-second window, recording in [`FixedPostUpdate`], no
+    /// 64 ticks a second, a one-second window, recording in [`FixedPostUpdate`], no
     /// weapons (every shot is rejected as `unknown_weapon` until rules are given).
     fn default() -> Self {
         Self {

@@ -622,7 +622,7 @@ extern "C" {
 // otherwise must not use the library.
 uint32_t lagcomp_abi_version(void);
 
-// Fills `out` with the defaults: 64 ticks per second, a 0.5 s window.
+// Fills `out` with the defaults: 64 ticks per second, a 1 s window.
 //
 // # Safety
 // `out` is null or points to a writable `LagcompHistoryConfig`.

@@ -155,7 +155,7 @@ impl HistoryState {
     }
 }
 
-/// Fills `out` with the defaults: 64 ticks per second, a 0.5 s window.
+/// Fills `out` with the defaults: 64 ticks per second, a 1 s window.
 ///
 /// # Safety
 /// `out` is null or points to a writable `LagcompHistoryConfig`.

@@ -37,8 +37,10 @@ pub(crate) struct Args {
     /// Snapshots per second (default: the tick rate).
     #[arg(long, value_name = "HZ", value_parser = positive)]
     send_rate: Option<f64>,
-    /// The rewind window, seconds.
-    #[arg(long, value_name = "SECS", default_value_t = 0.5, value_parser = positive)]
+    /// The rewind window, seconds: how long the history keeps and how far back the rifle's
+    /// shots may reach (one setting); hold the longest round trip plus interpolation delay
+    /// you serve.
+    #[arg(long, value_name = "SECS", default_value_t = lagcomp::DEFAULT_MAX_REWIND, value_parser = positive)]
     max_rewind: f64,
     /// Write every verdict as a line of JSON to this file.
     #[arg(long, value_name = "FILE")]

@@ -9,7 +9,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use lagcomp_game::scorecard::CheatResult;
 use lagcomp_sim::report::write_report;
-use lagcomp_sim::scenario::{Scenario, parse_preset};
+use lagcomp_sim::scenario::{Scenario, parse_latency, parse_preset};
 use lagcomp_sim::{Mode, SimResult};
 
 /// Arguments of `lagcomp simulate`.
@@ -38,8 +38,22 @@ pub(crate) struct Args {
     /// Network presets, comma separated: names (LAN, 40/10/0.2%, 100/25/2%, 200/50/4%,
     /// 300/75/6%) or RTT/JITTER/LOSS% in ms (default: the scenario's: all five named;
     /// quick: LAN,100/25/2%; cheats: none; high-latency: 500/0/0%).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', conflicts_with = "latencies")]
     presets: Option<Vec<String>>,
+    /// Round trips to test, in ms, comma separated, each a network of its own with no
+    /// jitter and no loss, instead of --presets: `--latencies 50,150,500` is the 50 / 150
+    /// / 500 ms test Unity recommends (default: the scenario's presets).
+    #[arg(long, value_name = "MS", value_delimiter = ',')]
+    latencies: Option<Vec<String>>,
+    /// The rewind window, seconds, 0.05 to 10: how long the server's history keeps and
+    /// how far back the rifle's shots may reach (default: the scenario's, 1).
+    #[arg(long, value_name = "SECS")]
+    max_rewind: Option<f64>,
+    /// The rifle's no-rewind threshold, seconds of round trip, 0 to 60: shooters measured
+    /// above it are judged against the present, not rewound, and must lead their targets
+    /// (default: none, everyone is rewound).
+    #[arg(long, value_name = "SECS")]
+    no_rewind_above_rtt: Option<f64>,
     /// Print the whole result as JSON on stdout (the table goes to stderr).
     #[arg(long)]
     json: bool,
@@ -90,6 +104,26 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
             .map(|p| parse_preset(p))
             .collect::<Result<_, _>>()?;
     }
+    if let Some(latencies) = &args.latencies {
+        scenario.presets = latencies
+            .iter()
+            .map(|rtt| parse_latency(rtt))
+            .collect::<Result<_, _>>()?;
+    }
+    if let Some(window) = args.max_rewind {
+        anyhow::ensure!(
+            window.is_finite() && (0.05..=10.0).contains(&window),
+            "max rewind must be 0.05 to 10 s"
+        );
+        scenario.max_rewind = window;
+    }
+    if let Some(rtt) = args.no_rewind_above_rtt {
+        anyhow::ensure!(
+            rtt.is_finite() && (0.0..=60.0).contains(&rtt),
+            "the no-rewind threshold must be 0 to 60 s of round trip"
+        );
+        scenario.no_rewind_above_rtt = Some(rtt);
+    }
 
     let matches = scenario.matches().len() as u64;
     let bar = ProgressBar::new(matches * 100).with_style(
@@ -128,13 +162,18 @@ pub(crate) fn percent(x: f64) -> String {
 fn print_table(out: &mut impl Write, result: &SimResult, page: &std::path::Path) -> io::Result<()> {
     writeln!(
         out,
-        "scenario {} · seed {} · {} s per match · {} bots · tick {} Hz · send {} Hz",
+        "scenario {} · seed {} · {} s per match · {} bots · tick {} Hz · send {} Hz · window {} s{}",
         result.scenario,
         result.seed,
         result.duration,
         result.bots,
         result.tick_rate,
-        result.send_rate
+        result.send_rate,
+        result.max_rewind,
+        result
+            .no_rewind_above_rtt
+            .map(|rtt| format!(" · no rewind above {} ms round trip", rtt * 1000.0))
+            .unwrap_or_default(),
     )?;
     if !result.runs.is_empty() {
         writeln!(out)?;
@@ -171,6 +210,12 @@ fn print_table(out: &mut impl Write, result: &SimResult, page: &std::path::Path)
                 out,
                 "{:<12} reconstruction error: mean {:.3} mm, p99 {:.3} mm, max {:.3} mm over {} shots",
                 "", r.mean_mm, r.p99_mm, r.max_mm, r.samples
+            )?;
+            let w = &run.rewind;
+            writeln!(
+                out,
+                "{:<12} rewind needed: median {:.0} ms, p99 {:.0} ms, max {:.0} ms; {} of {} shots beyond the window",
+                "", w.median_ms, w.p99_ms, w.max_ms, w.beyond_window, w.shots
             )?;
         }
         writeln!(out)?;
@@ -235,10 +280,13 @@ rejected   honest shots the validator refused (the JSON lists them by reason); -
            the modes without a validator, which only trace the shot
 ";
 
-/// What the reconstruction line under each network means.
+/// What the reconstruction and rewind lines under each network mean.
 const RECONSTRUCTION_LEGEND: &str = "\
 reconstruction error: how far (largest bone distance) the target the server rebuilt for
            full compensation lay from the one the shooter drew; 0 means exactly
+rewind needed: how far back the honest shots reached, from the moment the shooter drew
+           to the shot's arrival (a round trip, the interpolation delay, jitter, resends);
+           shots beyond the window (the header's) are rejected as time_too_old
 ";
 
 /// What the cheat table's columns mean, printed under it by `simulate` and `bots`.

@@ -77,7 +77,14 @@ pub struct BrainConfig {
     /// none (a miss is still a shot the server validates). A cheating brain ignores it;
     /// a rate that is not a positive number means `None`.
     pub fire_rate: Option<f64>,
+    /// The server's rewind window, seconds ([`lagcomp::HistoryConfig::max_rewind`]): a
+    /// [`Cheat::TooOld`] brain claims moments [`TOO_OLD_MARGIN`] older than that. A window
+    /// that is not a positive number means [`lagcomp::DEFAULT_MAX_REWIND`].
+    pub window: f64,
 }
+
+/// How much older than the server's window a [`Cheat::TooOld`] brain claims, seconds.
+pub const TOO_OLD_MARGIN: f64 = 0.2;
 
 impl BrainConfig {
     /// A brain for a server ticking at `tick_rate`, cheating as `cheat`, pausing as a
@@ -89,6 +96,7 @@ impl BrainConfig {
             cheat,
             pause: HUMAN_PAUSE,
             fire_rate: None,
+            window: lagcomp::DEFAULT_MAX_REWIND,
         }
     }
 }
@@ -146,6 +154,8 @@ pub struct BotBrain {
     late_probes: VecDeque<(u32, f64)>,
     rng: Pcg64Mcg,
     cheat: Option<Cheat>,
+    /// How far back a [`Cheat::TooOld`] brain claims, behind what it draws, seconds.
+    too_old: f64,
     /// When a rapid-fire cheat fired the first shot of a pair (local time).
     tapped: Option<f64>,
     /// Local time until which the view stays on the last shot's direction.
@@ -197,6 +207,11 @@ impl BotBrain {
             late_probes: VecDeque::new(),
             rng,
             cheat: config.cheat,
+            too_old: if config.window.is_finite() && config.window > 0.0 {
+                config.window
+            } else {
+                lagcomp::DEFAULT_MAX_REWIND
+            } + TOO_OLD_MARGIN,
             tapped: None,
             hold_aim_until: f64::NEG_INFINITY,
             firing: true,
@@ -794,7 +809,7 @@ impl BotBrain {
         let cheat = self.cheat.filter(|_| cheating);
         // A backtracking cheat draws the target as it was further back.
         let past = match cheat {
-            Some(Cheat::TooOld) => Some(render - 0.7),
+            Some(Cheat::TooOld) => Some(render - self.too_old),
             Some(Cheat::Backtrack) => Some(render - 0.25),
             // The extra one-way latency its late probe answers make the server believe in.
             Some(Cheat::FakeLatency) => Some(render - FAKE_LATENCY / 2.0),

@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cheat {
-    /// Claims a render time older than the rewind window, aiming where the target was.
+    /// Claims a render time older than the rewind window (by
+    /// [`TOO_OLD_MARGIN`](crate::brain::TOO_OLD_MARGIN), behind what it draws), aiming
+    /// where the target was.
     TooOld,
     /// Claims a render time inside the window but 250 ms older than its latency allows
     /// (backtracking), aiming where the target was.

@@ -34,9 +34,8 @@
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = CoreConfig {
-//!     tick_rate: 64.0,
-//!     max_rewind: 0.5,
 //!     respawn_rate: 0.0,
+//!     ..CoreConfig::default()
 //! };
 //! let mut core = ServerCore::new(config, Arena::standard())?;
 //! let mut rng = Pcg64Mcg::seed_from_u64(7);

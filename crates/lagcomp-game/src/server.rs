@@ -12,12 +12,13 @@ use std::sync::Arc;
 
 use glam::Vec3;
 use lagcomp::{
-    BoneTransform, ConfigError, EntityId, EntityState, History, HistoryConfig, RecordError, Rig,
-    StaticError, Tick,
+    BoneTransform, ConfigError, EntityId, EntityState, History, RecordError, Rig, StaticError, Tick,
 };
 use lagcomp_net::clock::Pong;
 use lagcomp_net::shot::{Delivery, ShotReceiver};
-use lagcomp_validate::{ClientTiming, LatencyTracker, Participant, ShotClaim, Validator};
+use lagcomp_validate::{
+    ClientTiming, LatencyTracker, Participant, RulesError, ShotClaim, Validator,
+};
 use rand_pcg::Pcg64Mcg;
 
 use crate::body::{self, Arena, BONES, Body, EYE, Stance};
@@ -25,14 +26,36 @@ use crate::traffic::{ClientInput, fingerprint};
 use crate::weapon::rules;
 
 /// How a server is set up.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CoreConfig {
     /// Ticks per second.
     pub tick_rate: f64,
-    /// The history's window, seconds.
+    /// The rewind window, seconds: both the history's
+    /// ([`HistoryConfig::max_rewind`](lagcomp::HistoryConfig::max_rewind)) and
+    /// the rifle's ([`WeaponRules::max_rewind`](lagcomp_validate::WeaponRules::max_rewind)),
+    /// one setting so the two cannot disagree. It must hold the longest round trip plus
+    /// interpolation delay served (see [`lagcomp::HistoryConfig`]'s "Choosing `max_rewind`").
     pub max_rewind: f64,
     /// Respawns (teleports) per body per second.
     pub respawn_rate: f64,
+    /// The rifle's no-rewind threshold
+    /// ([`WeaponRules::no_rewind_above_rtt`](lagcomp_validate::WeaponRules::no_rewind_above_rtt)),
+    /// seconds of round trip: above it a player's shots are judged against the present,
+    /// not rewound. `None`: everyone is rewound, up to the window.
+    pub no_rewind_above_rtt: Option<f64>,
+}
+
+impl Default for CoreConfig {
+    /// 64 Hz, the history's default window ([`lagcomp::DEFAULT_MAX_REWIND`]), a respawn
+    /// per body every 20 s on average, rewind for every round trip.
+    fn default() -> Self {
+        Self {
+            tick_rate: 64.0,
+            max_rewind: lagcomp::DEFAULT_MAX_REWIND,
+            respawn_rate: 0.05,
+            no_rewind_above_rtt: None,
+        }
+    }
 }
 
 /// Why a server could not be set up.
@@ -44,6 +67,9 @@ pub enum CoreError {
     /// The history refused a wall.
     #[error("arena wall: {0}")]
     Wall(#[from] StaticError),
+    /// The rifle's rules refused the window or the no-rewind threshold.
+    #[error("rifle rules: {0}")]
+    Rules(#[from] RulesError),
 }
 
 /// One entity in a snapshot.
@@ -132,9 +158,8 @@ struct Player {
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let config = CoreConfig {
-///     tick_rate: 64.0,
-///     max_rewind: 0.5,
 ///     respawn_rate: 0.0,
+///     ..CoreConfig::default()
 /// };
 /// let mut core = ServerCore::new(config, Arena::standard())?;
 /// let mut rng = Pcg64Mcg::seed_from_u64(1);
@@ -178,19 +203,19 @@ impl ServerCore {
     /// A server on `arena` with no players yet.
     ///
     /// # Errors
-    /// [`CoreError`]: a tick rate or window the history refuses, a wall it refuses.
+    /// [`CoreError`]: a tick rate or window the history refuses, a wall it refuses, a
+    /// window or no-rewind threshold the rifle's rules refuse.
     pub fn new(config: CoreConfig, arena: Arena) -> Result<Self, CoreError> {
-        let mut history = History::new(HistoryConfig {
-            tick_rate: config.tick_rate,
-            max_rewind: config.max_rewind,
-        })?;
+        // The history is sized from the rifle's reach: one setting, two uses.
+        let rules = rules(config.max_rewind, config.no_rewind_above_rtt)?;
+        let mut history = History::new(rules.history_config(config.tick_rate))?;
         for (shape, pose) in &arena.walls {
             history.add_static(*shape, *pose, u32::MAX)?;
         }
         Ok(Self {
             config,
             history,
-            validator: Validator::new(rules(config.max_rewind)),
+            validator: Validator::new(rules),
             arena,
             rig: body::humanoid(),
             players: Vec::new(),

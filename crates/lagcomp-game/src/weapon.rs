@@ -2,7 +2,7 @@
 //! bot brain (which paces its fire by them) and the server core (which validates with
 //! them) share. Neither the brain nor the server lives here.
 
-use lagcomp_validate::{RuleSet, WeaponId};
+use lagcomp_validate::{RuleSet, RulesError, WeaponId};
 
 /// The weapon every bot carries.
 pub const RIFLE: WeaponId = WeaponId(1);
@@ -11,12 +11,19 @@ pub const RIFLE: WeaponId = WeaponId(1);
 /// steady rate of fire is never faster.
 pub const RIFLE_INTERVAL: f64 = 0.1;
 
-/// The rules the server validates with.
+/// The rules the server validates with: the rifle reaches back `max_rewind` seconds (the
+/// server's history window: the two are one setting, [`CoreConfig::max_rewind`]), and
+/// rewinds nobody whose round trip is above `no_rewind_above_rtt` seconds, if given.
 ///
-/// # Panics
-/// Never for a finite `max_rewind` in `0..=10`; the rules are fixed text otherwise.
-#[must_use]
-pub fn rules(max_rewind: f64) -> RuleSet {
+/// [`CoreConfig::max_rewind`]: crate::server::CoreConfig::max_rewind
+///
+/// # Errors
+/// [`RulesError`] for a `max_rewind` outside `0..=10` or a `no_rewind_above_rtt` outside
+/// `0..=60` (or not finite).
+pub fn rules(max_rewind: f64, no_rewind_above_rtt: Option<f64>) -> Result<RuleSet, RulesError> {
+    let no_rewind = no_rewind_above_rtt
+        .map(|rtt| format!("no_rewind_above_rtt = {rtt:?}"))
+        .unwrap_or_default();
     RuleSet::from_toml(&format!(
         r#"
         [weapons.rifle]
@@ -27,7 +34,8 @@ pub fn rules(max_rewind: f64) -> RuleSet {
         origin_tolerance = 0.35
         hit_leeway = 1.05
         hit_leeway_min = 0.02
-        max_rewind = {max_rewind}
+        max_rewind = {max_rewind:?}
+        {no_rewind}
         damage = {{ head = 4.0, torso = 1.0, limb = 0.75 }}
         "#,
         id = RIFLE.0,
@@ -44,5 +52,67 @@ pub fn rules(max_rewind: f64) -> RuleSet {
         rules.policy.rewind_late_slack = 0.1;
         rules
     })
-    .expect("the simulator's rules are valid")
+}
+
+#[cfg(test)]
+mod tests {
+    use lagcomp::HistoryConfig;
+
+    use super::{RIFLE, rules};
+    use crate::body::Arena;
+    use crate::server::{CoreConfig, CoreError, ServerCore};
+
+    #[test]
+    fn the_rifle_reaches_back_as_far_as_the_history_keeps() {
+        let config = CoreConfig::default();
+        assert_eq!(config.max_rewind, HistoryConfig::default().max_rewind);
+        let core = ServerCore::new(config, Arena::standard()).expect("the defaults are valid");
+        let rifle = core.validator().rules().weapon(RIFLE).expect("the rifle");
+        assert_eq!(rifle.max_rewind, core.history().config().max_rewind);
+        assert_eq!(rifle.no_rewind_above_rtt, None);
+
+        let slow = CoreConfig {
+            max_rewind: 0.75,
+            no_rewind_above_rtt: Some(0.3),
+            ..config
+        };
+        let core = ServerCore::new(slow, Arena::standard()).expect("valid");
+        let rifle = core.validator().rules().weapon(RIFLE).expect("the rifle");
+        assert_eq!(
+            (rifle.max_rewind, rifle.no_rewind_above_rtt),
+            (0.75, Some(0.3))
+        );
+        assert_eq!(core.history().config().max_rewind, 0.75);
+    }
+
+    #[test]
+    fn a_bad_window_or_threshold_is_an_error_not_a_panic() {
+        for (window, threshold) in [
+            (f64::NAN, None),
+            (f64::INFINITY, None),
+            (11.0, None),
+            (1.0, Some(f64::NAN)),
+            (1.0, Some(-0.1)),
+            (1.0, Some(61.0)),
+            (1.0, Some(f64::INFINITY)),
+        ] {
+            assert!(
+                rules(window, threshold).is_err(),
+                "{window} s, {threshold:?}"
+            );
+            let config = CoreConfig {
+                max_rewind: window,
+                no_rewind_above_rtt: threshold,
+                ..CoreConfig::default()
+            };
+            assert!(
+                matches!(
+                    ServerCore::new(config, Arena::standard()),
+                    Err(CoreError::Rules(_) | CoreError::Config(_))
+                ),
+                "{window} s, {threshold:?}"
+            );
+        }
+        assert!(rules(10.0, Some(0.0)).is_ok());
+    }
 }

@@ -20,6 +20,7 @@ fn core() -> ServerCore {
             tick_rate: 64.0,
             max_rewind: 0.5,
             respawn_rate: 0.0,
+            no_rewind_above_rtt: None,
         },
         Arena::standard(),
     )
@@ -334,6 +335,7 @@ fn steady_fire_with_interest_management_blends_nothing_across_a_gap_and_agrees()
             tick_rate: 64.0,
             max_rewind: 0.5,
             respawn_rate: 0.0,
+            no_rewind_above_rtt: None,
         },
         ArenaSpec::for_players(12).build().expect("a valid arena"),
     )

@@ -17,4 +17,4 @@ pub mod skirmish;
 // A run's counts per mode and per cheat class are the game's scorecards; they are fields
 // of `SimResult`, so they are named here too.
 pub use lagcomp_game::scorecard::{CheatResult, ModeResult};
-pub use result::{DistanceStats, Mode, Outline, PresetRun, ShotPicture, SimResult};
+pub use result::{DistanceStats, Mode, Outline, PresetRun, RewindStats, ShotPicture, SimResult};

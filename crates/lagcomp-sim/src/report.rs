@@ -147,6 +147,7 @@ fn header(out: &mut String, result: &SimResult) {
          <dt>Bots</dt><dd>{}</dd>\n\
          <dt>Tick rate</dt><dd>{} Hz</dd>\n\
          <dt>Send rate</dt><dd>{} Hz</dd>\n\
+         <dt>Rewind window</dt><dd>{} s{}</dd>\n\
          <dt>Network conditions</dt><dd>{}</dd>\n\
          <dt>Cheat classes</dt><dd>{}</dd>\n\
          </dl>\n</header>\n",
@@ -156,6 +157,11 @@ fn header(out: &mut String, result: &SimResult) {
         result.bots,
         text::number(result.tick_rate),
         text::number(result.send_rate),
+        text::number(result.max_rewind),
+        result
+            .no_rewind_above_rtt
+            .map(|rtt| format!(", none above {} ms round trip", text::number(rtt * 1000.0)))
+            .unwrap_or_default(),
         result.runs.len(),
         result.cheats.len(),
     );

@@ -68,6 +68,26 @@ pub struct PresetRun {
     pub reconstruction: DistanceStats,
     /// Honest shots the full validator rejected, all reasons.
     pub honest_rejected: u64,
+    /// How far back the honest shots reached: what the rewind window must hold.
+    #[serde(default)]
+    pub rewind: RewindStats,
+}
+
+/// How far back honest shots reached under one network condition: from the moment each
+/// shot's client drew (its claimed time) to its arrival at the server, milliseconds. The
+/// rewind window must hold the largest, or those shots are rejected as `time_too_old`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RewindStats {
+    /// Honest shots measured.
+    pub shots: u64,
+    /// Median, ms.
+    pub median_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// Largest, ms.
+    pub max_ms: f64,
+    /// Shots that reached further back than the window.
+    pub beyond_window: u64,
 }
 
 /// A 2-D outline seen from above (x to the right, z down the page).
@@ -129,6 +149,12 @@ pub struct SimResult {
     pub tick_rate: f64,
     /// Snapshot send rate, Hz.
     pub send_rate: f64,
+    /// The rewind window, seconds: the history's and the rifle's.
+    #[serde(default)]
+    pub max_rewind: f64,
+    /// The rifle's no-rewind threshold, seconds of round trip (`None`: everyone rewound).
+    #[serde(default)]
+    pub no_rewind_above_rtt: Option<f64>,
     /// One per network condition, in increasing latency.
     pub runs: Vec<PresetRun>,
     /// One per cheat class.

@@ -5,7 +5,7 @@ use lagcomp_game::cheat::Cheat;
 use lagcomp_game::scorecard::CheatResult;
 use lagcomp_net::conditioner::{PRESETS, Preset, preset};
 
-use crate::result::{DistanceStats, Mode, PresetRun, SimResult};
+use crate::result::{DistanceStats, Mode, PresetRun, RewindStats, SimResult};
 use crate::skirmish::{SkirmishConfig, Tally, play};
 
 /// A run's settings.
@@ -25,8 +25,13 @@ pub struct Scenario {
     pub send_rate: f64,
     /// Client frame rate, Hz.
     pub client_fps: f64,
-    /// The history's window, seconds.
+    /// The rewind window, seconds: the history's and the rifle's. Every scenario runs with
+    /// [`lagcomp::DEFAULT_MAX_REWIND`] (1 s), which holds every rewind its presets need
+    /// (up to about 0.6 s at 500 ms round trip; each run reports its own, [`RewindStats`]).
     pub max_rewind: f64,
+    /// The rifle's no-rewind threshold, seconds of round trip: shooters measured above it
+    /// are judged against the present. `None` (every scenario): everyone is rewound.
+    pub no_rewind_above_rtt: Option<f64>,
     /// The network conditions, in order.
     pub presets: Vec<Preset>,
     /// Cheat classes to run (each its own match, at [`Scenario::cheat_preset`]).
@@ -55,7 +60,7 @@ pub enum ScenarioError {
 impl Scenario {
     /// A named scenario: `default` (every preset, every cheat class), `quick` (two
     /// presets, a few seconds), `cheats` (the cheat classes only) or `high-latency` (500 ms
-    /// RTT with the 500 ms window).
+    /// RTT). Each runs with the default 1 s window.
     ///
     /// # Errors
     /// [`ScenarioError::UnknownScenario`].
@@ -68,7 +73,8 @@ impl Scenario {
             tick_rate: 64.0,
             send_rate: 64.0,
             client_fps: 60.0,
-            max_rewind: 0.5,
+            max_rewind: lagcomp::DEFAULT_MAX_REWIND,
+            no_rewind_above_rtt: None,
             presets: PRESETS.to_vec(),
             cheats: Cheat::ALL.to_vec(),
             cheat_preset: preset("100/25/2%").expect("a built-in preset"),
@@ -106,6 +112,7 @@ impl Scenario {
             send_rate: self.send_rate.min(self.tick_rate),
             client_fps: self.client_fps,
             max_rewind: self.max_rewind,
+            no_rewind_above_rtt: self.no_rewind_above_rtt,
             preset,
             respawn_rate: self.respawn_rate,
             cheat,
@@ -136,6 +143,8 @@ impl Scenario {
             bots: self.bots,
             tick_rate: self.tick_rate,
             send_rate: self.send_rate.min(self.tick_rate),
+            max_rewind: self.max_rewind,
+            no_rewind_above_rtt: self.no_rewind_above_rtt,
             ..SimResult::default()
         };
         for (index, (label, config)) in self.matches().into_iter().enumerate() {
@@ -145,7 +154,9 @@ impl Scenario {
                     if result.picture.is_none() {
                         result.picture.clone_from(&tally.picture);
                     }
-                    result.runs.push(preset_run(&config.preset, tally));
+                    result
+                        .runs
+                        .push(preset_run(&config.preset, tally, self.max_rewind));
                 }
                 Some(cheat) => result.cheats.push(cheat_result(cheat, &tally)),
             }
@@ -191,7 +202,20 @@ pub fn parse_preset(text: &str) -> Result<Preset, ScenarioError> {
     })
 }
 
-fn preset_run(preset: &Preset, tally: Tally) -> PresetRun {
+/// A network of `text` milliseconds of round trip and nothing else (`150` is `150/0/0%`):
+/// one step of a latency ladder such as Unity's 50 / 150 / 500 ms test.
+///
+/// # Errors
+/// [`ScenarioError::UnknownPreset`] for anything but a number of milliseconds, 0 to 5000.
+pub fn parse_latency(text: &str) -> Result<Preset, ScenarioError> {
+    let rtt = text.trim().trim_end_matches("ms").trim();
+    if rtt.is_empty() || rtt.contains(['/', '%']) {
+        return Err(ScenarioError::UnknownPreset(text.to_owned()));
+    }
+    parse_preset(&format!("{rtt}/0/0%")).map_err(|_| ScenarioError::UnknownPreset(text.to_owned()))
+}
+
+fn preset_run(preset: &Preset, tally: Tally, window: f64) -> PresetRun {
     let mut modes = tally.modes;
     for m in modes.values_mut() {
         m.agreement = if m.client_hits == 0 {
@@ -211,6 +235,25 @@ fn preset_run(preset: &Preset, tally: Tally) -> PresetRun {
         modes,
         reconstruction: error_stats(tally.reconstruction),
         honest_rejected,
+        rewind: rewind_stats(tally.rewinds, window),
+    }
+}
+
+/// Median, p99 and largest of rewinds given in seconds, reported in milliseconds, and how
+/// many exceed `window`.
+fn rewind_stats(mut seconds: Vec<f64>, window: f64) -> RewindStats {
+    if seconds.is_empty() {
+        return RewindStats::default();
+    }
+    seconds.sort_by(f64::total_cmp);
+    let n = seconds.len();
+    let rank = |q: f64| seconds[((n as f64 * q).ceil() as usize).clamp(1, n) - 1] * 1000.0;
+    RewindStats {
+        shots: n as u64,
+        median_ms: rank(0.5),
+        p99_ms: rank(0.99),
+        max_ms: seconds[n - 1] * 1000.0,
+        beyond_window: seconds.iter().filter(|&&s| s > window).count() as u64,
     }
 }
 

@@ -45,8 +45,12 @@ pub struct SkirmishConfig {
     pub send_rate: f64,
     /// Client frame rate, Hz.
     pub client_fps: f64,
-    /// The history's window, seconds.
+    /// The rewind window, seconds: the history's and the rifle's
+    /// ([`CoreConfig::max_rewind`]).
     pub max_rewind: f64,
+    /// The rifle's no-rewind threshold, seconds of round trip
+    /// ([`CoreConfig::no_rewind_above_rtt`]).
+    pub no_rewind_above_rtt: Option<f64>,
     /// The network.
     pub preset: Preset,
     /// Respawns (teleports) per bot per second.
@@ -66,6 +70,8 @@ pub struct Tally {
     /// Reconstruction error per honest shot that claimed a hit, metres (teleport and
     /// extrapolated views excluded).
     pub reconstruction: Vec<f64>,
+    /// How far back each honest shot reached (arrival minus claimed time), seconds.
+    pub rewinds: Vec<f64>,
     /// Cheating shots that reached the server.
     pub cheat_attempts: u64,
     /// Of those, confirmed.
@@ -136,7 +142,8 @@ impl SimClient {
 /// Plays one match and returns what it measured.
 ///
 /// # Panics
-/// On a configuration the history refuses (tick rate or window out of range).
+/// On a configuration the server refuses (tick rate, window or no-rewind threshold out of
+/// range).
 #[must_use]
 pub fn play(config: &SkirmishConfig, mut progress: impl FnMut(f64)) -> Tally {
     let mut world_rng = Pcg64Mcg::seed_from_u64(config.seed);
@@ -150,10 +157,11 @@ pub fn play(config: &SkirmishConfig, mut progress: impl FnMut(f64)) -> Tally {
             tick_rate: config.tick_rate,
             max_rewind: config.max_rewind,
             respawn_rate: config.respawn_rate,
+            no_rewind_above_rtt: config.no_rewind_above_rtt,
         },
         arena.clone(),
     )
-    .expect("a valid history config");
+    .expect("a valid server config");
     server.set_echo_ceiling(config.echo_ceiling);
     let ids: Vec<EntityId> = (0..config.bots)
         .map(|_| server.join(&mut world_rng))
@@ -174,7 +182,10 @@ pub fn play(config: &SkirmishConfig, mut progress: impl FnMut(f64)) -> Tally {
             // A client clock up to 0.1 % fast or slow.
             let clock_rate = 1.0 + rng.random_range(-0.001..0.001);
             let brain = BotBrain::new(
-                BrainConfig::new(config.tick_rate, (b == 0).then_some(config.cheat).flatten()),
+                BrainConfig {
+                    window: config.max_rewind,
+                    ..BrainConfig::new(config.tick_rate, (b == 0).then_some(config.cheat).flatten())
+                },
                 ids[b],
                 &ids,
                 rng,
@@ -227,7 +238,7 @@ pub fn play(config: &SkirmishConfig, mut progress: impl FnMut(f64)) -> Tally {
                 .tick(tick, time, tick_dt, &mut world_rng_tick)
                 .expect("ticks and times increase");
             for shot in &queue {
-                judge(&mut server, &ids, shot, &fired, &mut tally);
+                judge(&mut server, &ids, shot, &fired, tick_dt, &mut tally);
             }
             if tick.0.is_multiple_of(send_every) {
                 let snapshot = Arc::new(WorldSnapshot {
@@ -287,6 +298,7 @@ fn judge(
     ids: &[EntityId],
     queued: &QueuedShot,
     fired: &BTreeMap<(usize, u64), FiredShot>,
+    tick_dt: f64,
     tally: &mut Tally,
 ) {
     let (claim, received) = (&queued.claim, queued.received);
@@ -296,6 +308,9 @@ fn judge(
     let Some(shot) = fired.get(&(bot, fingerprint(claim))) else {
         return;
     };
+    if !shot.cheat {
+        tally.rewinds.push(received - claimed_time(claim, tick_dt));
+    }
     let verdict = server.validate(claim, received);
     if shot.cheat {
         tally.cheat_attempts += 1;
@@ -474,6 +489,18 @@ fn outline(p: &PlacedShape) -> Outline {
                     .collect(),
             }
         }
+    }
+}
+
+/// The server time a claim names. Tick `n` is recorded at `n * tick_dt` here, so ticks
+/// that have left the history still have a time.
+fn claimed_time(claim: &ShotClaim, tick_dt: f64) -> f64 {
+    match claim.render_time {
+        RenderTime::Ticks { from, to, fraction } => {
+            let (a, b) = (f64::from(from.0) * tick_dt, f64::from(to.0) * tick_dt);
+            a + (b - a) * f64::from(fraction)
+        }
+        RenderTime::Time(t) => t,
     }
 }
 

@@ -57,10 +57,9 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use lagcomp::{EntityId, HistoryConfig};
+use lagcomp::EntityId;
 use lagcomp_game::interest::Interest;
 use lagcomp_game::server::{CoreConfig, ServerCore};
-use lagcomp_game::weapon::rules;
 use lagcomp_validate::recording::RecordingWriter;
 use lagcomp_validate::{AuditLog, ClientTiming, ShotClaim};
 use lagcomp_wire::datagram::DatagramWriter;
@@ -337,6 +336,7 @@ impl GameServer {
                 tick_rate: config.tick_rate,
                 max_rewind: config.max_rewind,
                 respawn_rate: config.respawn_rate,
+                no_rewind_above_rtt: None,
             },
             config.arena.build()?,
         )?;
@@ -379,16 +379,11 @@ impl GameServer {
         };
         let recording = match outputs.recording {
             Some(out) => {
-                let mut writer = RecordingWriter::new(
-                    out,
-                    &HistoryConfig {
-                        tick_rate: config.tick_rate,
-                        max_rewind: config.max_rewind,
-                    },
-                )
-                .map_err(ServeError::Recording)?;
+                let mut writer = RecordingWriter::new(out, core.history().config())
+                    .map_err(ServeError::Recording)?;
+                // What the core validates with, so the recording replays to its verdicts.
                 writer
-                    .rules(&rules(config.max_rewind))
+                    .rules(core.validator().rules())
                     .map_err(ServeError::Recording)?;
                 for (shape, pose) in &core.arena().walls {
                     writer

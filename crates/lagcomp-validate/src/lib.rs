@@ -114,6 +114,7 @@ mod screening;
 mod shot_memory;
 pub mod validator;
 pub mod verdict;
+mod window;
 
 pub use audit::AuditLog;
 pub use claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim, TimingError, WeaponId};

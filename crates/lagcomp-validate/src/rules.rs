@@ -101,10 +101,16 @@ pub struct WeaponRules {
     /// The smallest growth for that check, metres, however small the hitbox.
     pub hit_leeway_min: f32,
     /// The oldest a shot's claimed time may be, seconds before it arrived. May be shorter
-    /// than the history's window, never longer (the history cannot rebuild more).
+    /// than the history's window, never longer (the history cannot rebuild more): derive
+    /// it from the window you record. An honest shot reaches back about a round trip plus
+    /// the client's interpolation delay (0.56 s at 500 ms); every second of reach is a
+    /// second of the past the slowest players may shoot into (see
+    /// [`lagcomp::HistoryConfig`]'s "Choosing `max_rewind`").
     pub max_rewind: f64,
     /// Above this round-trip time (seconds) the shooter gets no rewind at all: the shot is
-    /// checked against the present and such players must lead their targets.
+    /// checked against the present (the shooter's muzzle too) and such players must lead
+    /// their targets. Bounds what the slowest players get without refusing their shots as
+    /// too old.
     #[serde(default)]
     pub no_rewind_above_rtt: Option<f64>,
     /// Whether shots may hurt the shooter's own team.

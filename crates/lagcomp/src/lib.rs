@@ -70,8 +70,8 @@ mod simd;
 
 pub use glam::{Quat, Vec3};
 pub use history::{
-    ConfigError, EntityError, EntityId, EntityState, FrameRecorder, History, HistoryConfig,
-    NearestReason, RecordError, Sample, SampleKind,
+    ConfigError, DEFAULT_MAX_REWIND, EntityError, EntityId, EntityState, FrameRecorder, History,
+    HistoryConfig, NearestReason, RecordError, Sample, SampleKind,
 };
 pub use math::{Aabb, BoneTransform, Pose, TransformError};
 pub use narrow::{Obb, PlacedShape};

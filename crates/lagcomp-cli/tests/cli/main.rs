@@ -3,6 +3,7 @@
 
 mod end_to_end;
 mod proxy;
+mod simulate;
 mod tables;
 mod validate;
 

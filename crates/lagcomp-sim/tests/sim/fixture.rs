@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 
 use lagcomp_sim::{
-    CheatResult, DistanceStats, Mode, ModeResult, Outline, PresetRun, ShotPicture, SimResult,
+    CheatResult, DistanceStats, Mode, ModeResult, Outline, PresetRun, RewindStats, ShotPicture,
+    SimResult,
 };
 
 /// The reasons the full validator rejected honest shots for, over all conditions.
@@ -85,6 +86,13 @@ pub(crate) fn realistic() -> SimResult {
                     histogram,
                 },
                 honest_rejected,
+                rewind: RewindStats {
+                    shots: 3_000,
+                    median_ms: 1.2 * rtt_ms + 60.0,
+                    p99_ms: 1.5 * rtt_ms + 70.0,
+                    max_ms: 1.6 * rtt_ms + 80.0,
+                    beyond_window: 0,
+                },
             }
         })
         .collect();
@@ -95,6 +103,8 @@ pub(crate) fn realistic() -> SimResult {
         bots: 8,
         tick_rate: 64.0,
         send_rate: 32.0,
+        max_rewind: 1.0,
+        no_rewind_above_rtt: None,
         runs,
         cheats: vec![
             cheat(

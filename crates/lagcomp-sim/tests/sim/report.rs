@@ -128,7 +128,16 @@ fn the_header_names_the_run() {
             .expect("a header"),
     );
     for fact in [
-        "skirmish", "Seed", "42", "60 s", "Bots", "8", "64 Hz", "32 Hz",
+        "skirmish",
+        "Seed",
+        "42",
+        "60 s",
+        "Bots",
+        "8",
+        "64 Hz",
+        "32 Hz",
+        "Rewind window",
+        "1 s",
     ] {
         assert!(header.contains(fact), "the header lacks {fact:?}: {header}");
     }

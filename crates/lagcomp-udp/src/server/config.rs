@@ -72,7 +72,8 @@ pub struct ServeConfig {
     pub tick_rate: f64,
     /// Snapshots per second, up to the tick rate (rounded to a whole number of ticks).
     pub send_rate: f64,
-    /// The history's window, seconds.
+    /// The rewind window, seconds: the history's and the rifle's
+    /// ([`CoreConfig::max_rewind`](lagcomp_game::server::CoreConfig::max_rewind)).
     pub max_rewind: f64,
     /// Respawns per player per second.
     pub respawn_rate: f64,
@@ -130,7 +131,8 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
-    /// The defaults (64 Hz ticks and snapshots, a 0.5 s window, the simulator's respawn
+    /// The defaults (64 Hz ticks and snapshots, the history's default window
+    /// ([`lagcomp::DEFAULT_MAX_REWIND`], 1 s), the simulator's respawn
     /// rate, 256 players, the standard arena, each client sent the bodies within
     /// [`DEFAULT_INTEREST`]) on `listen`.
     #[must_use]
@@ -139,7 +141,7 @@ impl ServeConfig {
             listen,
             tick_rate: 64.0,
             send_rate: 64.0,
-            max_rewind: 0.5,
+            max_rewind: lagcomp::DEFAULT_MAX_REWIND,
             respawn_rate: 0.05,
             seed: 1,
             max_clients: 256,

@@ -58,7 +58,7 @@ mod sample;
 mod stamp;
 
 pub(crate) use bone_pass::{BonePass, assert_one_length};
-pub use config::{ConfigError, HistoryConfig};
+pub use config::{ConfigError, DEFAULT_MAX_REWIND, HistoryConfig};
 pub(crate) use cull::{LineLanes, cull4};
 use entity::{ALIVE, LAG_COMPENSATED, TELEPORTED};
 pub use entity::{EntityError, EntityId, EntityState};
