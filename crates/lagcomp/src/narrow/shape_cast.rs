@@ -8,6 +8,11 @@
 //! to parry3d's GJK shape cast on their cores (a box, a capsule's segment) grown by the
 //! radii, then a few Newton steps on the exact gap between the cores (see `cast_cores`), with
 //! no allocation (no penetration depth is ever asked for).
+//!
+//! PERF: against a sphere hitbox, 4,096 seeded pairs (`cargo bench -p lagcomp-bench --bench
+//! melee -- shape_cast`, on the shared 2-core host): a 60 cm blade 212 ns a cast through the
+//! line kernels, 2,267 ns through parry3d's GJK cast on the same concrete shapes; a fist
+//! (capsule) 109 ns against 2,049 ns. Heads are spheres, so those pairs keep the kernels.
 
 use glam::Vec3;
 use parry3d::math::Pose as ParryPose;
