@@ -8,7 +8,7 @@ use super::trace::first_wall;
 use super::{Hit, Query, QueryError, Ray, RayError, StaticHit, SurfacePoint, Trace, Walk, admit};
 use crate::history::Sample;
 use crate::math::{Aabb, BoneTransform, TransformError, ray_recip};
-use crate::narrow::{PlacedShape, SweepContact, Swing};
+use crate::narrow::{PlacedShape, SweepContact, Swing, closest_on_segment};
 use crate::rig::{Shape, ShapeError};
 
 /// The largest distance (metres) a swing's centre path may stray from the chords the
@@ -240,6 +240,38 @@ impl ShapeSweep {
     }
 }
 
+/// The path of a sweep's centre as chords (one for a line), and how far from them the
+/// swept shape reaches: its bounding radius and the chords' sagitta.
+struct CentrePath {
+    points: [Vec3; MAX_SWING_CHORDS + 1],
+    len: usize,
+    reach: f32,
+}
+
+impl CentrePath {
+    fn of(sweep: &ShapeSweep) -> Self {
+        let mut points = [Vec3::ZERO; MAX_SWING_CHORDS + 1];
+        let steps = sweep.chords();
+        for (k, point) in points.iter_mut().enumerate().take(steps + 1) {
+            *point = sweep.at(k as f32 / steps as f32).pose.translation;
+        }
+        let (sagitta, _) = sweep.chord_sagitta(steps);
+        Self {
+            points,
+            len: steps + 1,
+            reach: sweep.start.shape.bounding_radius() + sagitta,
+        }
+    }
+
+    /// Whether the ball of `radius` around `center` comes within reach of the path.
+    fn near(&self, center: Vec3, radius: f32) -> bool {
+        let reach = self.reach + radius;
+        self.points[..self.len].windows(2).any(|chord| {
+            closest_on_segment(chord[0], chord[1], center).distance_squared(center) <= reach * reach
+        })
+    }
+}
+
 fn check_start(start: &PlacedShape) -> Result<(), ShapeSweepError> {
     start.shape.validate()?;
     start.pose.validate()?;
@@ -319,6 +351,7 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         }
         let reach = blocker.map_or(f32::INFINITY, |w| w.distance);
         let swept = sweep.bounds();
+        let path = CentrePath::of(sweep);
         let observer = &mut self.observer;
         let (layers, ignore) = (self.layers, self.ignore);
         let mut best: Earliest = None;
@@ -361,6 +394,14 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                 if O::ENABLED {
                     let now = present.map(|p| hitbox.placed(&history.bone(index, &p, bone_index)));
                     observer.hitbox(id, hitbox, &placed, now.as_ref());
+                }
+                // The ball around the placed hitbox against the sweep's centre path before
+                // the exact cast (a GJK cast, or a swing's closest-point steps). PERF: no
+                // measurable change on the 200x20 bench (swing 55.8 -> 48.6 us, within the
+                // shared host's noise): there the struck target's own hitboxes, all near the
+                // blade, take the time.
+                if !path.near(placed.pose.translation, placed.shape.bounding_radius()) {
+                    continue;
                 }
                 let Some(contact) = sweep.contact(&placed) else {
                     continue;
