@@ -26,7 +26,6 @@ mod swing;
 
 pub use overlap::{Obb, obb_overlaps_obb, segment_overlaps_box};
 pub use placed::PlacedShape;
-pub(crate) use placed::closest_on_segment;
 pub use ray_box::line_box;
 pub use ray_capsule::line_capsule;
 pub use ray_rounded_box::line_rounded_box;
