@@ -498,22 +498,22 @@ impl<O: QueryObserver> Query<'_, '_, O> {
     fn first_wall_of(&self, sweep: &ShapeSweep, time: f64) -> Option<StaticHit> {
         let core = sweep.core_radius();
         let start = sweep.start.pose.translation;
+        let wall_along = |ray: &Ray| {
+            first_wall(
+                self.history,
+                self.world,
+                ray,
+                ray_recip(ray.dir()),
+                core,
+                self.layers,
+                time,
+            )
+        };
         match sweep.path {
             SweepPath::Line {
                 direction,
                 distance,
-            } => {
-                let ray = Ray::new(start, direction, distance).ok()?;
-                first_wall(
-                    self.history,
-                    self.world,
-                    &ray,
-                    ray_recip(ray.dir()),
-                    core,
-                    self.layers,
-                    time,
-                )
-            }
+            } => wall_along(&Ray::new(start, direction, distance).ok()?),
             SweepPath::Arc(swing) => {
                 let steps = sweep.chords();
                 let length = sweep.length();
@@ -522,24 +522,14 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                     let fraction = (k + 1) as f32 / steps as f32;
                     let to = swing.pose_at(&sweep.start.pose, fraction).translation;
                     let chord = from.distance(to);
-                    if chord > 0.0 {
-                        let ray = Ray::new(from, to - from, chord).ok()?;
-                        let wall = first_wall(
-                            self.history,
-                            self.world,
-                            &ray,
-                            ray_recip(ray.dir()),
-                            core,
-                            self.layers,
-                            time,
-                        );
-                        if let Some(wall) = wall {
-                            let done = (k as f32 + wall.distance / chord) / steps as f32;
-                            return Some(StaticHit {
-                                distance: done * length,
-                                ..wall
-                            });
-                        }
+                    if chord > 0.0
+                        && let Some(wall) = wall_along(&Ray::new(from, to - from, chord).ok()?)
+                    {
+                        let done = (k as f32 + wall.distance / chord) / steps as f32;
+                        return Some(StaticHit {
+                            distance: done * length,
+                            ..wall
+                        });
                     }
                     from = to;
                 }

@@ -147,7 +147,12 @@ fn close(a: f32, b: f32) -> bool {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+    // Failures stay out of the source tree; a failing seed is printed instead.
+    #![proptest_config(ProptestConfig {
+        cases: 3000,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     /// Every pair of moving box, capsule or sphere and hitbox sphere, box or capsule,
     /// against parry3d's `cast_shapes`: the same hit or miss unless the sweep only grazes
@@ -209,8 +214,13 @@ proptest! {
                     let apart = gap(&target, &moved(&moving, dir, c.distance));
                     prop_assert!(apart.abs() < 1.0e-3, "the shapes are {apart} apart at the contact");
                     prop_assert!((c.normal.length() - 1.0).abs() < 1.0e-4);
-                    // The hitbox's normal faces the oncoming shape.
-                    prop_assert!(c.normal.dot(dir) <= 1.0e-3, "normal {} along {dir}", c.normal);
+                    // The hitbox's normal faces the oncoming shape (a graze's normal lies across
+                    // the motion, its sign lost in GJK's noise).
+                    prop_assert!(
+                        c.normal.dot(dir) <= 1.0e-3 || graze(),
+                        "normal {} along {dir}",
+                        c.normal
+                    );
                 } else {
                     prop_assert!(gap(&target, &moving) < 1.0e-3);
                 }
