@@ -8,6 +8,8 @@
 //!
 //! - [`rules`]: weapon rules and the timing policy, from TOML.
 //! - [`claim`]: the claim a client sends and the timing the server measured.
+//! - [`validator::melee`]: melee claims (a blade or fist swept or swung), judged with
+//!   rewind: reach and angle per weapon.
 //! - [`validator`]: the checks, in order (a claim's own numbers and times in `screening`,
 //!   the shooter's sequence and fire-rate memory in `shot_memory`).
 //! - [`verdict`]: outcomes, reasons and their basis.
@@ -124,6 +126,10 @@ pub use latency::{LatencyError, LatencyTracker};
 pub use measurement::Measurement;
 pub use rules::{
     DamageMultipliers, Policy, RuleSet, RulesError, ShooterReference, TimeMismatch, WeaponRules,
+};
+pub use validator::melee::{
+    MeleeClaim, MeleeOutcome, MeleeReason, MeleeRejection, MeleeRules, MeleeRulesError,
+    MeleeVerdict, MeleeWeapon,
 };
 pub use validator::{Participant, Validator};
 pub use verdict::{Basis, Confirmed, RejectReason, Verdict, VerdictOutcome};

@@ -20,6 +20,9 @@
 //! A shot whose claim names a target is judged on the target's state first, so a claim at
 //! an invulnerable or dead player says so rather than "tampered".
 
+#[path = "melee.rs"]
+pub mod melee;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -75,11 +75,13 @@ pub use history::{
 };
 pub use math::{Aabb, BoneTransform, Pose, TransformError};
 pub use narrow::{Obb, PlacedShape};
+pub use narrow::{SweepContact, Swing, SwingError};
 pub use query::observer::{BroadphaseDecision, NoObserver, QueryLog, QueryObserver};
 pub use query::{
     EntityAt, Hit, Overlap, Query, QueryError, Ray, RayError, Rewind, StaticHit, SurfacePoint,
     Trace,
 };
+pub use query::{ShapeSweep, ShapeSweepError, SweepPath};
 pub use rig::{Axis, Hitbox, HitboxId, Rig, RigError, Shape, ShapeError, Zone};
 pub use time::{RewindError, RewindTarget, Tick, WindowPolicy, WindowSide};
 pub use world::{

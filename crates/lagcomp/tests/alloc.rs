@@ -18,8 +18,8 @@ use lagcomp::projectile::{
     ProjectileSet, ProjectileShot, Struck,
 };
 use lagcomp::{
-    BoneTransform, EntityId, EntityState, History, Hit, LevelPiece, Obb, Overlap, Pose, Quat, Ray,
-    RewindTarget, Shape, Tick, Vec3, WindowPolicy,
+    BoneTransform, EntityId, EntityState, History, Hit, LevelPiece, Obb, Overlap, PlacedShape,
+    Pose, Quat, Ray, RewindTarget, Shape, ShapeSweep, Swing, Tick, Vec3, WindowPolicy,
 };
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
@@ -141,6 +141,7 @@ struct Found {
     all_hits: usize,
     sweep_hits: u32,
     overlaps: usize,
+    melee_hits: u32,
 }
 
 /// Runs a batch of queries of every kind at random rewind targets, into the reused
@@ -195,6 +196,20 @@ fn query_batch(
         let obb = Obb::new(aim, Quat::from_rotation_y(aim.x), Vec3::new(1.5, 1.0, 0.8));
         q.overlap_box(&obb, overlaps).expect("box");
         found.overlaps += overlaps.len();
+        // Melee: a blade thrust at the aim point, and swung about a shoulder beside it.
+        let blade = PlacedShape::new(
+            Pose::new(aim - Vec3::Z * 0.8, Quat::from_rotation_y(aim.z)),
+            Shape::cuboid(Vec3::new(0.5, 0.02, 0.01)),
+        );
+        let thrust = ShapeSweep::line(blade, Vec3::Z, 1.0).expect("thrust");
+        if q.sweep_shape(&thrust).expect("thrust query").hit.is_some() {
+            found.melee_hits += 1;
+        }
+        let swing = Swing::new(aim - Vec3::Z * 0.8 - Vec3::X * 0.6, Vec3::Y, -2.0).expect("swing");
+        let swing = ShapeSweep::arc(blade, swing).expect("swing");
+        if q.sweep_shape(&swing).expect("swing query").hit.is_some() {
+            found.melee_hits += 1;
+        }
     }
 }
 
@@ -295,6 +310,7 @@ fn steady_state_recording_and_queries_allocate_nothing() {
     assert!(found.sweep_hits > found.ray_hits / 2, "{found:?}");
     assert!(found.all_hits > found.ray_hits as usize, "{found:?}");
     assert!(found.overlaps > 1000, "{found:?}");
+    assert!(found.melee_hits > 100, "{found:?}");
 }
 
 /// Records one tick of every entity in one `record_all` call, from one buffer of every

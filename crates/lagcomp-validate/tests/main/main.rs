@@ -6,6 +6,7 @@ mod audit;
 mod examine;
 mod fixture;
 mod level_geometry;
+mod melee;
 mod properties;
 mod readable;
 mod reasons;

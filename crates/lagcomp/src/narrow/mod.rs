@@ -3,7 +3,8 @@
 //! What lives here: one file per pair of things that meet (`ray_sphere`, `ray_box`,
 //! `ray_capsule`, `ray_rounded_box` for sweeps against boxes, `overlap` for the volume
 //! tests) and [`PlacedShape`], a hitbox or wall placed in the world, which dispatches to
-//! them. Nothing here knows about time, entities or history.
+//! them; `shape_cast` and `swing` move a box or capsule (a blade, a fist) against a hitbox
+//! along a line or about a pivot. Nothing here knows about time, entities or history.
 //!
 //! Why hand-written rather than parry3d's: these run in the inner loop of every rewound
 //! query, and a ray against a sphere, box or capsule is a few dozen flops when it needs no
@@ -20,6 +21,8 @@ mod ray_box;
 mod ray_capsule;
 mod ray_rounded_box;
 mod ray_sphere;
+mod shape_cast;
+mod swing;
 
 pub use overlap::{Obb, obb_overlaps_obb, segment_overlaps_box};
 pub use placed::PlacedShape;
@@ -27,6 +30,8 @@ pub use ray_box::line_box;
 pub use ray_capsule::line_capsule;
 pub use ray_rounded_box::line_rounded_box;
 pub use ray_sphere::line_sphere;
+pub use shape_cast::SweepContact;
+pub use swing::{Swing, SwingError};
 
 use glam::Vec3;
 

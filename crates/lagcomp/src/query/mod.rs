@@ -3,8 +3,9 @@
 //! What lives here: [`Query`] (a target time, filters and an optional observer, built with
 //! [`History::query`]), the inputs ([`Ray`]) and results ([`Trace`], [`Hit`], [`Overlap`],
 //! [`StaticHit`], [`Rewind`]), and the mapping of a historical hit into present space.
-//! The traversals are in `trace.rs` (rays and sphere sweeps) and `overlap.rs` (spheres and
-//! boxes); debug reporting in [`observer`].
+//! The traversals are in `trace.rs` (rays and sphere sweeps), `overlap.rs` (spheres and
+//! boxes) and `shape_sweep.rs` (boxes and capsules moved or swung: [`ShapeSweep`]); debug
+//! reporting in [`observer`].
 //!
 //! Every query follows the same pipeline: resolve the target to bracketing frames; stop
 //! the trace at the first static wall; walk the entity BVH (node boxes per frame); for each
@@ -17,7 +18,10 @@
 
 pub mod observer;
 mod overlap;
+mod shape_sweep;
 mod trace;
+
+pub use shape_sweep::{SWING_CHORD_TOLERANCE, ShapeSweep, ShapeSweepError, SweepPath};
 
 use glam::Vec3;
 

@@ -16,4 +16,5 @@ mod differential_parry;
 mod entity_at;
 mod interpolation;
 mod properties;
+mod shape_sweeps;
 mod shapes;
