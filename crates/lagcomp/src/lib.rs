@@ -69,15 +69,15 @@ mod simd;
 
 pub use glam::{Quat, Vec3};
 pub use history::{
-    ConfigError, EntityError, EntityId, EntityState, FrameRecorder, History, HistoryConfig,
-    NearestReason, RecordError, Sample, SampleKind,
+    ConfigError, EntityError, EntityId, EntityRole, EntityState, FrameRecorder, History,
+    HistoryConfig, NearestReason, RecordError, Sample, SampleKind,
 };
 pub use math::{Aabb, BoneTransform, Pose, TransformError};
 pub use narrow::{Obb, PlacedShape};
 pub use query::observer::{BroadphaseDecision, NoObserver, QueryLog, QueryObserver};
 pub use query::{
-    EntityAt, Hit, Overlap, Query, QueryError, Ray, RayError, Rewind, StaticHit, SurfacePoint,
-    Trace,
+    Blocker, EntityAt, Hit, Overlap, Query, QueryError, Ray, RayError, Rewind, StaticHit,
+    SurfacePoint, Trace,
 };
 pub use rig::{Axis, Hitbox, HitboxId, Rig, RigError, Shape, ShapeError, Zone};
 pub use time::{RewindError, RewindTarget, Tick, WindowPolicy, WindowSide};

@@ -16,4 +16,5 @@ mod differential_parry;
 mod entity_at;
 mod interpolation;
 mod properties;
+mod roles;
 mod shapes;
