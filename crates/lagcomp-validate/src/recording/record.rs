@@ -6,8 +6,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use lagcomp::{
-    BoneTransform, EntityId, EntityState, HistoryConfig, HitboxId, LevelPiece, Pose, Rig, Shape,
-    StaticId, Tick, Vec3,
+    Blocker, BoneTransform, EntityId, EntityState, HistoryConfig, HitboxId, LevelPiece, Pose, Rig,
+    Shape, StaticId, Tick, Vec3,
 };
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -646,6 +646,7 @@ pub(super) fn verdict_line(v: &Verdict) -> VerdictLine {
         zone: None,
         damage_multiplier: None,
         wall: None,
+        entity: None,
         distance: None,
         point: None,
         by_leeway: None,
@@ -664,9 +665,12 @@ pub(super) fn verdict_line(v: &Verdict) -> VerdictLine {
             line.by_leeway = Some(hit.by_leeway);
         }
         VerdictOutcome::Miss => {}
-        VerdictOutcome::Blocked { wall, distance } => {
+        VerdictOutcome::Blocked { by, distance } => {
             line.outcome = OutcomeLabel::Blocked;
-            line.wall = Some(wall.0);
+            match by {
+                Blocker::Wall(wall) => line.wall = Some(wall.0),
+                Blocker::Entity(entity) => line.entity = Some(entity.to_bits()),
+            }
             line.distance = Some(distance);
         }
         VerdictOutcome::Rejected { reason } => {
@@ -685,6 +689,7 @@ fn verdict_of(v: &VerdictLine) -> Result<Verdict, RecordingErrorKind> {
         ("zone", v.zone.is_some()),
         ("damage_multiplier", v.damage_multiplier.is_some()),
         ("wall", v.wall.is_some()),
+        ("entity", v.entity.is_some()),
         ("distance", v.distance.is_some()),
         ("point", v.point.is_some()),
         ("by_leeway", v.by_leeway.is_some()),
@@ -704,6 +709,8 @@ fn verdict_of(v: &VerdictLine) -> Result<Verdict, RecordingErrorKind> {
             ],
         ),
         OutcomeLabel::Miss => ("miss", &[]),
+        // By a wall or by an entity (a door).
+        OutcomeLabel::Blocked if v.entity.is_some() => ("blocked", &["entity", "distance"]),
         OutcomeLabel::Blocked => ("blocked", &["wall", "distance"]),
         OutcomeLabel::Rejected => ("rejected", &["reason"]),
     };
@@ -733,7 +740,10 @@ fn verdict_of(v: &VerdictLine) -> Result<Verdict, RecordingErrorKind> {
         }),
         OutcomeLabel::Miss => VerdictOutcome::Miss,
         OutcomeLabel::Blocked => VerdictOutcome::Blocked {
-            wall: StaticId(v.wall.ok_or_else(missing)?),
+            by: match v.entity {
+                Some(entity) => Blocker::Entity(EntityId::from_bits(entity)),
+                None => Blocker::Wall(StaticId(v.wall.ok_or_else(missing)?)),
+            },
             distance: v.distance.ok_or_else(missing)?,
         },
         OutcomeLabel::Rejected => VerdictOutcome::Rejected {

@@ -436,6 +436,9 @@ pub(super) struct VerdictLine {
     pub(super) damage_multiplier: Option<f32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) wall: Option<u64>,
+    /// The blocker entity of a `blocked` verdict (format 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) entity: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) distance: Option<f32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

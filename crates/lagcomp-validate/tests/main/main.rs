@@ -3,6 +3,7 @@
 //! helpers (`recording_support`).
 
 mod audit;
+mod doors;
 mod examine;
 mod fixture;
 mod level_geometry;
