@@ -14,3 +14,4 @@ mod recording;
 mod recording_level;
 mod recording_support;
 mod walls;
+mod weapon_layers;
