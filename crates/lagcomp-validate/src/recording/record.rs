@@ -6,8 +6,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use lagcomp::{
-    Blocker, BoneTransform, EntityId, EntityState, HistoryConfig, HitboxId, LevelPiece, Pose, Rig,
-    Shape, StaticId, Tick, Vec3,
+    Blocker, BoneTransform, EntityId, EntityRole, EntityState, HistoryConfig, HitboxId, LevelPiece,
+    Pose, Rig, Shape, StaticId, Tick, Vec3,
 };
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -127,7 +127,7 @@ pub enum RecordingEntry {
         /// Its collision layers.
         layers: u32,
     },
-    /// [`lagcomp::History::spawn`], then [`crate::Validator::register`] with the
+    /// [`lagcomp::History::spawn_as`], then [`crate::Validator::register`] with the
     /// participant if there is one.
     Spawn {
         /// The entity, as the server's history numbered it.
@@ -136,6 +136,8 @@ pub enum RecordingEntry {
         rig: Arc<Rig>,
         /// Its registration with the validator, if it was registered at spawn.
         participant: Option<Participant>,
+        /// Its role (format 3; a target in older files).
+        role: EntityRole,
     },
     /// [`lagcomp::History::load_level`] (format version 2).
     Level {
@@ -282,7 +284,8 @@ impl RecordingEntry {
                 entity,
                 rig,
                 participant,
-            } => Line::Spawn(spawn_line(*entity, rig, participant.as_ref())),
+                role,
+            } => Line::Spawn(spawn_line(*entity, rig, participant.as_ref(), *role)),
             Self::Register {
                 entity,
                 participant,
@@ -351,6 +354,7 @@ impl RecordingEntry {
                     entity: EntityId::from_bits(s.entity),
                     rig: Arc::new(rig),
                     participant: s.participant.as_ref().map(participant_of),
+                    role: s.role,
                 }
             }
             Line::Register(r) => Self::Register {
@@ -535,6 +539,7 @@ pub(super) fn spawn_line<'a>(
     entity: EntityId,
     rig: &'a Rig,
     participant: Option<&Participant>,
+    role: EntityRole,
 ) -> SpawnLine<'a> {
     SpawnLine {
         kind: RecordType::Spawn,
@@ -542,6 +547,7 @@ pub(super) fn spawn_line<'a>(
         bone_count: rig.bone_count().into(),
         hitboxes: Cow::Borrowed(rig.hitboxes()),
         participant: participant.map(participant_line),
+        role,
     }
 }
 

@@ -12,6 +12,7 @@ mod readable;
 mod reasons;
 mod recording;
 mod recording_level;
+mod recording_roles;
 mod recording_support;
 mod walls;
 mod weapon_layers;

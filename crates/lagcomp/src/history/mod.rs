@@ -487,6 +487,15 @@ impl History {
         slot.rig.as_deref().map(|rig| (rig, slot.id(index)))
     }
 
+    /// [`History::slot_rig`] and the entity's role, from one read of the slot.
+    #[inline]
+    pub(crate) fn slot_entry(&self, index: usize) -> Option<(&Rig, EntityId, EntityRole)> {
+        let slot = &self.slots[index];
+        slot.rig
+            .as_deref()
+            .map(|rig| (rig, slot.id(index), slot.role))
+    }
+
     /// The role of the entity in slot `index` (of the last one, for a free slot).
     #[inline]
     pub(crate) fn slot_role(&self, index: usize) -> EntityRole {

@@ -406,8 +406,24 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                     rewind,
                 });
             }
+            // PERF: each outcome is built in the result, as above: built by a helper and
+            // returned, the 400-byte trace went through `memcpy` on every hit.
             Found::Closest(Some(touch)) if !O::ENABLED => {
-                return Ok(ctx.closest(touch, blocker, rewind));
+                return Ok(if ctx.hits(&touch) {
+                    Trace {
+                        hit: touch.into_hit(&ctx),
+                        blocker,
+                        blocking_entity: None,
+                        rewind,
+                    }
+                } else {
+                    Trace {
+                        hit: None,
+                        blocker,
+                        blocking_entity: touch.into_hit(&ctx),
+                        rewind,
+                    }
+                });
             }
             Found::Closest(Some(touch)) => {
                 let trace = ctx.closest(touch, blocker, rewind);
@@ -496,26 +512,40 @@ struct TraceContext<'a> {
 }
 
 impl TraceContext<'_> {
-    /// The trace whose nearest touch is `touch`: a hit on a target, or a stop at a
-    /// blocker entity.
-    #[inline(always)]
-    fn closest(&self, touch: Touch, blocker: Option<StaticHit>, rewind: Rewind) -> Trace {
+    /// Whether the nearest touch is a hit on a target (rather than a stop at a blocker
+    /// entity).
+    #[inline]
+    fn hits(&self, touch: &Touch) -> bool {
         let role = self.history.slot_role(touch.index);
+        match role {
+            EntityRole::Target => true,
+            EntityRole::Blocker => false,
+            // Seen through the hit mask or only the blocking one: its layers then decide.
+            EntityRole::TargetAndBlocker => self.vehicle_hit(touch),
+        }
+    }
+
+    /// [`TraceContext::hits`] for an entity that is both a target and a blocker.
+    #[cold]
+    fn vehicle_hit(&self, touch: &Touch) -> bool {
+        self.history
+            .sample(touch.index, self.bracket)
+            .is_some_and(|s| {
+                self.masks
+                    .hits(EntityRole::TargetAndBlocker, s.state.layers)
+            })
+    }
+
+    /// The trace whose nearest touch is `touch`, for the debug walk: a hit on a target,
+    /// or a stop at a blocker entity.
+    fn closest(&self, touch: Touch, blocker: Option<StaticHit>, rewind: Rewind) -> Trace {
+        let target = self.hits(&touch);
         let hit = touch.into_hit(self);
-        if hit.is_none_or(|hit| self.masks.hits(role, hit.state.layers)) {
-            Trace {
-                hit,
-                blocker,
-                blocking_entity: None,
-                rewind,
-            }
-        } else {
-            Trace {
-                hit: None,
-                blocker,
-                blocking_entity: hit,
-                rewind,
-            }
+        Trace {
+            hit: hit.filter(|_| target),
+            blocker,
+            blocking_entity: hit.filter(|_| !target),
+            rewind,
         }
     }
 
@@ -587,14 +617,13 @@ impl TraceContext<'_> {
             // PERF: the tree walk without an observer decides exactly as `admit` does, but
             // builds no sample (kind, state, bounds) for the entities it reaches, most of
             // which the bone cull then rejects: the hit kept is resampled at the end.
-            let Some((rig, id)) = history.slot_rig(index) else {
+            let Some((rig, id, role)) = history.slot_entry(index) else {
                 return t_max;
             };
             if self.ignore.contains(&id) {
                 return t_max;
             }
-            // PERF: the role's mask is one load from the slot `slot_rig` just read.
-            let layers = self.masks.of(history.slot_role(index));
+            let layers = self.masks.of(role);
             let Some(rewound) = history.rewound_for_tree(index, self.bracket, layers) else {
                 return t_max;
             };
