@@ -12,10 +12,14 @@
 //! 4. time: in the future, older than the weapon allows, or not the rewind measured for
 //!    this client (backtracking);
 //! 5. origin and 6. angle: against the shooter's own aim bone from history;
-//! 7. the trace at the rewound time against every entity and the static world;
-//! 9. the target's state then (alive, lag-compensated, not a teammate), checked before
+//! 7. the trace at the rewound time against every entity and the static world, hitting
+//!    the weapon's `hit_layers` and stopped by its `blocked_by` layers: a wall or a
+//!    blocker entity (a door, where the shooter saw it) in front is `Blocked`;
+//! 9. the target's state then (a target at all, alive, lag-compensated, not a teammate),
+//!    checked before
 //! 8. the client's claimed target, hitbox and point, which must agree with the trace or
-//!    lie within the weapon's leeway of the rewound hitbox and of the shot's line.
+//!    lie within the weapon's leeway of the rewound hitbox and of the shot's line, with
+//!    no wall, blocker entity or vehicle in front of it (then `Blocked`, as for a wall).
 //!
 //! A shot whose claim names a target is judged on the target's state first, so a claim at
 //! an invulnerable or dead player says so rather than "tampered".

@@ -76,8 +76,8 @@ pub use math::{Aabb, BoneTransform, Pose, TransformError};
 pub use narrow::{Obb, PlacedShape};
 pub use query::observer::{BroadphaseDecision, NoObserver, QueryLog, QueryObserver};
 pub use query::{
-    Blocker, EntityAt, Hit, Overlap, Query, QueryError, Ray, RayError, Rewind, StaticHit,
-    SurfacePoint, Trace,
+    Blocker, EntityAt, EntityBlock, Hit, Overlap, Query, QueryError, Ray, RayError, Rewind,
+    StaticHit, SurfacePoint, Trace,
 };
 pub use rig::{Axis, Hitbox, HitboxId, Rig, RigError, Shape, ShapeError, Zone};
 pub use time::{RewindError, RewindTarget, Tick, WindowPolicy, WindowSide};

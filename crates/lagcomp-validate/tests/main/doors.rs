@@ -145,20 +145,7 @@ impl DoorServer {
                     .unwrap();
             }
         }
-        let rules = RuleSet::from_toml(
-            r#"
-            [weapons.rifle]
-            id = 1
-            max_range = 100.0
-            min_interval = 0.1
-            aim_tolerance_deg = 10.0
-            origin_tolerance = 0.5
-            hit_leeway = 1.25
-            hit_leeway_min = 0.05
-            max_rewind = 0.5
-            "#,
-        )
-        .unwrap();
+        let rules = RuleSet::from_toml(&crate::weapon_layers::weapon("rifle", 1, "")).unwrap();
         let mut validator = Validator::new(rules);
         for (i, &player) in players.iter().enumerate() {
             // North players on team 1, south ones on team 2, looking at each other.

@@ -19,32 +19,10 @@ use lagcomp_validate::{
 };
 
 use crate::doors::{OPENS_AT, RATE, TIMING};
+use crate::weapon_layers::weapon;
 
 /// The door's layer: the sniper rifle is not blocked by it.
 const DOOR_LAYER: u32 = 2;
-
-const RULES: &str = r#"
-[weapons.rifle]
-id = 1
-max_range = 100.0
-min_interval = 0.1
-aim_tolerance_deg = 10.0
-origin_tolerance = 0.5
-hit_leeway = 1.25
-hit_leeway_min = 0.05
-max_rewind = 0.5
-
-[weapons.sniper]
-id = 2
-max_range = 100.0
-min_interval = 0.1
-aim_tolerance_deg = 10.0
-origin_tolerance = 0.5
-hit_leeway = 1.25
-hit_leeway_min = 0.05
-max_rewind = 0.5
-blocked_by = 0xfffffffd
-"#;
 
 /// A shooter at z = 10 looking -z, a head at z = -10, a door across z = 0 until
 /// [`OPENS_AT`]; every call made live and written. Returns the file, the live verdicts and
@@ -54,7 +32,12 @@ fn door_match() -> (Vec<u8>, Vec<Verdict>, EntityId) {
         tick_rate: RATE,
         max_rewind: 0.5,
     };
-    let rules = RuleSet::from_toml(RULES).unwrap();
+    let rules = [
+        weapon("rifle", 1, ""),
+        weapon("sniper", 2, "blocked_by = 0xfffffffd"),
+    ]
+    .concat();
+    let rules = RuleSet::from_toml(&rules).unwrap();
     let mut out = RecordingWriter::new(Vec::new(), &config).unwrap();
     out.rules(&rules).unwrap();
     let mut history = History::new(config).unwrap();

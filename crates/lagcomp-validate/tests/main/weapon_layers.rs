@@ -23,53 +23,28 @@ const TIMING: ClientTiming = ClientTiming {
     interp_delay: 0.1,
 };
 
+/// A weapon's TOML table: hitscan, 100 m, ten shots a second, the usual tolerances and a
+/// 0.5 s rewind, and `extra` lines (its layer masks).
+pub(crate) fn weapon(name: &str, id: u16, extra: &str) -> String {
+    format!(
+        "[weapons.{name}]\nid = {id}\nmax_range = 100.0\nmin_interval = 0.1\n\
+         aim_tolerance_deg = 10.0\norigin_tolerance = 0.5\nhit_leeway = 1.25\n\
+         hit_leeway_min = 0.05\nmax_rewind = 0.5\n{extra}\n"
+    )
+}
+
 /// The weapons: a rifle stopped by everything (no masks: an old rule file), an SMG whose
 /// rounds pass the fence, a sniper rifle whose rounds pass the fence and the glass, and a
 /// stun gun that only hits layer 8 (no player).
-const RULES: &str = r#"
-[weapons.rifle]
-id = 1
-max_range = 100.0
-min_interval = 0.1
-aim_tolerance_deg = 10.0
-origin_tolerance = 0.5
-hit_leeway = 1.25
-hit_leeway_min = 0.05
-max_rewind = 0.5
-
-[weapons.smg]
-id = 2
-max_range = 100.0
-min_interval = 0.1
-aim_tolerance_deg = 10.0
-origin_tolerance = 0.5
-hit_leeway = 1.25
-hit_leeway_min = 0.05
-max_rewind = 0.5
-blocked_by = 0xfffffffb
-
-[weapons.sniper]
-id = 3
-max_range = 100.0
-min_interval = 0.1
-aim_tolerance_deg = 10.0
-origin_tolerance = 0.5
-hit_leeway = 1.25
-hit_leeway_min = 0.05
-max_rewind = 0.5
-blocked_by = 0xfffffff9
-
-[weapons.stun]
-id = 4
-max_range = 100.0
-min_interval = 0.1
-aim_tolerance_deg = 10.0
-origin_tolerance = 0.5
-hit_leeway = 1.25
-hit_leeway_min = 0.05
-max_rewind = 0.5
-hit_layers = 8
-"#;
+fn rules() -> String {
+    [
+        weapon("rifle", 1, ""),
+        weapon("smg", 2, "blocked_by = 0xfffffffb"),
+        weapon("sniper", 3, "blocked_by = 0xfffffff9"),
+        weapon("stun", 4, "hit_layers = 8"),
+    ]
+    .concat()
+}
 
 /// What stands between the shooter (z = 10, looking -z) and the target (z = -10).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -148,7 +123,7 @@ fn range(between: Between) -> Range {
         };
         frame.record_rigid(glass, pane_at, on_glass).unwrap();
     }
-    let mut validator = Validator::new(RuleSet::from_toml(RULES).unwrap());
+    let mut validator = Validator::new(RuleSet::from_toml(&rules()).unwrap());
     for (entity, team, forward) in [(shooter, 1, Vec3::NEG_Z), (target, 2, Vec3::Z)] {
         validator.register(
             entity,
@@ -257,7 +232,7 @@ fn a_weapon_hits_only_its_hit_layers() {
 
 #[test]
 fn rules_without_layer_masks_read_as_every_layer_and_write_as_before() {
-    let rules = RuleSet::from_toml(RULES).unwrap();
+    let rules = RuleSet::from_toml(&rules()).unwrap();
     let rifle = &rules.weapons["rifle"];
     assert_eq!((rifle.hit_layers, rifle.blocked_by), (u32::MAX, u32::MAX));
     let sniper = &rules.weapons["sniper"];

@@ -54,7 +54,7 @@ impl History {
     /// let mut history = History::new(HistoryConfig::default())?;
     /// // A sliding door: one box, 2 m wide, 2.5 m high, 10 cm thick; moved by its bone.
     /// let door = Arc::new(Rig::rigid(vec![
-    ///     Hitbox::new(0, "panel", Zone::Other, 0, Shape::cuboid(Vec3::new(1.0, 1.25, 0.05))),
+    ///     Hitbox::new(0, "panel", Zone::Custom(1), 0, Shape::cuboid(Vec3::new(1.0, 1.25, 0.05))),
     /// ])?);
     /// let door = history.spawn_as(door, EntityRole::Blocker);
     /// assert_eq!(history.role(door)?, EntityRole::Blocker);
