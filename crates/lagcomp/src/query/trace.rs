@@ -414,8 +414,9 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                     return Ok(ctx.closest(touch, blocker, rewind));
                 }
                 // PERF: the trace is made in the result first and its hit written into it:
-                // built in one expression, the whole trace (288 bytes) went through
-                // `memcpy` on every hit, where the hit alone (176) does now.
+                // built in one expression, with the blocking entity's field, each hit's
+                // `memcpy` took 52 instructions instead of 29 (64x16 funnel under
+                // callgrind: 2,599 million instructions for 1,024,000 shots, 2,574 now).
                 let mut result = Ok(Trace {
                     hit: None,
                     blocker,
