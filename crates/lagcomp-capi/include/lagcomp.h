@@ -540,7 +540,8 @@ typedef struct LagcompVerdict {
   uint16_t hitbox;
   // Confirmed: its `LAGCOMP_ZONE_*`.
   uint16_t zone;
-  // Confirmed: the entity hit.
+  // Confirmed: the entity hit. Blocked by an entity (`wall` is `u32::MAX`): that
+  // entity.
   uint64_t target;
   // Confirmed: the zone's number for `LAGCOMP_ZONE_CUSTOM`.
   uint16_t zone_custom;
@@ -555,7 +556,8 @@ typedef struct LagcompVerdict {
   float distance;
   // Confirmed: where it hit, world space at the rewound time.
   struct LagcompVec3 point;
-  // Blocked: the wall's id.
+  // Blocked: the wall's id, or `u32::MAX` when an entity blocked (a door: `target`
+  // then holds it).
   uint32_t wall;
   // Blocked: where along the shot.
   float wall_distance;

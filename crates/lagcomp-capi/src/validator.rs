@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use lagcomp::{HitboxId, Tick};
+use lagcomp::{Blocker, HitboxId, Tick};
 use lagcomp_validate::{
     AuditLog, ClaimedHit, ClientTiming, Participant, RejectReason, RenderTime, RuleSet, ShotClaim,
     Validator, Verdict, VerdictOutcome, WeaponId,
@@ -197,7 +197,8 @@ pub struct LagcompVerdict {
     pub hitbox: u16,
     /// Confirmed: its `LAGCOMP_ZONE_*`.
     pub zone: u16,
-    /// Confirmed: the entity hit.
+    /// Confirmed: the entity hit. Blocked by an entity (`wall` is `u32::MAX`): that
+    /// entity.
     pub target: u64,
     /// Confirmed: the zone's number for `LAGCOMP_ZONE_CUSTOM`.
     pub zone_custom: u16,
@@ -212,7 +213,8 @@ pub struct LagcompVerdict {
     pub distance: f32,
     /// Confirmed: where it hit, world space at the rewound time.
     pub point: LagcompVec3,
-    /// Blocked: the wall's id.
+    /// Blocked: the wall's id, or `u32::MAX` when an entity blocked (a door: `target`
+    /// then holds it).
     pub wall: u32,
     /// Blocked: where along the shot.
     pub wall_distance: f32,
@@ -224,7 +226,7 @@ pub struct LagcompVerdict {
 }
 
 /// The labels a verdict can carry, NUL-terminated for C.
-const LABELS: [&CStr; 21] = [
+const LABELS: [&CStr; 22] = [
     c"confirmed",
     c"miss",
     c"blocked",
@@ -246,6 +248,7 @@ const LABELS: [&CStr; 21] = [
     c"target_not_alive",
     c"target_not_compensated",
     c"friendly_fire",
+    c"not_a_target",
 ];
 
 fn c_label(label: &str) -> *const c_char {
@@ -325,10 +328,17 @@ fn c_verdict(v: &Verdict) -> LagcompVerdict {
             out.point = c_vec3(hit.point);
         }
         VerdictOutcome::Miss => out.outcome = LAGCOMP_OUTCOME_MISS,
-        VerdictOutcome::Blocked { wall, distance } => {
+        VerdictOutcome::Blocked { by, distance } => {
             out.outcome = LAGCOMP_OUTCOME_BLOCKED;
-            // The C interface adds only the history's own pieces, numbered below u32::MAX.
-            out.wall = u32::try_from(wall.0).unwrap_or(u32::MAX);
+            match by {
+                // The C interface adds only the history's own pieces, numbered below
+                // u32::MAX.
+                Blocker::Wall(wall) => out.wall = u32::try_from(wall.0).unwrap_or(u32::MAX),
+                Blocker::Entity(entity) => {
+                    out.wall = u32::MAX;
+                    out.target = entity.to_bits();
+                }
+            }
             out.wall_distance = distance;
         }
         VerdictOutcome::Rejected { reason } => {

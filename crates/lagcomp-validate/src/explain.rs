@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use lagcomp::Blocker;
+
 use crate::measurement::Measurement;
 use crate::verdict::{RejectReason, Verdict, VerdictOutcome};
 
@@ -108,9 +110,14 @@ impl fmt::Display for Verdict {
                 },
             ),
             VerdictOutcome::Miss => f.write_str("miss"),
-            VerdictOutcome::Blocked { wall, distance } => {
-                write!(f, "blocked by wall {} {distance:.2} m out", wall.0)
-            }
+            VerdictOutcome::Blocked {
+                by: Blocker::Wall(wall),
+                distance,
+            } => write!(f, "blocked by wall {} {distance:.2} m out", wall.0),
+            VerdictOutcome::Blocked {
+                by: Blocker::Entity(entity),
+                distance,
+            } => write!(f, "blocked by {entity} {distance:.2} m out"),
             VerdictOutcome::Rejected { reason } => Rejection {
                 reason,
                 measured: self.basis.measured,

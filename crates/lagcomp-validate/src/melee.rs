@@ -281,10 +281,12 @@ pub enum MeleeOutcome {
     Confirmed(Confirmed),
     /// It struck nothing.
     Miss,
-    /// A wall stopped the blade, or stood between the eye and the point struck.
+    /// A wall or a blocker entity (a door) stopped the blade, or stood between the eye
+    /// and the point struck.
     Blocked {
-        /// The wall.
-        wall: lagcomp::StaticId,
+        /// What blocked: in JSON, `"wall": id` or `"entity": {..}`.
+        #[serde(flatten)]
+        by: lagcomp::Blocker,
         /// Metres along the sweep (or from the eye, for a wall in the line of sight).
         distance: f32,
     },
@@ -616,11 +618,8 @@ impl Validator {
         basis.oldest = Some(traced.rewind.oldest);
         basis.newest = Some(traced.rewind.newest);
         let Some(hit) = traced.hit else {
-            return Ok(match traced.blocker {
-                Some(wall) => MeleeOutcome::Blocked {
-                    wall: wall.id,
-                    distance: wall.distance,
-                },
+            return Ok(match traced.stopped_by() {
+                Some((by, distance)) => MeleeOutcome::Blocked { by, distance },
                 None if claim.hit.is_some() => {
                     return Err(RejectReason::TamperedClaim.into());
                 }
@@ -655,11 +654,8 @@ impl Validator {
                 None => look.ray(&sight),
             }
             .map_err(|e| time_reason(&e))?;
-            if let Some(wall) = seen.blocker {
-                return Ok(MeleeOutcome::Blocked {
-                    wall: wall.id,
-                    distance: wall.distance,
-                });
+            if let Some((by, distance)) = seen.stopped_by() {
+                return Ok(MeleeOutcome::Blocked { by, distance });
             }
         }
 

@@ -16,7 +16,7 @@ use lagcomp::projectile::{
     ClaimOutcome, ClaimTolerance, ClaimedTarget, Flight, ProjectileClaim, ProjectileImpact,
     ProjectileShot, Struck,
 };
-use lagcomp::{EntityId, History, RewindTarget, StaticId, StaticWorld, Vec3};
+use lagcomp::{Blocker, EntityId, History, RewindTarget, StaticWorld, Vec3};
 use serde::{Deserialize, Serialize};
 
 use crate::claim::{RenderTime, ShotClaim, WeaponId};
@@ -123,10 +123,12 @@ pub enum ProjectileOutcome {
     /// The projectile struck the claimed hitbox. `distance` is the straight line from the
     /// muzzle to the projectile's centre at contact, `point` the contact on the hitbox.
     Confirmed(Confirmed),
-    /// The projectile struck the claimed piece of static geometry (a rocket on a wall).
+    /// The projectile struck the claimed piece of static geometry (a rocket on a wall) or
+    /// the claimed blocker entity (a door).
     Blocked {
-        /// The wall.
-        wall: StaticId,
+        /// What it struck: in JSON, `"wall": id` or `"entity": {..}`.
+        #[serde(flatten)]
+        by: Blocker,
         /// Straight-line distance from the muzzle to the contact, metres.
         distance: f32,
     },
@@ -351,7 +353,11 @@ impl Validator {
                 })
             }
             (ClaimOutcome::Agree, Struck::Static(wall)) => ProjectileOutcome::Blocked {
-                wall: wall.id,
+                by: Blocker::Wall(wall.id),
+                distance,
+            },
+            (ClaimOutcome::Agree, Struck::Blocker(block)) => ProjectileOutcome::Blocked {
+                by: Blocker::Entity(block.entity),
                 distance,
             },
             (ClaimOutcome::TooEarly, _) => ProjectileOutcome::Refused {

@@ -17,6 +17,8 @@
 //! no_rewind_above_rtt = 0.4
 //! friendly_fire = false
 //! damage = { head = 4.0, torso = 1.0, limb = 0.75 }
+//! hit_layers = 0xffffffff         # which layers the shot can hit (default: every one)
+//! blocked_by = 0xfffffffb         # which layers stop it: all but layer 2, glass
 //! ```
 
 use std::collections::BTreeMap;
@@ -51,6 +53,8 @@ use crate::claim::WeaponId;
 ///     no_rewind_above_rtt: None,
 ///     friendly_fire: false,
 ///     damage: DamageMultipliers { head: 3.0, ..DamageMultipliers::default() },
+///     hit_layers: u32::MAX,  // every layer can be hit
+///     blocked_by: !0b100,    // rounds pass what is on layer 2 (glass)
 /// };
 /// let rules = RuleSet {
 ///     policy: Policy::default(),
@@ -119,6 +123,29 @@ pub struct WeaponRules {
     /// Damage multiplier per zone.
     #[serde(default)]
     pub damage: DamageMultipliers,
+    /// The layers this weapon's shots can hit: targets whose layers (their
+    /// [`lagcomp::EntityState::layers`] at the rewound time) share a bit with this mask.
+    /// Every layer when absent.
+    #[serde(default = "every_layer", skip_serializing_if = "is_every_layer")]
+    pub hit_layers: u32,
+    /// The layers that stop this weapon's shots: static pieces and blocker entities
+    /// ([`lagcomp::EntityRole`]) whose layers share a bit with this mask. Leave a layer
+    /// out and the shot passes what is on it: a fence that stops players but not bullets,
+    /// glass a sniper round goes through. Every layer when absent.
+    #[serde(default = "every_layer", skip_serializing_if = "is_every_layer")]
+    pub blocked_by: u32,
+}
+
+/// Every layer: a weapon's `hit_layers` and `blocked_by` when a rule file does not give
+/// them.
+const fn every_layer() -> u32 {
+    u32::MAX
+}
+
+/// Whether `mask` is every layer (left out when the rules are written, so rules without
+/// layer masks are written as before).
+fn is_every_layer(mask: &u32) -> bool {
+    *mask == u32::MAX
 }
 
 /// Damage multiplier per hitbox zone.

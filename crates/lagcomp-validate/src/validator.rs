@@ -12,10 +12,14 @@
 //! 4. time: in the future, older than the weapon allows, or not the rewind measured for
 //!    this client (backtracking);
 //! 5. origin and 6. angle: against the shooter's own aim bone from history;
-//! 7. the trace at the rewound time against every entity and the static world;
-//! 9. the target's state then (alive, lag-compensated, not a teammate), checked before
+//! 7. the trace at the rewound time against every entity and the static world, hitting
+//!    the weapon's `hit_layers` and stopped by its `blocked_by` layers: a wall or a
+//!    blocker entity (a door, where the shooter saw it) in front is `Blocked`;
+//! 9. the target's state then (a target at all, alive, lag-compensated, not a teammate),
+//!    checked before
 //! 8. the client's claimed target, hitbox and point, which must agree with the trace or
-//!    lie within the weapon's leeway of the rewound hitbox and of the shot's line.
+//!    lie within the weapon's leeway of the rewound hitbox and of the shot's line, with
+//!    no wall, blocker entity or vehicle in front of it (then `Blocked`, as for a wall).
 //!
 //! A shot whose claim names a target is judged on the target's state first, so a claim at
 //! an invulnerable or dead player says so rather than "tampered".
@@ -27,7 +31,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use lagcomp::{
-    EntityId, History, QueryError, Ray, RewindTarget, StaticWorld, Trace, Vec3, WindowPolicy,
+    Blocker, EntityId, EntityRole, History, QueryError, Ray, RewindTarget, StaticWorld, Trace,
+    Vec3, WindowPolicy,
 };
 
 use crate::claim::{ClaimedHit, ClientTiming, ShotClaim, TimingError};
@@ -36,10 +41,6 @@ use crate::rules::{Policy, RuleSet, ShooterReference, TimeMismatch, WeaponRules}
 use crate::screening::{check_numbers, claimed_time, leeway, time_reason};
 use crate::shot_memory::{FiredShots, SequenceWindow, spacing_allows};
 use crate::verdict::{Basis, Confirmed, RejectReason, Verdict, VerdictOutcome};
-
-/// The layers the validator's trace sees: all of them. An entity (or wall) recorded with
-/// layers 0 shares no bit with it and can be neither hit nor blocked by.
-const TRACE_LAYERS: u32 = u32::MAX;
 
 /// A shooter or target as the validator knows it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -756,7 +757,8 @@ impl Validator {
         let query = history
             .query(target)
             .ignore(&ignore)
-            .layers(TRACE_LAYERS)
+            .layers(weapon.hit_layers)
+            .blocked_by(weapon.blocked_by)
             .window_policy(window_policy);
         let mut query = match world {
             Some(world) => query.world(world),
@@ -806,11 +808,8 @@ impl Validator {
         basis: &mut Basis,
     ) -> Result<VerdictOutcome, RejectReason> {
         let Some(hit) = traced.hit else {
-            return Ok(match traced.blocker {
-                Some(wall) => VerdictOutcome::Blocked {
-                    wall: wall.id,
-                    distance: wall.distance,
-                },
+            return Ok(match traced.stopped_by() {
+                Some((by, distance)) => VerdictOutcome::Blocked { by, distance },
                 None => VerdictOutcome::Miss,
             });
         };
@@ -878,6 +877,13 @@ impl Validator {
             })?
             .ok_or(RejectReason::TamperedClaim)?;
         basis.sample = Some(then.sample().kind);
+        // A door or a lift is never hit, whatever the claim says about it.
+        if !history
+            .role(claimed.target)
+            .is_ok_and(EntityRole::is_target)
+        {
+            return Err(RejectReason::NotATarget);
+        }
         self.check_target(
             weapon,
             team,
@@ -888,7 +894,7 @@ impl Validator {
         // The trace sees only entities on one of its layers; a claim on one it cannot see
         // is no hit, however close the point (the leeway absorbs pose differences, not
         // what can be hit).
-        if then.state().layers & TRACE_LAYERS == 0 {
+        if then.state().layers & weapon.hit_layers == 0 {
             return Err(RejectReason::TamperedClaim);
         }
 
@@ -935,13 +941,10 @@ impl Validator {
         }
         // Walls do not move and every client traces them with the same code, so the
         // leeway (which absorbs a rebuilt pose's differences) does not reach behind one.
-        if let Some(wall) = traced.blocker
-            && wall.distance < along
-        {
-            return Ok(VerdictOutcome::Blocked {
-                wall: wall.id,
-                distance: wall.distance,
-            });
+        // A blocker entity (a door) is rewound to where the shooter saw it, like the
+        // target, and stops the shot the same way: the claim is blocked, not tampered.
+        if let Some((by, distance)) = stopped_before(history, weapon, traced, claimed, along) {
+            return Ok(VerdictOutcome::Blocked { by, distance });
         }
         if let Some(hit) = traced.hit
             && hit.entity != claimed.target
@@ -966,6 +969,28 @@ impl Validator {
             by_leeway: true,
         }))
     }
+}
+
+/// What stopped the traced shot before the claimed point (`along` metres from the
+/// muzzle): the blocker entity or wall it stopped at, or a vehicle (a target that also
+/// blocks the weapon) hit in front of the claimed target.
+fn stopped_before(
+    history: &History,
+    weapon: &WeaponRules,
+    traced: &Trace,
+    claimed: &ClaimedHit,
+    along: f32,
+) -> Option<(Blocker, f32)> {
+    let vehicle = traced.hit.filter(|hit| {
+        hit.entity != claimed.target
+            && hit.state.layers & weapon.blocked_by != 0
+            && history.role(hit.entity).is_ok_and(EntityRole::blocks)
+    });
+    let stop = match vehicle {
+        Some(hit) => Some((Blocker::Entity(hit.entity), hit.distance)),
+        None => traced.stopped_by(),
+    };
+    stop.filter(|&(_, distance)| distance < along)
 }
 
 /// The verdict on `claim`, emitted as a `tracing` event.

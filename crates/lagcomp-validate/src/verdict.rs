@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use lagcomp::{EntityId, HitboxId, SampleKind, StaticId, Vec3, Zone};
+use lagcomp::{Blocker, EntityId, HitboxId, SampleKind, Vec3, Zone};
 use serde::{Deserialize, Serialize};
 
 use crate::claim::WeaponId;
@@ -56,11 +56,14 @@ pub enum RejectReason {
     TargetNotCompensated,
     /// The target is on the shooter's team and the weapon has no friendly fire.
     FriendlyFire,
+    /// The claimed target can never be hit: an entity spawned as a blocker only (a door,
+    /// a lift; see [`lagcomp::EntityRole`]).
+    NotATarget,
 }
 
 impl RejectReason {
     /// Every reason, in code order.
-    pub const ALL: [Self; 18] = [
+    pub const ALL: [Self; 19] = [
         Self::NonFinite,
         Self::ZeroDirection,
         Self::UnknownWeapon,
@@ -79,6 +82,7 @@ impl RejectReason {
         Self::TargetNotAlive,
         Self::TargetNotCompensated,
         Self::FriendlyFire,
+        Self::NotATarget,
     ];
 
     /// A stable number: the check's number times 100 plus the reason within it
@@ -105,6 +109,7 @@ impl RejectReason {
             Self::TargetNotAlive => 901,
             Self::TargetNotCompensated => 902,
             Self::FriendlyFire => 903,
+            Self::NotATarget => 904,
         }
     }
 
@@ -130,6 +135,7 @@ impl RejectReason {
             Self::TargetNotAlive => "target_not_alive",
             Self::TargetNotCompensated => "target_not_compensated",
             Self::FriendlyFire => "friendly_fire",
+            Self::NotATarget => "not_a_target",
         }
     }
 }
@@ -168,10 +174,12 @@ pub enum VerdictOutcome {
     Confirmed(Confirmed),
     /// The shot hit nothing within range.
     Miss,
-    /// Static geometry was in the way.
+    /// Something that blocks was in the way, as it stood at the rewound time: a wall
+    /// (static geometry) or a blocker entity (a door, a lift, a vehicle).
     Blocked {
-        /// The wall.
-        wall: StaticId,
+        /// What blocked: in JSON, `"wall": id` or `"entity": {..}`.
+        #[serde(flatten)]
+        by: Blocker,
         /// Where along the shot, metres.
         distance: f32,
     },

@@ -70,16 +70,16 @@ mod simd;
 
 pub use glam::{Quat, Vec3};
 pub use history::{
-    ConfigError, DEFAULT_MAX_REWIND, EntityError, EntityId, EntityState, FrameRecorder, History,
-    HistoryConfig, NearestReason, RecordError, Sample, SampleKind,
+    ConfigError, DEFAULT_MAX_REWIND, EntityError, EntityId, EntityRole, EntityState, FrameRecorder,
+    History, HistoryConfig, NearestReason, RecordError, Sample, SampleKind,
 };
 pub use math::{Aabb, BoneTransform, Pose, TransformError};
 pub use narrow::{Obb, PlacedShape};
 pub use narrow::{SweepContact, Swing, SwingError};
 pub use query::observer::{BroadphaseDecision, NoObserver, QueryLog, QueryObserver};
 pub use query::{
-    EntityAt, Hit, Overlap, Query, QueryError, Ray, RayError, Rewind, StaticHit, SurfacePoint,
-    Trace,
+    Blocker, EntityAt, EntityBlock, Hit, Overlap, Query, QueryError, Ray, RayError, Rewind,
+    StaticHit, SurfacePoint, Trace,
 };
 pub use query::{ShapeSweep, ShapeSweepError, SweepPath};
 pub use rig::{Axis, Hitbox, HitboxId, Rig, RigError, Shape, ShapeError, Zone};

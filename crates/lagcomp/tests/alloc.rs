@@ -537,7 +537,7 @@ fn steady_state_projectiles_allocate_nothing() {
         for l in landed {
             match l.impact.struck {
                 Struck::Entity(_) => entity += 1,
-                Struck::Static(_) => wall += 1,
+                Struck::Static(_) | Struck::Blocker(_) => wall += 1,
                 Struck::Expired => expired += 1,
                 Struck::Lost => panic!("nothing leaves the arena: {l:?}"),
             }

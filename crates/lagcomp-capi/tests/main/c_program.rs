@@ -366,7 +366,14 @@ fn line(v: &Verdict) -> String {
             0,
         ),
         VerdictOutcome::Rejected { reason } => (0, 0, 0.0, reason.code(), 0),
-        VerdictOutcome::Blocked { wall, .. } => (0, 0, 0.0, 0, wall.0),
+        VerdictOutcome::Blocked {
+            by: lagcomp::Blocker::Wall(wall),
+            ..
+        } => (0, 0, 0.0, 0, wall.0),
+        VerdictOutcome::Blocked {
+            by: lagcomp::Blocker::Entity(entity),
+            ..
+        } => (entity.to_bits(), 0, 0.0, 0, u64::from(u32::MAX)),
         VerdictOutcome::Miss => (0, 0, 0.0, 0, 0),
     };
     format!(

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use lagcomp::Blocker;
 use lagcomp::projectile::{ClaimedTarget, Flight};
 use lagcomp::{
     BoneTransform, EntityId, EntityState, History, HistoryConfig, Hitbox, HitboxId, Pose, Rig,
@@ -233,7 +234,7 @@ fn each_cheat_is_refused_next_to_its_honest_twin() {
     };
     let verdict = judge(&history, &validator, &at_wall);
     assert!(
-        matches!(verdict.outcome, ProjectileOutcome::Blocked { wall: w, .. } if w == wall),
+        matches!(verdict.outcome, ProjectileOutcome::Blocked { by: Blocker::Wall(w), .. } if w == wall),
         "{verdict:?}"
     );
     let other_wall = ProjectileHitClaim {

@@ -9,7 +9,9 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use lagcomp::{History, HistoryConfig, LevelError, LevelPiece, PieceError, StaticError, StaticId};
+use lagcomp::{
+    EntityRole, History, HistoryConfig, LevelError, LevelPiece, PieceError, StaticError, StaticId,
+};
 
 use super::RecordType;
 use super::error::RecordingErrorKind;
@@ -103,6 +105,13 @@ impl Checker {
                     return Err(RecordingErrorKind::RulesAfterClaim { claim });
                 }
                 r.rules.check()?;
+                if r.rules
+                    .weapons
+                    .values()
+                    .any(|w| w.hit_layers != u32::MAX || w.blocked_by != u32::MAX)
+                {
+                    self.member_since("rules.weapons.hit_layers / blocked_by")?;
+                }
                 self.rules_line = Some(at);
             }
             Line::Static(s) => {
@@ -163,6 +172,9 @@ impl Checker {
                     });
                 }
                 check_rig_size(s.bone_count, s.hitboxes.len())?;
+                if s.role != EntityRole::Target {
+                    self.member_since("spawn.role")?;
+                }
                 if let Some(p) = &s.participant {
                     check_participant(p)?;
                 }
@@ -293,6 +305,9 @@ impl Checker {
                 let Some((shooter, seq, weapon)) = self.last_claim else {
                     return Err(RecordingErrorKind::VerdictWithoutClaim);
                 };
+                if v.entity.is_some() {
+                    self.member_since("verdict.entity")?;
+                }
                 if (v.shooter, v.seq, v.weapon) != (shooter, seq, weapon) {
                     return Err(RecordingErrorKind::VerdictMismatch {
                         shooter: v.shooter,
@@ -386,6 +401,20 @@ impl Checker {
             return Err(RecordingErrorKind::NotInVersion {
                 kind,
                 needs: LEVEL_RECORDS_SINCE,
+                version: self.version,
+            });
+        }
+        Ok(())
+    }
+
+    /// Refuses a member newer than the header's version (format 3: entity roles, weapon
+    /// layer masks, verdicts blocked by an entity).
+    fn member_since(&self, member: &'static str) -> Result<(), RecordingErrorKind> {
+        const ROLES_SINCE: u32 = 3;
+        if self.version < u64::from(ROLES_SINCE) {
+            return Err(RecordingErrorKind::MemberNotInVersion {
+                member,
+                needs: ROLES_SINCE,
                 version: self.version,
             });
         }

@@ -135,6 +135,17 @@ pub enum RecordingErrorKind {
         /// The header's version.
         version: u64,
     },
+    /// A member newer than the header's format version (a spawn's `role`, a weapon's
+    /// layer masks, a verdict blocked by an entity: format 3).
+    #[error("{member} needs format version {needs} or later; the header says {version}")]
+    MemberNotInVersion {
+        /// The member, as `record.member`.
+        member: &'static str,
+        /// The first version that has it.
+        needs: u32,
+        /// The header's version.
+        version: u64,
+    },
     /// A piece of level geometry that loading would refuse (a non-finite vertex, an index
     /// past the last vertex, a degenerate triangle, a piece too large...); nothing of its
     /// record is loaded.

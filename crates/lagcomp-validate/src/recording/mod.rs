@@ -64,7 +64,7 @@ pub use write::RecordingWriter;
 /// Version 2 added level geometry (`level`, `level_add`, `level_remove`: triangle meshes,
 /// heightfields, pieces with lifetimes); version 1 files still read and re-validate the
 /// same.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The versions this crate reads: every version up to [`FORMAT_VERSION`].
 pub const READS_VERSIONS: std::ops::RangeInclusive<u64> = 1..=FORMAT_VERSION as u64;

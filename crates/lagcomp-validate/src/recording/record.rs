@@ -6,8 +6,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use lagcomp::{
-    BoneTransform, EntityId, EntityState, HistoryConfig, HitboxId, LevelPiece, Pose, Rig, Shape,
-    StaticId, Tick, Vec3,
+    Blocker, BoneTransform, EntityId, EntityRole, EntityState, HistoryConfig, HitboxId, LevelPiece,
+    Pose, Rig, Shape, StaticId, Tick, Vec3,
 };
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -127,7 +127,7 @@ pub enum RecordingEntry {
         /// Its collision layers.
         layers: u32,
     },
-    /// [`lagcomp::History::spawn`], then [`crate::Validator::register`] with the
+    /// [`lagcomp::History::spawn_as`], then [`crate::Validator::register`] with the
     /// participant if there is one.
     Spawn {
         /// The entity, as the server's history numbered it.
@@ -136,6 +136,8 @@ pub enum RecordingEntry {
         rig: Arc<Rig>,
         /// Its registration with the validator, if it was registered at spawn.
         participant: Option<Participant>,
+        /// Its role (format 3; a target in older files).
+        role: EntityRole,
     },
     /// [`lagcomp::History::load_level`] (format version 2).
     Level {
@@ -282,7 +284,8 @@ impl RecordingEntry {
                 entity,
                 rig,
                 participant,
-            } => Line::Spawn(spawn_line(*entity, rig, participant.as_ref())),
+                role,
+            } => Line::Spawn(spawn_line(*entity, rig, participant.as_ref(), *role)),
             Self::Register {
                 entity,
                 participant,
@@ -351,6 +354,7 @@ impl RecordingEntry {
                     entity: EntityId::from_bits(s.entity),
                     rig: Arc::new(rig),
                     participant: s.participant.as_ref().map(participant_of),
+                    role: s.role,
                 }
             }
             Line::Register(r) => Self::Register {
@@ -535,6 +539,7 @@ pub(super) fn spawn_line<'a>(
     entity: EntityId,
     rig: &'a Rig,
     participant: Option<&Participant>,
+    role: EntityRole,
 ) -> SpawnLine<'a> {
     SpawnLine {
         kind: RecordType::Spawn,
@@ -542,6 +547,7 @@ pub(super) fn spawn_line<'a>(
         bone_count: rig.bone_count().into(),
         hitboxes: Cow::Borrowed(rig.hitboxes()),
         participant: participant.map(participant_line),
+        role,
     }
 }
 
@@ -646,6 +652,7 @@ pub(super) fn verdict_line(v: &Verdict) -> VerdictLine {
         zone: None,
         damage_multiplier: None,
         wall: None,
+        entity: None,
         distance: None,
         point: None,
         by_leeway: None,
@@ -664,9 +671,12 @@ pub(super) fn verdict_line(v: &Verdict) -> VerdictLine {
             line.by_leeway = Some(hit.by_leeway);
         }
         VerdictOutcome::Miss => {}
-        VerdictOutcome::Blocked { wall, distance } => {
+        VerdictOutcome::Blocked { by, distance } => {
             line.outcome = OutcomeLabel::Blocked;
-            line.wall = Some(wall.0);
+            match by {
+                Blocker::Wall(wall) => line.wall = Some(wall.0),
+                Blocker::Entity(entity) => line.entity = Some(entity.to_bits()),
+            }
             line.distance = Some(distance);
         }
         VerdictOutcome::Rejected { reason } => {
@@ -685,6 +695,7 @@ fn verdict_of(v: &VerdictLine) -> Result<Verdict, RecordingErrorKind> {
         ("zone", v.zone.is_some()),
         ("damage_multiplier", v.damage_multiplier.is_some()),
         ("wall", v.wall.is_some()),
+        ("entity", v.entity.is_some()),
         ("distance", v.distance.is_some()),
         ("point", v.point.is_some()),
         ("by_leeway", v.by_leeway.is_some()),
@@ -704,6 +715,8 @@ fn verdict_of(v: &VerdictLine) -> Result<Verdict, RecordingErrorKind> {
             ],
         ),
         OutcomeLabel::Miss => ("miss", &[]),
+        // By a wall or by an entity (a door).
+        OutcomeLabel::Blocked if v.entity.is_some() => ("blocked", &["entity", "distance"]),
         OutcomeLabel::Blocked => ("blocked", &["wall", "distance"]),
         OutcomeLabel::Rejected => ("rejected", &["reason"]),
     };
@@ -733,7 +746,10 @@ fn verdict_of(v: &VerdictLine) -> Result<Verdict, RecordingErrorKind> {
         }),
         OutcomeLabel::Miss => VerdictOutcome::Miss,
         OutcomeLabel::Blocked => VerdictOutcome::Blocked {
-            wall: StaticId(v.wall.ok_or_else(missing)?),
+            by: match v.entity {
+                Some(entity) => Blocker::Entity(EntityId::from_bits(entity)),
+                None => Blocker::Wall(StaticId(v.wall.ok_or_else(missing)?)),
+            },
             distance: v.distance.ok_or_else(missing)?,
         },
         OutcomeLabel::Rejected => VerdictOutcome::Rejected {

@@ -213,8 +213,9 @@ fn replay(
                 entity,
                 rig,
                 participant,
+                role,
             } => {
-                let id = history.spawn(Arc::clone(rig));
+                let id = history.spawn_as(Arc::clone(rig), *role);
                 ids.spawned(*entity, id);
                 if let Some(participant) = participant {
                     validator.register(id, *participant);

@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use lagcomp::{BoneTransform, EntityState, Hitbox, Pose, Shape, Vec3, Zone};
+use lagcomp::{BoneTransform, EntityRole, EntityState, Hitbox, Pose, Shape, Vec3, Zone};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::RecordType;
@@ -324,6 +324,14 @@ pub(super) struct SpawnLine<'a> {
     pub(super) hitboxes: Cow<'a, [Hitbox]>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) participant: Option<ParticipantLine>,
+    /// Format 3; a target when absent.
+    #[serde(default, skip_serializing_if = "is_target")]
+    pub(super) role: EntityRole,
+}
+
+/// Whether a spawn's role is the default, left out when written.
+fn is_target(role: &EntityRole) -> bool {
+    *role == EntityRole::Target
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -436,6 +444,9 @@ pub(super) struct VerdictLine {
     pub(super) damage_multiplier: Option<f32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) wall: Option<u64>,
+    /// The blocker entity of a `blocked` verdict (format 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) entity: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) distance: Option<f32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

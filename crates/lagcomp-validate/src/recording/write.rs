@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use std::io::{self, Write};
 
 use lagcomp::{
-    BoneTransform, EntityId, EntityState, HistoryConfig, LevelPiece, Pose, Rig, Shape, StaticId,
-    Tick,
+    BoneTransform, EntityId, EntityRole, EntityState, HistoryConfig, LevelPiece, Pose, Rig, Shape,
+    StaticId, Tick,
 };
 
 use super::check::Checker;
@@ -127,7 +127,27 @@ impl<W: Write> RecordingWriter<W> {
         rig: &Rig,
         participant: &Participant,
     ) -> io::Result<()> {
-        self.line(&Line::Spawn(spawn_line(entity, rig, Some(participant))))
+        self.line(&Line::Spawn(spawn_line(
+            entity,
+            rig,
+            Some(participant),
+            EntityRole::Target,
+        )))
+    }
+
+    /// An entity spawned with a role ([`lagcomp::History::spawn_as`]: a door, a vehicle),
+    /// registered with the validator as `participant` if given.
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::spawn`].
+    pub fn spawn_as(
+        &mut self,
+        entity: EntityId,
+        rig: &Rig,
+        role: EntityRole,
+        participant: Option<&Participant>,
+    ) -> io::Result<()> {
+        self.line(&Line::Spawn(spawn_line(entity, rig, participant, role)))
     }
 
     /// An entity spawned and not registered with the validator (a target with no team).
@@ -135,7 +155,12 @@ impl<W: Write> RecordingWriter<W> {
     /// # Errors
     /// As [`RecordingWriter::spawn`].
     pub fn spawn_unregistered(&mut self, entity: EntityId, rig: &Rig) -> io::Result<()> {
-        self.line(&Line::Spawn(spawn_line(entity, rig, None)))
+        self.line(&Line::Spawn(spawn_line(
+            entity,
+            rig,
+            None,
+            EntityRole::Target,
+        )))
     }
 
     /// A registration changed after spawning ([`crate::Validator::register`]).

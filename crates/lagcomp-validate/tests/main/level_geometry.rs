@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use lagcomp::{
-    BoneTransform, EntityId, EntityState, History, HistoryConfig, Hitbox, LevelPiece, Quat, Ray,
-    Rig, Shape, StaticId, StaticWorld, Tick, Vec3, WorldHit, Zone,
+    Blocker, BoneTransform, EntityId, EntityState, History, HistoryConfig, Hitbox, LevelPiece,
+    Quat, Ray, Rig, Shape, StaticId, StaticWorld, Tick, Vec3, WorldHit, Zone,
 };
 use lagcomp_validate::{
     ClaimedHit, ClientTiming, Participant, RejectReason, RenderTime, RuleSet, ShotClaim, Validator,
@@ -133,8 +133,8 @@ fn an_honest_shot_behind_a_mesh_wall_is_blocked_by_the_wall_not_rejected() {
         let (claim, arrives) = shot(shooter, target, 30, claims_the_hit);
         let outcome = validator.validate(&history, &claim, arrives).outcome;
         match outcome {
-            VerdictOutcome::Blocked { wall, distance } => {
-                assert_eq!(wall, StaticId(0));
+            VerdictOutcome::Blocked { by, distance } => {
+                assert_eq!(by, Blocker::Wall(StaticId(0)));
                 assert!((distance - 10.0).abs() < 1e-4, "{distance}");
             }
             other => panic!("claims the hit: {claims_the_hit}: {other:?}"),
@@ -158,7 +158,7 @@ fn a_destroyed_wall_blocks_shots_rendered_before_it_fell_and_not_after() {
                 matches!(
                     outcome,
                     VerdictOutcome::Blocked {
-                        wall: StaticId(0),
+                        by: Blocker::Wall(StaticId(0)),
                         ..
                     }
                 ),
@@ -201,7 +201,7 @@ fn a_server_world_blocks_validated_and_examined_shots() {
     let (history, mut validator, shooter, target) = scene();
     let (claim, arrives) = shot(shooter, target, 30, true);
     let blocked = VerdictOutcome::Blocked {
-        wall: StaticId(1 << 40),
+        by: Blocker::Wall(StaticId(1 << 40)),
         distance: 12.0,
     };
     let outcome = validator

@@ -3,6 +3,7 @@
 //! helpers (`recording_support`).
 
 mod audit;
+mod doors;
 mod examine;
 mod fixture;
 mod level_geometry;
@@ -12,5 +13,7 @@ mod readable;
 mod reasons;
 mod recording;
 mod recording_level;
+mod recording_roles;
 mod recording_support;
 mod walls;
+mod weapon_layers;

@@ -14,7 +14,7 @@ use crate::fixture::{
     ARM_L, CHEST, HEAD, HEAD_RADIUS, LAUNCHER, PELVIS, RIFLE, Role, Scene, Script, Shot, confirmed,
     rejected, rules, timing,
 };
-use lagcomp::{EntityId, HitboxId, SampleKind, Tick, Vec3, Zone};
+use lagcomp::{Blocker, EntityId, HitboxId, SampleKind, Tick, Vec3, Zone};
 use lagcomp_validate::{
     ClientTiming, Participant, RejectReason, RenderTime, ShotClaim, TimeMismatch, Validator,
     Verdict, VerdictOutcome, WeaponId,
@@ -570,6 +570,13 @@ mod cases {
         );
         reason
     }
+
+    /// A claim naming a door (an entity spawned as a blocker) as its target, drawn while
+    /// the door was open in front of the player behind it: refused, where the same shot
+    /// claiming that player counts.
+    pub(super) fn not_a_target() -> RejectReason {
+        crate::doors::not_a_target_and_its_honest_twin()
+    }
 }
 
 /// A test per case, and the list of every case with the reason it must produce.
@@ -607,6 +614,7 @@ reason_cases! {
     target_not_alive => TargetNotAlive,
     target_not_compensated => TargetNotCompensated,
     friendly_fire => FriendlyFire,
+    not_a_target => NotATarget,
 }
 
 #[test]
@@ -748,7 +756,11 @@ fn a_shot_through_the_wall_is_blocked_and_one_over_it_hits() {
     let pelvis = scene.shoot(Role::Alpha, PELVIS, RENDER);
     for shot in [pelvis, pelvis.unclaimed()] {
         let verdict = scene.judge(&mut v.clone(), &shot);
-        let VerdictOutcome::Blocked { wall, distance } = verdict.outcome else {
+        let VerdictOutcome::Blocked {
+            by: Blocker::Wall(wall),
+            distance,
+        } = verdict.outcome
+        else {
             panic!("expected the wall to block: {verdict:#?}");
         };
         assert_eq!(wall, scene.wall);

@@ -10,7 +10,7 @@ use crate::recording_support::{
     EXAMPLE_RULES, MATCH_RULES, Played, RIFLE, SMG, example_recording, match_rules, play_match,
 };
 use lagcomp::{
-    BoneTransform, EntityId, EntityState, HistoryConfig, NearestReason, Pose, Quat, Rig,
+    Blocker, BoneTransform, EntityId, EntityState, HistoryConfig, NearestReason, Pose, Quat, Rig,
     SampleKind, Shape, StaticId, Tick, TransformError, Vec3, Zone,
 };
 use lagcomp_validate::recording::{
@@ -1098,10 +1098,17 @@ fn the_document_shows_the_real_json_shapes() {
         (VerdictOutcome::Miss, r#""outcome":"miss","basis""#),
         (
             VerdictOutcome::Blocked {
-                wall: StaticId(0),
+                by: Blocker::Wall(StaticId(0)),
                 distance: 4.5,
             },
             r#""outcome":"blocked","wall":0,"distance":4.5,"basis""#,
+        ),
+        (
+            VerdictOutcome::Blocked {
+                by: Blocker::Entity(EntityId::from_bits(3 | (1 << 32))),
+                distance: 4.5,
+            },
+            r#""outcome":"blocked","entity":4294967299,"distance":4.5,"basis""#,
         ),
         (
             VerdictOutcome::Rejected {

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use lagcomp::{
-    BoneTransform, EntityId, EntityState, History, HistoryConfig, Hitbox, LevelError, LevelPiece,
-    PieceError, Pose, Quat, Rig, Shape, StaticError, StaticId, Tick, Vec3, Zone,
+    Blocker, BoneTransform, EntityId, EntityState, History, HistoryConfig, Hitbox, LevelError,
+    LevelPiece, PieceError, Pose, Quat, Rig, Shape, StaticError, StaticId, Tick, Vec3, Zone,
 };
 use lagcomp_validate::recording::{
     FORMAT_VERSION, RecordType, Recording, RecordingEntry, RecordingErrorKind, RecordingWriter,
@@ -229,7 +229,10 @@ fn a_mesh_level_with_a_destroyed_wall_revalidates_to_the_live_verdicts() {
     let walls: Vec<StaticId> = live
         .iter()
         .filter_map(|v| match v.outcome {
-            VerdictOutcome::Blocked { wall, .. } => Some(wall),
+            VerdictOutcome::Blocked {
+                by: Blocker::Wall(wall),
+                ..
+            } => Some(wall),
             _ => None,
         })
         .collect();

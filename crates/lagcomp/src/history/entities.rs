@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use super::layout::IDENTITY_ROTATION;
 use super::{
-    EntityError, EntityFrame, EntityId, EntitySlot, EntityState, History, Life, RecordError,
+    EntityError, EntityFrame, EntityId, EntityRole, EntitySlot, EntityState, History, Life,
+    RecordError,
 };
 use crate::rig::Rig;
 
@@ -36,6 +37,31 @@ impl History {
     /// # }
     /// ```
     pub fn spawn(&mut self, rig: Arc<Rig>) -> EntityId {
+        self.spawn_as(rig, EntityRole::Target)
+    }
+
+    /// [`History::spawn`] with a role other than a target: a door or lift that stops
+    /// traces where it was at the rewound time ([`EntityRole::Blocker`]), or a vehicle
+    /// that can be hit and stops every trace ([`EntityRole::TargetAndBlocker`]). The role
+    /// holds for the entity's whole life.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::Arc;
+    /// use lagcomp::{EntityRole, History, HistoryConfig, Hitbox, Rig, Shape, Vec3, Zone};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut history = History::new(HistoryConfig::default())?;
+    /// // A sliding door: one box, 2 m wide, 2.5 m high, 10 cm thick; moved by its bone.
+    /// let door = Arc::new(Rig::rigid(vec![
+    ///     Hitbox::new(0, "panel", Zone::Custom(1), 0, Shape::cuboid(Vec3::new(1.0, 1.25, 0.05))),
+    /// ])?);
+    /// let door = history.spawn_as(door, EntityRole::Blocker);
+    /// assert_eq!(history.role(door)?, EntityRole::Blocker);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn spawn_as(&mut self, rig: Arc<Rig>, role: EntityRole) -> EntityId {
         let bone_count = usize::from(rig.bone_count());
         let index = match self.free.pop() {
             Some(index) => index as usize,
@@ -43,6 +69,7 @@ impl History {
                 self.slots.push(EntitySlot {
                     generation: 0,
                     life: Life::Free,
+                    role: EntityRole::Target,
                     rig: None,
                     bone_count: 0,
                     bones_at: 0,
@@ -56,6 +83,7 @@ impl History {
         let bones_at = self.lanes.ranges.take(bone_count);
         let slot = &mut self.slots[index];
         slot.life = Life::Active;
+        slot.role = role;
         slot.rig = Some(rig);
         slot.bone_count = bone_count;
         slot.bones_at = bones_at;
@@ -198,6 +226,15 @@ impl History {
     pub fn rig(&self, id: EntityId) -> Result<&Arc<Rig>, EntityError> {
         let index = self.known_index(id)?;
         self.slots[index].rig.as_ref().ok_or(EntityError::Stale(id))
+    }
+
+    /// The role the entity was spawned with (despawned entities keep theirs until they
+    /// age out).
+    ///
+    /// # Errors
+    /// [`EntityError::Unknown`] or [`EntityError::Stale`].
+    pub fn role(&self, id: EntityId) -> Result<EntityRole, EntityError> {
+        Ok(self.slots[self.known_index(id)?].role)
     }
 
     /// Whether the entity is registered and not despawned.

@@ -51,6 +51,53 @@ impl fmt::Display for EntityId {
     }
 }
 
+/// What an entity is to a trace, set when it is spawned ([`History::spawn_as`]).
+///
+/// A target can be hit (its hits are reported, and damaged by the game); a blocker stops
+/// traces like a wall does, but is rewound like every entity (a door, a lift, a
+/// destructible crate: where the shooter saw it), and is never a target. A vehicle with
+/// hitboxes is both. Every entity is rewound, whatever its role.
+///
+/// [`History::spawn_as`]: super::History::spawn_as
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[repr(u8)]
+pub enum EntityRole {
+    /// Can be hit. A closest-hit trace ends at it; a penetrating one
+    /// ([`crate::Query::ray_all`]) goes on through it.
+    #[default]
+    Target = 1,
+    /// Stops traces (reported as [`crate::Trace::blocking_entity`]) and is never hit.
+    Blocker = 2,
+    /// Can be hit, and stops every trace there, penetrating ones too (a vehicle).
+    TargetAndBlocker = 3,
+}
+
+impl EntityRole {
+    /// Whether a trace can hit it.
+    #[must_use]
+    pub const fn is_target(self) -> bool {
+        self as u8 & 1 != 0
+    }
+
+    /// Whether it stops traces.
+    #[must_use]
+    pub const fn blocks(self) -> bool {
+        self as u8 & 2 != 0
+    }
+
+    /// The role's stable name: `target`, `blocker` or `target_and_blocker`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Target => "target",
+            Self::Blocker => "blocker",
+            Self::TargetAndBlocker => "target_and_blocker",
+        }
+    }
+}
+
 /// Per-tick facts about an entity, recorded with its bones. Queries see them as they were
 /// at the rewound time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -61,7 +61,7 @@ pub(crate) use bone_pass::{BonePass, assert_one_length};
 pub use config::{ConfigError, DEFAULT_MAX_REWIND, HistoryConfig};
 pub(crate) use cull::{LineLanes, cull4};
 use entity::{ALIVE, LAG_COMPENSATED, TELEPORTED};
-pub use entity::{EntityError, EntityId, EntityState};
+pub use entity::{EntityError, EntityId, EntityRole, EntityState};
 use layout::Lanes;
 pub use recorder::{FrameRecorder, RecordError};
 pub(crate) use sample::{Bracket, EntitySample, EntityView};
@@ -144,6 +144,8 @@ enum Life {
 struct EntitySlot {
     generation: u32,
     life: Life,
+    /// Set at spawn; kept while the slot is despawned (its past still blocks or is hit).
+    role: EntityRole,
     rig: Option<Arc<Rig>>,
     bone_count: usize,
     /// First of the `bone_count` places the entity holds in each ring slot's block of the
@@ -483,6 +485,21 @@ impl History {
     pub(crate) fn slot_rig(&self, index: usize) -> Option<(&Rig, EntityId)> {
         let slot = &self.slots[index];
         slot.rig.as_deref().map(|rig| (rig, slot.id(index)))
+    }
+
+    /// [`History::slot_rig`] and the entity's role, from one read of the slot.
+    #[inline]
+    pub(crate) fn slot_entry(&self, index: usize) -> Option<(&Rig, EntityId, EntityRole)> {
+        let slot = &self.slots[index];
+        slot.rig
+            .as_deref()
+            .map(|rig| (rig, slot.id(index), slot.role))
+    }
+
+    /// The role of the entity in slot `index` (of the last one, for a free slot).
+    #[inline]
+    pub(crate) fn slot_role(&self, index: usize) -> EntityRole {
+        self.slots[index].role
     }
 }
 

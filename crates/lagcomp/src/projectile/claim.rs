@@ -141,6 +141,9 @@ impl ProjectileClaim {
             (Struck::Entity(hit), ClaimedTarget::Entity { entity, hitbox }) => {
                 hit.entity == entity && hit.hitbox == hitbox
             }
+            (Struck::Blocker(block), ClaimedTarget::Entity { entity, hitbox }) => {
+                block.entity == entity && block.hitbox == hitbox
+            }
             (Struck::Static(wall), ClaimedTarget::Static(id)) => wall.id == id,
             _ => false,
         };

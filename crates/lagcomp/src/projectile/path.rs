@@ -5,7 +5,7 @@ use glam::Vec3;
 
 use super::flight::{Flight, FlightState};
 use crate::history::{EntityId, History};
-use crate::query::{Hit, QueryError, Ray, RayError, StaticHit};
+use crate::query::{EntityBlock, Hit, QueryError, Ray, RayError, StaticHit};
 use crate::time::{RewindError, RewindTarget, WindowPolicy};
 use crate::world::StaticWorld;
 
@@ -43,6 +43,9 @@ pub enum Struck {
     Entity(Hit),
     /// A piece of static geometry: the history's level or the server's world.
     Static(StaticHit),
+    /// An entity that blocks (a door, a lift; a vehicle seen only as a blocker), as it
+    /// stood at the moment the step was traced.
+    Blocker(EntityBlock),
     /// It flew its whole max flight time without striking anything.
     Expired,
     /// It left the accepted coordinate range ([`crate::math::MAX_COORDINATE`]), or the
@@ -174,6 +177,13 @@ impl InFlight {
                 return Ok(Some(ProjectileImpact {
                     struck: Struck::Entity(hit),
                     ..contact(hit.distance)
+                }));
+            }
+            // A blocking entity is nearer than the wall: the wall ends the trace's reach.
+            if let Some(block) = trace.blocking_entity {
+                return Ok(Some(ProjectileImpact {
+                    struck: Struck::Blocker(block),
+                    ..contact(block.distance)
                 }));
             }
             if let Some(wall) = trace.blocker {

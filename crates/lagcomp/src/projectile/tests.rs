@@ -6,7 +6,7 @@ use std::sync::Arc;
 use glam::Vec3;
 
 use super::*;
-use crate::history::{EntityId, EntityState, History, HistoryConfig};
+use crate::history::{EntityId, EntityRole, EntityState, History, HistoryConfig};
 use crate::math::{BoneTransform, Pose};
 use crate::query::Ray;
 use crate::rig::{Hitbox, HitboxId, Rig, Shape, Zone};
@@ -427,6 +427,32 @@ fn a_wall_stops_a_projectile_from_the_level_or_the_server_world() {
     // Both: the nearer one.
     let impact = aimed.fly(&h, Some(&Wall)).unwrap();
     assert!(matches!(impact.struck, Struck::Static(hit) if hit.id == StaticId(77)));
+}
+
+/// A door (a blocker entity, the body's shape) closed across the range at z = 10 until
+/// t = 0.5 s, then slid 10 m aside; the target stands 20 m down range throughout.
+#[test]
+fn a_closed_door_stops_a_projectile_fired_while_the_shooter_saw_it_closed() {
+    let mut h = history(1.0);
+    let target = h.spawn(body());
+    let door = h.spawn_as(body(), EntityRole::Blocker);
+    record(&mut h, &[target, door], 64, |i, t| match i {
+        0 => Vec3::new(0.0, 1.0, 20.0),
+        _ if t < 0.5 => Vec3::new(0.0, 1.0, 10.0),
+        _ => Vec3::new(10.0, 1.0, 10.0),
+    });
+    let closed = shot(0.2, Vec3::Y, Vec3::Z, bullet()).fly(&h, None).unwrap();
+    assert!(
+        matches!(closed.struck, Struck::Blocker(block) if block.entity == door),
+        "{closed:?}"
+    );
+    assert!(
+        (closed.position.z - 9.7).abs() < 0.05,
+        "{}",
+        closed.position
+    );
+    let open = shot(0.6, Vec3::Y, Vec3::Z, bullet()).fly(&h, None).unwrap();
+    assert_eq!(struck_entity(&open), Some(target), "{open:?}");
 }
 
 #[test]

@@ -25,7 +25,9 @@ pub use shape_sweep::{SWING_CHORD_TOLERANCE, ShapeSweep, ShapeSweepError, SweepP
 
 use glam::Vec3;
 
-use crate::history::{Bracket, EntityError, EntityId, EntitySample, EntityState, History, Sample};
+use crate::history::{
+    Bracket, EntityError, EntityId, EntityRole, EntitySample, EntityState, History, Sample,
+};
 use crate::math::BoneTransform;
 use crate::math::{MAX_COORDINATE, MAX_EXTENT, TransformError, check_translation};
 use crate::narrow::PlacedShape;
@@ -267,18 +269,86 @@ pub struct StaticHit {
 
 /// The outcome of a trace.
 ///
-/// `hit` is the closest entity hit before any wall; `blocker` the first wall within
-/// reach, if any. No hit and a blocker: the shot was blocked. Both: the entity was hit in
-/// front of the wall.
+/// `hit` is the closest target hit before anything that blocks; `blocker` the first wall
+/// within reach, if any; `blocking_entity` the blocker entity (a door, a lift: see
+/// [`EntityRole`]) that stopped the trace before any target and before the wall. No hit
+/// and a blocker or blocking entity: the shot was blocked ([`Trace::stopped_by`] says by
+/// what). A hit and a blocker: the target was hit in front of the wall.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Trace {
-    /// The closest hit.
+    /// The closest hit on a target.
     pub hit: Option<Hit>,
     /// The first static geometry along the trace.
     pub blocker: Option<StaticHit>,
+    /// The blocker entity the trace stopped at, as it was at the rewound time, when one
+    /// stood before every target and wall. Never also a hit.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub blocking_entity: Option<EntityBlock>,
     /// The moment looked at.
     pub rewind: Rewind,
+}
+
+/// Where a trace stopped at a blocker entity (a door, a lift), as it stood at the rewound
+/// time.
+///
+/// PERF: small on purpose (16 bytes, where a [`Hit`] is 176): a trace is returned by value
+/// on every shot. The point met is [`Ray::at`] the distance (for a sweep, where the
+/// sphere's centre was).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct EntityBlock {
+    /// The entity.
+    pub entity: EntityId,
+    /// Its hitbox the trace met.
+    pub hitbox: HitboxId,
+    /// Distance along the trace, metres (0 when it started inside).
+    pub distance: f32,
+}
+
+impl From<&Hit> for EntityBlock {
+    fn from(hit: &Hit) -> Self {
+        Self {
+            entity: hit.entity,
+            hitbox: hit.hitbox,
+            distance: hit.distance,
+        }
+    }
+}
+
+/// What stopped a trace before any target: a piece of static geometry or an entity that
+/// blocks ([`EntityRole::Blocker`], or a [`EntityRole::TargetAndBlocker`] seen only through
+/// [`Query::blocked_by`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum Blocker {
+    /// A piece of the level, or of the server's [`StaticWorld`].
+    Wall(StaticId),
+    /// An entity, rewound with the rest.
+    Entity(EntityId),
+}
+
+impl From<StaticId> for Blocker {
+    fn from(id: StaticId) -> Self {
+        Self::Wall(id)
+    }
+}
+
+impl Trace {
+    /// What stopped the trace when it hit no target, and how far along it (metres): the
+    /// blocking entity, or else the wall. `None` for a hit or a miss.
+    #[must_use]
+    pub fn stopped_by(&self) -> Option<(Blocker, f32)> {
+        if self.hit.is_some() {
+            return None;
+        }
+        match (self.blocking_entity, self.blocker) {
+            (Some(entity), _) => Some((Blocker::Entity(entity.entity), entity.distance)),
+            (None, Some(wall)) => Some((Blocker::Wall(wall.id), wall.distance)),
+            (None, None) => None,
+        }
+    }
 }
 
 /// A query at one rewind target. Built by [`History::query`]; configure with the builder
@@ -324,6 +394,9 @@ pub struct Query<'h, 'f, O = NoObserver> {
     target: RewindTarget,
     policy: WindowPolicy,
     layers: u32,
+    /// Which static pieces and blocker entities stop a trace; `layers` for a query that
+    /// set no other.
+    blocking: u32,
     ignore: &'f [EntityId],
     observer: O,
     /// The server's own level geometry, if it gave one; the history's own pieces block
@@ -338,6 +411,7 @@ impl<O: std::fmt::Debug> std::fmt::Debug for Query<'_, '_, O> {
             .field("target", &self.target)
             .field("policy", &self.policy)
             .field("layers", &self.layers)
+            .field("blocking", &self.blocking)
             .field("ignore", &self.ignore)
             .field("observer", &self.observer)
             .field("world", &self.world.map(|_| "the server's"))
@@ -355,6 +429,7 @@ impl History {
             target,
             policy: WindowPolicy::Reject,
             layers: u32::MAX,
+            blocking: u32::MAX,
             ignore: &[],
             observer: NoObserver,
             world: None,
@@ -542,11 +617,33 @@ impl History {
 }
 
 impl<'h, 'f, O: QueryObserver> Query<'h, 'f, O> {
-    /// Only see entities and static geometry whose layers share a bit with `mask`.
+    /// Only see entities and static geometry whose layers share a bit with `mask`: the
+    /// targets it can hit and what can stop it (set the latter apart with
+    /// [`Query::blocked_by`], after this).
     #[must_use]
     pub fn layers(mut self, mask: u32) -> Self {
         self.layers = mask;
+        self.blocking = mask;
         self
+    }
+
+    /// Only static geometry and blocker entities ([`EntityRole::blocks`]) whose layers
+    /// share a bit with `mask` stop the trace; targets are still chosen by
+    /// [`Query::layers`]. A weapon whose rounds pass a fence or a pane of glass leaves the
+    /// fence's or the glass's layer out of `mask`. An entity that is both a target and a
+    /// blocker is hit when one of its layers is in [`Query::layers`]; when only the
+    /// blocking mask has one of its layers, it stops the trace without being hit.
+    #[must_use]
+    pub fn blocked_by(mut self, mask: u32) -> Self {
+        self.blocking = mask;
+        self
+    }
+
+    /// The layer mask each entity role is seen with, indexed by the role's number: a
+    /// target through [`Query::layers`], a blocker through [`Query::blocked_by`], and one
+    /// that is both through either.
+    fn role_masks(&self) -> RoleMasks {
+        RoleMasks([0, self.layers, self.blocking, self.layers | self.blocking])
     }
 
     /// Never report these entities (the shooter, their vehicle).
@@ -557,6 +654,7 @@ impl<'h, 'f, O: QueryObserver> Query<'h, 'f, O> {
             target: self.target,
             policy: self.policy,
             layers: self.layers,
+            blocking: self.blocking,
             ignore: entities,
             observer: self.observer,
             world: self.world,
@@ -576,6 +674,7 @@ impl<'h, 'f, O: QueryObserver> Query<'h, 'f, O> {
             target: self.target,
             policy: self.policy,
             layers: self.layers,
+            blocking: self.blocking,
             ignore: self.ignore,
             observer: self.observer,
             world: Some(world),
@@ -602,6 +701,7 @@ impl<'h, 'f, O: QueryObserver> Query<'h, 'f, O> {
             target: self.target,
             policy: self.policy,
             layers: self.layers,
+            blocking: self.blocking,
             ignore: self.ignore,
             observer,
             world: self.world,
@@ -653,13 +753,14 @@ fn admit<'h, O: QueryObserver>(
     index: usize,
     bracket: &Bracket,
     walk: Walk,
-    layers: u32,
+    masks: &RoleMasks,
     ignore: &[EntityId],
     observer: &mut O,
     touches: impl Fn(&crate::math::Aabb, bool) -> bool,
 ) -> Option<(&'h crate::rig::Rig, EntityId, crate::history::EntitySample)> {
     use observer::BroadphaseDecision;
     let (rig, id) = history.slot_rig(index)?;
+    let layers = masks.of(history.slot_role(index));
     let mut decide = |decision| {
         if O::ENABLED {
             observer.broadphase(id, decision);
@@ -696,6 +797,25 @@ fn admit<'h, O: QueryObserver>(
     }
     decide(BroadphaseDecision::Passed);
     Some((rig, id, sample))
+}
+
+/// The layers an entity of each role must share a bit with to be seen, indexed by
+/// `EntityRole as usize` (0 unused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RoleMasks(pub(crate) [u32; 4]);
+
+impl RoleMasks {
+    /// The mask for `role`.
+    #[inline(always)]
+    pub(crate) fn of(&self, role: EntityRole) -> u32 {
+        self.0[role as usize & 3]
+    }
+
+    /// Whether an entity of `role` on `layers` is hit (rather than only stopping the
+    /// trace).
+    pub(crate) fn hits(&self, role: EntityRole, layers: u32) -> bool {
+        role.is_target() && layers & self.0[EntityRole::Target as usize] != 0
+    }
 }
 
 fn check_radius(radius: f32) -> Result<(), QueryError> {

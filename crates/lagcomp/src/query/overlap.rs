@@ -3,7 +3,7 @@
 use glam::Vec3;
 
 use super::observer::QueryObserver;
-use super::{Overlap, Query, QueryError, Rewind, Walk, admit, check_radius};
+use super::{Overlap, Query, QueryError, Rewind, RoleMasks, Walk, admit, check_radius};
 use crate::history::Sample;
 use crate::math::{Aabb, BoneTransform, check_rotation, check_translation};
 use crate::narrow::{Obb, PlacedShape};
@@ -143,14 +143,16 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         };
         let query_box = volume.aabb();
         let observer = &mut self.observer;
-        let (layers, ignore) = (self.layers, self.ignore);
+        // Blockers are never a volume's targets.
+        let masks = RoleMasks([0, self.layers, 0, self.layers]);
+        let ignore = self.ignore;
         let mut visit = |index: usize, walk: Walk| {
             let Some((rig, id, sample)) = admit(
                 history,
                 index,
                 &bracket,
                 walk,
-                layers,
+                &masks,
                 ignore,
                 &mut *observer,
                 |bounds, _| bounds.intersects(&query_box),

@@ -377,8 +377,8 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         let swept = sweep.bounds();
         let path = CentrePath::of(sweep);
         let length = sweep.length();
+        let (masks, ignore) = (self.role_masks(), self.ignore);
         let observer = &mut self.observer;
-        let (layers, ignore) = (self.layers, self.ignore);
         let mut best: Earliest = None;
         let mut visit = |index: usize, walk: Walk| {
             let Some((rig, id, sample)) = admit(
@@ -386,7 +386,7 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                 index,
                 &bracket,
                 walk,
-                layers,
+                &masks,
                 ignore,
                 &mut *observer,
                 |bounds, _| bounds.intersects(&swept),
@@ -484,12 +484,26 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                 visit(index, Walk::Uncompensated);
             }
         }
-        if let Some(hit) = best.as_ref().filter(|_| O::ENABLED) {
+        // The earliest touch is a hit when its entity is a target on the hit layers, and
+        // otherwise what stopped the sweep (a door, a vehicle seen only as a blocker).
+        let target = best.as_ref().is_some_and(|hit| {
+            masks.hits(
+                history.slot_role(hit.entity.index() as usize),
+                hit.state.layers,
+            )
+        });
+        let blocking_entity = best
+            .as_ref()
+            .filter(|_| !target)
+            .map(super::EntityBlock::from);
+        let hit = best.filter(|_| target);
+        if let Some(hit) = hit.as_ref().filter(|_| O::ENABLED) {
             self.observer.hit(hit);
         }
         Ok(Trace {
-            hit: best,
+            hit,
             blocker,
+            blocking_entity,
             rewind: (&bracket).into(),
         })
     }

@@ -11,9 +11,20 @@
 //!
 //! # What is rewound, what is current, what has a lifetime
 //!
-//! - **Entities are rewound.** Their hitboxes are rebuilt at the moment the shooter saw.
+//! - **Entities are rewound, targets and blockers alike.** Their hitboxes are rebuilt at
+//!   the moment the shooter saw. An entity's [`EntityRole`](crate::EntityRole), set at
+//!   spawn, says what it is to a trace: a target (hit), a blocker (a door, a lift: stops
+//!   the trace where it was then, like a wall, and is never hit; reported as
+//!   [`Trace::blocking_entity`](crate::Trace::blocking_entity)) or both (a vehicle). A
+//!   door that has opened since still blocks a shot rendered while it was closed; one
+//!   that has closed since does not block a shot rendered while it was open. Only an
+//!   entity whose lag compensation is off at that moment is taken at its present pose.
 //! - **Static geometry is never rewound: it never moves.** A piece is where it was placed
 //!   for as long as it exists; a moving thing (a door, a lift, a vehicle) is an entity.
+//! - **Layers choose per trace** what it can hit ([`Query::layers`](crate::Query::layers))
+//!   and what stops it ([`Query::blocked_by`](crate::Query::blocked_by)): static pieces
+//!   and blocker entities on a layer outside the blocking mask are passed (a fence that
+//!   stops players but not bullets).
 //! - **A piece has a lifetime.** It exists from the time it was added (the start of time
 //!   for a level loaded with [`History::load_level`] or [`History::add_static`]; `time` for
 //!   [`History::add_pieces_at`]) until the time it was removed

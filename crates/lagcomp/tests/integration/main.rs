@@ -16,5 +16,6 @@ mod differential_parry;
 mod entity_at;
 mod interpolation;
 mod properties;
+mod roles;
 mod shape_sweeps;
 mod shapes;
