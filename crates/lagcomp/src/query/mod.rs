@@ -15,8 +15,10 @@
 //! per-hitbox reach test instead of the ball, so debug output shows every hitbox near the
 //! trace. Nothing is written: queries take `&History`.
 
+mod fan;
 pub mod observer;
 mod overlap;
+pub mod splash;
 mod trace;
 
 use glam::Vec3;
