@@ -107,6 +107,7 @@ pub mod explain;
 mod jsonl;
 pub mod latency;
 mod measurement;
+pub mod pellets;
 pub mod projectile;
 pub mod recording;
 pub mod rules;
