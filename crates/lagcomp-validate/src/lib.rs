@@ -113,6 +113,7 @@ pub mod recording;
 pub mod rules;
 mod screening;
 mod shot_memory;
+pub mod splash;
 pub mod validator;
 pub mod verdict;
 
