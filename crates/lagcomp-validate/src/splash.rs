@@ -277,7 +277,17 @@ impl Validator {
         if !(claim.blast.is_finite() && claim.blast.abs().max_element() <= MAX_COORDINATE) {
             return Err(RejectReason::NonFinite);
         }
-        self.judge(history, world, &claim.as_shot(), received_at, basis)?;
+        match self.judge(history, world, &claim.as_shot(), received_at, basis) {
+            Ok(_) => {}
+            // The target checks of the straight line from the muzzle, which no pellet or
+            // blast follows: the shot itself passed.
+            Err(
+                RejectReason::TargetNotAlive
+                | RejectReason::TargetNotCompensated
+                | RejectReason::FriendlyFire,
+            ) => {}
+            Err(reason) => return Err(reason),
+        }
         let rules = self
             .rules()
             .weapon(claim.weapon)
