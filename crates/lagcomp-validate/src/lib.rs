@@ -104,6 +104,7 @@
 pub mod audit;
 pub mod claim;
 pub mod explain;
+mod fired;
 mod jsonl;
 pub mod latency;
 mod measurement;

@@ -291,17 +291,7 @@ impl Validator {
         basis: &mut Basis,
         pellets: &mut [PelletResult; MAX_PELLETS],
     ) -> Result<PelletOutcome, RejectReason> {
-        match self.judge(history, world, &claim.as_shot(), received_at, basis) {
-            Ok(_) => {}
-            // The target checks of the straight line from the muzzle, which no pellet or
-            // blast follows: the shot itself passed.
-            Err(
-                RejectReason::TargetNotAlive
-                | RejectReason::TargetNotCompensated
-                | RejectReason::FriendlyFire,
-            ) => {}
-            Err(reason) => return Err(reason),
-        }
+        self.judge_fired(history, world, &claim.as_shot(), received_at, basis)?;
         let rules = self
             .rules()
             .weapon(claim.weapon)

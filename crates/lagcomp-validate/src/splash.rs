@@ -277,17 +277,7 @@ impl Validator {
         if !(claim.blast.is_finite() && claim.blast.abs().max_element() <= MAX_COORDINATE) {
             return Err(RejectReason::NonFinite);
         }
-        match self.judge(history, world, &claim.as_shot(), received_at, basis) {
-            Ok(_) => {}
-            // The target checks of the straight line from the muzzle, which no pellet or
-            // blast follows: the shot itself passed.
-            Err(
-                RejectReason::TargetNotAlive
-                | RejectReason::TargetNotCompensated
-                | RejectReason::FriendlyFire,
-            ) => {}
-            Err(reason) => return Err(reason),
-        }
+        self.judge_fired(history, world, &claim.as_shot(), received_at, basis)?;
         let rules = self
             .rules()
             .weapon(claim.weapon)

@@ -313,3 +313,25 @@ fn reasons_keep_their_names_and_codes() {
         ]
     );
 }
+
+#[test]
+fn a_teammate_on_the_aim_line_does_not_refuse_the_pellets() {
+    // The hitscan checks reject a shot whose aim line meets a teammate; no pellet follows
+    // that line, so the pellets are judged on what they struck. (Per-pellet friendly fire
+    // is not checked yet: the validator's teams are private to its hitscan checks.)
+    let (history, mut validator, ids) = scene();
+    validator.register(
+        ids[1],
+        Participant {
+            team: 1,
+            aim_bone: 1,
+            aim_forward: Vec3::NEG_Z,
+        },
+    );
+    let claim = honest(&history, ids, 0);
+    let verdict = judge(&history, &validator, &claim);
+    assert!(
+        matches!(verdict.outcome, PelletOutcome::Confirmed { hits, .. } if usize::from(hits) == hits_of(&claim)),
+        "{verdict:?}"
+    );
+}
