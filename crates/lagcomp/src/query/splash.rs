@@ -92,6 +92,10 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         scratch: &mut Vec<Overlap>,
         out: &mut Vec<SplashHit>,
     ) -> Result<Rewind, QueryError> {
+        // PERF: one closest-hit trace per hitbox in range, all at one bracket. On the
+        // 200 x 20 scene a 10 m blast holds 76 hitboxes and costs about 39 us (`cargo bench
+        // -p lagcomp-bench --bench pellets -- --quick`), over the 10 us: the traces
+        // do not yet share their entity walk.
         out.clear();
         let rewind = self.overlap_sphere(blast.center, blast.radius, scratch)?;
         let bracket = self.bracket()?;
