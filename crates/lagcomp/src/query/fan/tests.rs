@@ -286,3 +286,51 @@ fn a_blast_with_a_bad_radius_is_refused() {
             .is_err()
     );
 }
+
+#[test]
+fn a_splash_covers_what_a_trace_to_each_hitbox_would() {
+    // The reference: a closest-hit trace from the blast to each hitbox's nearest point,
+    // a centimetre short, as the splash describes its line of sight.
+    let (history, _) = crowd(40);
+    let mut rng = PelletRng::new(11);
+    let (mut scratch, mut caught) = (Vec::new(), Vec::new());
+    let (mut seen, mut walled, mut shielded) = (0, 0, 0);
+    for round in 0..300_u32 {
+        let center = Vec3::new(
+            rng.next_unit() * 20.0 - 10.0,
+            rng.next_unit() * 2.0,
+            rng.next_unit() * 20.0,
+        );
+        let at = RewindTarget::at(0.2 + f64::from(round % 5) / 256.0);
+        history
+            .query(at)
+            .splash(&blast(center, true), &mut scratch, &mut caught)
+            .expect("in the window");
+        for s in &caught {
+            let reach = s.overlap.distance - 0.01;
+            let expected = if reach <= 0.0 {
+                None
+            } else {
+                let ray = Ray::new(center, s.overlap.closest_point - center, reach).unwrap();
+                let trace = history.query(at).ray(&ray).unwrap();
+                match (trace.blocker, trace.hit) {
+                    (Some(wall), _) => Some(Cover::Wall(wall.id)),
+                    (None, Some(hit)) if hit.entity != s.overlap.entity => {
+                        Some(Cover::Body(hit.entity))
+                    }
+                    _ => None,
+                }
+            };
+            assert_eq!(s.cover, expected, "round {round}: {s:?}");
+            match s.cover {
+                None => seen += 1,
+                Some(Cover::Wall(_)) => walled += 1,
+                Some(Cover::Body(_)) => shielded += 1,
+            }
+        }
+    }
+    assert!(
+        seen > 100 && walled > 0 && shielded > 0,
+        "{seen} {walled} {shielded}"
+    );
+}
