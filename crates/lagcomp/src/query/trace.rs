@@ -440,7 +440,7 @@ impl<O: QueryObserver> Query<'_, '_, O> {
 /// moment `time`: the history's own level and the server's world, the nearer one (the
 /// level's on a tie). Out of line: only queries with walls call it.
 #[inline(never)]
-pub(super) fn first_wall(
+fn first_wall(
     history: &History,
     world: Option<&dyn StaticWorld>,
     ray: &Ray,
