@@ -106,14 +106,17 @@
 pub mod audit;
 pub mod claim;
 pub mod explain;
+mod fired;
 mod jsonl;
 pub mod latency;
 mod measurement;
+pub mod pellets;
 pub mod projectile;
 pub mod recording;
 pub mod rules;
 mod screening;
 mod shot_memory;
+pub mod splash;
 pub mod validator;
 pub mod verdict;
 mod window;

@@ -62,6 +62,7 @@ pub mod narrow;
 pub mod projectile;
 pub mod query;
 pub mod rig;
+pub mod spread;
 pub mod time;
 pub mod world;
 

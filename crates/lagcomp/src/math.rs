@@ -528,6 +528,13 @@ pub(crate) mod det {
     pub(crate) fn sin(x: f32) -> f32 {
         x.sin()
     }
+
+    /// Cosine.
+    #[must_use]
+    #[inline]
+    pub(crate) fn cos(x: f32) -> f32 {
+        x.cos()
+    }
 }
 
 #[cfg(test)]

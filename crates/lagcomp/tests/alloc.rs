@@ -594,3 +594,76 @@ fn steady_state_projectiles_allocate_nothing() {
     );
     std::hint::black_box(agreed);
 }
+
+#[test]
+fn steady_state_pellet_fans_and_splashes_allocate_nothing() {
+    use lagcomp::Trace;
+    use lagcomp::query::splash::{Blast, SplashHit};
+    use lagcomp::spread::{Falloff, Pellets, Spread, SpreadKind, pellet_seed};
+
+    // 64 walking humanoids and a wall; every tick records a frame, fires a 12-pellet shot
+    // as one rewound fan, and sets off a 10 m blast with line-of-sight checks.
+    let mut h = history(RATE, 0.5);
+    let capacity = h.capacity() as u32;
+    add_far_wall(&mut h);
+    let rig = humanoid_rig();
+    let ids: Vec<EntityId> = (0..ENTITIES).map(|_| h.spawn(rig.clone())).collect();
+    let mut bones = vec![BoneTransform::IDENTITY; HUMANOID_BONES];
+    let mut rng = Pcg64::seed_from_u64(26);
+    let spread = Spread::new(12, 4.0, SpreadKind::Pattern { jitter: 0.5 }).unwrap();
+    let falloff = Falloff::new(1.0, 10.0, 0.1).unwrap();
+    let mut rays = [Ray::new(Vec3::ZERO, Vec3::Z, 1.0).unwrap(); 12];
+    let mut traces: Vec<Trace> = Vec::new();
+    let (mut scratch, mut caught): (Vec<Overlap>, Vec<SplashHit>) = (Vec::new(), Vec::new());
+    let (mut pellet_hits, mut splashed, mut covered) = (0, 0, 0);
+    let mut tick_work = |h: &History, rng: &mut Pcg64, seq: u32| {
+        let (lo, hi) = h.window().unwrap();
+        let at = RewindTarget::at((hi - rng.random_range(0.0..0.2)).max(lo));
+        let origin = Vec3::new(rng.random_range(-5.0..30.0), 1.5, -8.0);
+        let aim = Vec3::new(
+            rng.random_range(0.0..28.0),
+            1.2,
+            rng.random_range(0.0..28.0),
+        );
+        let pellets = Pellets::new(&spread, aim - origin, pellet_seed(7, seq)).unwrap();
+        for (ray, &dir) in rays.iter_mut().zip(pellets.directions()) {
+            *ray = Ray::new(origin, dir, 80.0).unwrap();
+        }
+        h.query(at).ray_fan(&rays, &mut traces).unwrap();
+        pellet_hits += traces.iter().filter(|t| t.hit.is_some()).count();
+        let blast = Blast {
+            center: aim,
+            radius: 10.0,
+            falloff,
+            bodies_block: true,
+        };
+        h.query(at)
+            .splash(&blast, &mut scratch, &mut caught)
+            .unwrap();
+        splashed += caught.len();
+        covered += caught.iter().filter(|s| s.cover.is_some()).count();
+    };
+    let warm = 2 * capacity;
+    for tick in 0..warm {
+        record_tick(&mut h, &ids, tick, &mut bones);
+        if tick >= capacity {
+            tick_work(&h, &mut rng, tick);
+        }
+    }
+    let mut counts = (0, 0);
+    for tick in warm..warm + 4 * capacity {
+        let ((), a, d) = counted(|| {
+            record_tick(&mut h, &ids, tick, &mut bones);
+            tick_work(&h, &mut rng, tick);
+        });
+        counts.0 += a;
+        counts.1 += d;
+    }
+    assert_eq!(counts, (0, 0), "allocations and frees in steady state");
+    // The fans hit people and the blasts caught some in the open and some behind others.
+    assert!(pellet_hits > 100, "{pellet_hits}");
+    assert!(
+        splashed > 100 && covered > 0,
+        "{splashed} caught, {covered} covered"
+    );
+}

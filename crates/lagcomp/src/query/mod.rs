@@ -16,9 +16,11 @@
 //! per-hitbox reach test instead of the ball, so debug output shows every hitbox near the
 //! trace. Nothing is written: queries take `&History`.
 
+mod fan;
 pub mod observer;
 mod overlap;
 mod shape_sweep;
+pub mod splash;
 mod trace;
 
 pub use shape_sweep::{SWING_CHORD_TOLERANCE, ShapeSweep, ShapeSweepError, SweepPath};

@@ -17,7 +17,7 @@ use crate::world::{StaticId, StaticWorld};
 /// A hitbox the trace touched, before it is turned into a [`Hit`]. Closest-hit traces keep
 /// only the best one and build its [`Hit`] once at the end.
 #[derive(Clone, Copy)]
-struct Touch {
+pub(super) struct Touch {
     entity: EntityId,
     /// The entity's slot, to resample it when the touch becomes a hit.
     index: usize,
@@ -92,7 +92,7 @@ impl Touch {
 }
 
 /// Where a trace's touches go: the closest only, or all of them.
-enum Found<'o> {
+pub(super) enum Found<'o> {
     Closest(Option<Touch>),
     All(&'o mut Vec<Hit>),
 }
@@ -305,7 +305,7 @@ impl<O: QueryObserver> Query<'_, '_, O> {
 
     /// [`Query::trace`] once the target is bracketed.
     #[inline(always)]
-    fn trace_at(
+    pub(super) fn trace_at(
         &mut self,
         bracket: Bracket,
         ray: &Ray,
