@@ -112,9 +112,10 @@ pub struct WeaponRules {
     /// [`lagcomp::HistoryConfig`]'s "Choosing `max_rewind`").
     pub max_rewind: f64,
     /// Above this round-trip time (seconds) the shooter gets no rewind at all: the shot is
-    /// checked against the present (the shooter's muzzle too) and such players must lead
-    /// their targets. Bounds what the slowest players get without refusing their shots as
-    /// too old.
+    /// traced against the present and such players must lead their targets. The muzzle
+    /// and the view are still checked where the shooter's client drew it, when the claimed
+    /// moment passes the time checks a rewound shot's must (at the present otherwise).
+    /// Bounds what the slowest players get without refusing their shots as too old.
     #[serde(default)]
     pub no_rewind_above_rtt: Option<f64>,
     /// Whether shots may hurt the shooter's own team.

@@ -650,53 +650,33 @@ impl Validator {
         let no_rewind = weapon
             .no_rewind_above_rtt
             .is_some_and(|limit| timing.srtt > limit);
-        let (target, window_policy) = if no_rewind {
-            (RewindTarget::Time(newest), WindowPolicy::Reject)
+        let claimed = ClaimedMoment {
+            time: t,
+            target: target_of_claim,
+            received_at,
+            oldest,
+            newest,
+        };
+        // Without rewind the trace looks at the present, but the shooter still fired from
+        // where its client drew it: its origin and view are looked up at the claimed
+        // moment when that moment passes the same time checks a rewound shot's must (and
+        // at the newest frame otherwise, with the checks' findings left out of the basis).
+        let (target, window_policy, shooter_target) = if no_rewind {
+            let mut unused = *basis;
+            let seen = claimed
+                .rewind(weapon, policy, &timing, &mut unused)
+                .map_or(RewindTarget::Time(newest), |(target, _)| target);
+            (RewindTarget::Time(newest), WindowPolicy::Reject, seen)
         } else {
-            let implied = received_at - t;
-            if implied > weapon.max_rewind || t < oldest {
-                // The history's oldest moment may be the nearer limit.
-                let most = weapon.max_rewind.min(received_at - oldest);
-                basis.measured = Measurement::at_most(implied, most);
-                return Err(RejectReason::TimeTooOld);
-            }
-            let expected = timing.expected_rewind();
-            let tolerance = policy.rewind_tolerance + policy.rewind_jitter_factor * timing.rttvar;
-            let plausible = implied >= expected - tolerance
-                && implied <= expected + tolerance + policy.rewind_late_slack;
-            if plausible {
-                // A claim just past the newest frame (a client extrapolating) is looked at
-                // in the newest frame; the basis shows the clamp.
-                (target_of_claim, WindowPolicy::Clamp)
-            } else {
-                match policy.time_mismatch {
-                    TimeMismatch::Reject => {
-                        basis.measured = Measurement::between(
-                            implied,
-                            Some(expected - tolerance),
-                            expected + tolerance + policy.rewind_late_slack,
-                        );
-                        return Err(RejectReason::Backtrack);
-                    }
-                    TimeMismatch::UseServerEstimate => {
-                        basis.fallback = true;
-                        let estimate = (received_at - expected).clamp(oldest, newest);
-                        if received_at - estimate > weapon.max_rewind {
-                            basis.measured =
-                                Measurement::at_most(received_at - estimate, weapon.max_rewind);
-                            return Err(RejectReason::TimeTooOld);
-                        }
-                        (RewindTarget::Time(estimate), WindowPolicy::Reject)
-                    }
-                }
-            }
+            let (target, window_policy) = claimed.rewind(weapon, policy, &timing, basis)?;
+            (target, window_policy, target)
         };
         basis.rewound = !no_rewind;
 
         // 5. Origin and 6. angle, from the shooter's own history (each at its reference
         //    moment).
         let moment = |reference| match reference {
-            ShooterReference::RenderTime => target,
+            ShooterReference::RenderTime => shooter_target,
             ShooterReference::Arrival => RewindTarget::Time(newest),
         };
         let me = history
@@ -991,6 +971,70 @@ fn stopped_before(
         None => traced.stopped_by(),
     };
     stop.filter(|&(_, distance)| distance < along)
+}
+
+/// The moment a claim names, with what check 4 weighs it against.
+struct ClaimedMoment {
+    /// The claimed time, seconds.
+    time: f64,
+    /// The same as a rewind target.
+    target: RewindTarget,
+    /// When the claim reached the server, seconds.
+    received_at: f64,
+    /// The history's oldest frame, seconds.
+    oldest: f64,
+    /// The history's newest frame, seconds.
+    newest: f64,
+}
+
+impl ClaimedMoment {
+    /// Check 4's rewind: the moment to look at and how, or why the claimed time is
+    /// refused. Findings (the measured values, a fallback) go into `basis`.
+    fn rewind(
+        &self,
+        weapon: &WeaponRules,
+        policy: &Policy,
+        timing: &ClientTiming,
+        basis: &mut Basis,
+    ) -> Result<(RewindTarget, WindowPolicy), RejectReason> {
+        let implied = self.received_at - self.time;
+        if implied > weapon.max_rewind || self.time < self.oldest {
+            // The history's oldest moment may be the nearer limit.
+            let most = weapon.max_rewind.min(self.received_at - self.oldest);
+            basis.measured = Measurement::at_most(implied, most);
+            return Err(RejectReason::TimeTooOld);
+        }
+        let expected = timing.expected_rewind();
+        let tolerance = policy.rewind_tolerance + policy.rewind_jitter_factor * timing.rttvar;
+        let plausible = implied >= expected - tolerance
+            && implied <= expected + tolerance + policy.rewind_late_slack;
+        if plausible {
+            // A claim just past the newest frame (a client extrapolating) is looked at in
+            // the newest frame; the basis shows the clamp.
+            Ok((self.target, WindowPolicy::Clamp))
+        } else {
+            match policy.time_mismatch {
+                TimeMismatch::Reject => {
+                    basis.measured = Measurement::between(
+                        implied,
+                        Some(expected - tolerance),
+                        expected + tolerance + policy.rewind_late_slack,
+                    );
+                    Err(RejectReason::Backtrack)
+                }
+                TimeMismatch::UseServerEstimate => {
+                    basis.fallback = true;
+                    let estimate = (self.received_at - expected).clamp(self.oldest, self.newest);
+                    if self.received_at - estimate > weapon.max_rewind {
+                        basis.measured =
+                            Measurement::at_most(self.received_at - estimate, weapon.max_rewind);
+                        return Err(RejectReason::TimeTooOld);
+                    }
+                    Ok((RewindTarget::Time(estimate), WindowPolicy::Reject))
+                }
+            }
+        }
+    }
 }
 
 /// The verdict on `claim`, emitted as a `tracing` event.

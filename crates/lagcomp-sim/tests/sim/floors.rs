@@ -146,6 +146,15 @@ fn the_no_rewind_threshold_stops_rewinding_above_it_only() {
                 agreement <= present + 0.02 && agreement < 0.2,
                 "{preset}: {agreement:.4} with the threshold, {present:.4} uncompensated"
             );
+            // Misses, not cheats: each shooter fired from where its client drew it, so
+            // the origin and view are checked there (they once were at the present, and
+            // every honest shot of a moving 500 ms player was refused `origin_too_far`).
+            // Only a present-time hit on a dodging target is refused, as it is today.
+            for reason in ["origin_too_far", "angle_too_far"] {
+                assert!(!full.rejections.contains_key(reason), "{preset}: {full:?}");
+            }
+            let refused: u64 = full.rejections.values().sum();
+            assert!(refused * 100 <= full.shots_arrived, "{preset}: {full:?}");
         } else {
             assert_eq!(
                 full, rewound,
