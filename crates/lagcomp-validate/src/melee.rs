@@ -25,8 +25,8 @@ use serde::{Deserialize, Serialize};
 use super::{Screened, Validator, counts_as_fired};
 use crate::claim::{ClaimedHit, RenderTime, ShotClaim, WeaponId};
 use crate::measurement::Measurement;
-use crate::rules::{ShooterReference, TimeMismatch, WeaponRules};
-use crate::screening::time_reason;
+use crate::rules::{ShooterReference, WeaponRules};
+use crate::screening::{ClaimedMoment, time_reason};
 use crate::verdict::{Basis, Confirmed, RejectReason};
 
 /// A client's claim that it struck with a melee weapon.
@@ -711,31 +711,13 @@ impl Validator {
             return Ok((RewindTarget::Time(newest), WindowPolicy::Reject));
         }
         basis.rewound = true;
-        let implied = received_at - t;
-        if implied > weapon.max_rewind || t < oldest {
-            let most = weapon.max_rewind.min(received_at - oldest);
-            basis.measured = Measurement::at_most(implied, most);
-            return Err(RejectReason::TimeTooOld);
+        ClaimedMoment {
+            time: t,
+            target: target_of_claim,
+            received_at,
+            oldest,
+            newest,
         }
-        let expected = timing.expected_rewind();
-        let tolerance = policy.rewind_tolerance + policy.rewind_jitter_factor * timing.rttvar;
-        let late = expected + tolerance + policy.rewind_late_slack;
-        if implied >= expected - tolerance && implied <= late {
-            return Ok((target_of_claim, WindowPolicy::Clamp));
-        }
-        match policy.time_mismatch {
-            TimeMismatch::Reject => {
-                basis.measured = Measurement::between(implied, Some(expected - tolerance), late);
-                Err(RejectReason::Backtrack)
-            }
-            TimeMismatch::UseServerEstimate => {
-                basis.fallback = true;
-                let estimate = (received_at - expected).clamp(oldest, newest);
-                if received_at - estimate > weapon.max_rewind {
-                    return Err(RejectReason::TimeTooOld);
-                }
-                Ok((RewindTarget::Time(estimate), WindowPolicy::Reject))
-            }
-        }
+        .rewind(weapon, policy, &timing, basis)
     }
 }

@@ -1,16 +1,18 @@
 //! The checks on a claim's own numbers and times, before anything is traced: are its
 //! numbers sane (check 1), which server time and rewind target does its render time name,
-//! how a refused query maps to a rejection, and how far outside a hitbox a claimed point
-//! may lie.
+//! whether the rewind it implies is plausible (check 4, [`ClaimedMoment`]), how a refused
+//! query maps to a rejection, and how far outside a hitbox a claimed point may lie.
 
 use lagcomp::math::MAX_COORDINATE;
 use lagcomp::{
-    History, PlacedShape, QueryError, Ray, RewindError, RewindTarget, Shape, Vec3, WindowSide,
+    History, PlacedShape, QueryError, Ray, RewindError, RewindTarget, Shape, Vec3, WindowPolicy,
+    WindowSide,
 };
 
-use crate::claim::{RenderTime, ShotClaim};
-use crate::rules::WeaponRules;
-use crate::verdict::RejectReason;
+use crate::claim::{ClientTiming, RenderTime, ShotClaim};
+use crate::measurement::Measurement;
+use crate::rules::{Policy, TimeMismatch, WeaponRules};
+use crate::verdict::{Basis, RejectReason};
 
 /// How far outside a hitbox a claimed point may lie: the hitbox's size times
 /// `hit_leeway - 1`, at least `hit_leeway_min`.
@@ -89,5 +91,69 @@ pub(crate) fn time_reason(e: &QueryError) -> RejectReason {
         QueryError::Rewind(_) => RejectReason::TimeTooOld,
         QueryError::Ray(_) | QueryError::Radius(_) | QueryError::Volume => RejectReason::NonFinite,
         QueryError::Entity(_) | QueryError::UnknownHitbox(_) => RejectReason::TamperedClaim,
+    }
+}
+
+/// The moment a claim names, with what check 4 weighs it against.
+pub(crate) struct ClaimedMoment {
+    /// The claimed time, seconds.
+    pub(crate) time: f64,
+    /// The same as a rewind target.
+    pub(crate) target: RewindTarget,
+    /// When the claim reached the server, seconds.
+    pub(crate) received_at: f64,
+    /// The history's oldest frame, seconds.
+    pub(crate) oldest: f64,
+    /// The history's newest frame, seconds.
+    pub(crate) newest: f64,
+}
+
+impl ClaimedMoment {
+    /// Check 4's rewind: the moment to look at and how, or why the claimed time is
+    /// refused. Findings (the measured values, a fallback) go into `basis`.
+    pub(crate) fn rewind(
+        &self,
+        weapon: &WeaponRules,
+        policy: &Policy,
+        timing: &ClientTiming,
+        basis: &mut Basis,
+    ) -> Result<(RewindTarget, WindowPolicy), RejectReason> {
+        let implied = self.received_at - self.time;
+        if implied > weapon.max_rewind || self.time < self.oldest {
+            // The history's oldest moment may be the nearer limit.
+            let most = weapon.max_rewind.min(self.received_at - self.oldest);
+            basis.measured = Measurement::at_most(implied, most);
+            return Err(RejectReason::TimeTooOld);
+        }
+        let expected = timing.expected_rewind();
+        let tolerance = policy.rewind_tolerance + policy.rewind_jitter_factor * timing.rttvar;
+        let plausible = implied >= expected - tolerance
+            && implied <= expected + tolerance + policy.rewind_late_slack;
+        if plausible {
+            // A claim just past the newest frame (a client extrapolating) is looked at in
+            // the newest frame; the basis shows the clamp.
+            Ok((self.target, WindowPolicy::Clamp))
+        } else {
+            match policy.time_mismatch {
+                TimeMismatch::Reject => {
+                    basis.measured = Measurement::between(
+                        implied,
+                        Some(expected - tolerance),
+                        expected + tolerance + policy.rewind_late_slack,
+                    );
+                    Err(RejectReason::Backtrack)
+                }
+                TimeMismatch::UseServerEstimate => {
+                    basis.fallback = true;
+                    let estimate = (self.received_at - expected).clamp(self.oldest, self.newest);
+                    if self.received_at - estimate > weapon.max_rewind {
+                        basis.measured =
+                            Measurement::at_most(self.received_at - estimate, weapon.max_rewind);
+                        return Err(RejectReason::TimeTooOld);
+                    }
+                    Ok((RewindTarget::Time(estimate), WindowPolicy::Reject))
+                }
+            }
+        }
     }
 }

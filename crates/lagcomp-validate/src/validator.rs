@@ -37,8 +37,8 @@ use lagcomp::{
 
 use crate::claim::{ClaimedHit, ClientTiming, ShotClaim, TimingError};
 use crate::measurement::Measurement;
-use crate::rules::{Policy, RuleSet, ShooterReference, TimeMismatch, WeaponRules};
-use crate::screening::{check_numbers, claimed_time, leeway, time_reason};
+use crate::rules::{Policy, RuleSet, ShooterReference, WeaponRules};
+use crate::screening::{ClaimedMoment, check_numbers, claimed_time, leeway, time_reason};
 use crate::shot_memory::{FiredShots, SequenceWindow, spacing_allows};
 use crate::verdict::{Basis, Confirmed, RejectReason, Verdict, VerdictOutcome};
 
@@ -971,70 +971,6 @@ fn stopped_before(
         None => traced.stopped_by(),
     };
     stop.filter(|&(_, distance)| distance < along)
-}
-
-/// The moment a claim names, with what check 4 weighs it against.
-struct ClaimedMoment {
-    /// The claimed time, seconds.
-    time: f64,
-    /// The same as a rewind target.
-    target: RewindTarget,
-    /// When the claim reached the server, seconds.
-    received_at: f64,
-    /// The history's oldest frame, seconds.
-    oldest: f64,
-    /// The history's newest frame, seconds.
-    newest: f64,
-}
-
-impl ClaimedMoment {
-    /// Check 4's rewind: the moment to look at and how, or why the claimed time is
-    /// refused. Findings (the measured values, a fallback) go into `basis`.
-    fn rewind(
-        &self,
-        weapon: &WeaponRules,
-        policy: &Policy,
-        timing: &ClientTiming,
-        basis: &mut Basis,
-    ) -> Result<(RewindTarget, WindowPolicy), RejectReason> {
-        let implied = self.received_at - self.time;
-        if implied > weapon.max_rewind || self.time < self.oldest {
-            // The history's oldest moment may be the nearer limit.
-            let most = weapon.max_rewind.min(self.received_at - self.oldest);
-            basis.measured = Measurement::at_most(implied, most);
-            return Err(RejectReason::TimeTooOld);
-        }
-        let expected = timing.expected_rewind();
-        let tolerance = policy.rewind_tolerance + policy.rewind_jitter_factor * timing.rttvar;
-        let plausible = implied >= expected - tolerance
-            && implied <= expected + tolerance + policy.rewind_late_slack;
-        if plausible {
-            // A claim just past the newest frame (a client extrapolating) is looked at in
-            // the newest frame; the basis shows the clamp.
-            Ok((self.target, WindowPolicy::Clamp))
-        } else {
-            match policy.time_mismatch {
-                TimeMismatch::Reject => {
-                    basis.measured = Measurement::between(
-                        implied,
-                        Some(expected - tolerance),
-                        expected + tolerance + policy.rewind_late_slack,
-                    );
-                    Err(RejectReason::Backtrack)
-                }
-                TimeMismatch::UseServerEstimate => {
-                    basis.fallback = true;
-                    let estimate = (self.received_at - expected).clamp(self.oldest, self.newest);
-                    if self.received_at - estimate > weapon.max_rewind {
-                        basis.measured =
-                            Measurement::at_most(self.received_at - estimate, weapon.max_rewind);
-                        return Err(RejectReason::TimeTooOld);
-                    }
-                    Ok((RewindTarget::Time(estimate), WindowPolicy::Reject))
-                }
-            }
-        }
-    }
 }
 
 /// The verdict on `claim`, emitted as a `tracing` event.
