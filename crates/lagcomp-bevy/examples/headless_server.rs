@@ -1,5 +1,5 @@
-//! A headless Bevy game server with lag compensation: three players strafe in front of a
-//! wall, every fixed tick is recorded, and simulated clients fire shots that the plugin
+//! A headless Bevy game server with lag compensation: three players strafe behind a wall
+//! and a sliding door, every fixed tick is recorded, and simulated clients fire shots that the plugin
 //! validates; the verdicts are printed as they come.
 //!
 //! Run with `cargo run -p lagcomp-bevy --example headless_server`. A real server adds
@@ -11,10 +11,10 @@
 use bevy_app::{App, FixedMain, FixedUpdate};
 use bevy_ecs::prelude::*;
 use bevy_transform::components::Transform;
-use lagcomp::{Hitbox, Pose, Shape, Vec3, Zone};
+use lagcomp::{Blocker, EntityRole, Hitbox, Pose, Shape, Vec3, Zone};
 use lagcomp_bevy::{
-    ClaimedTarget, Hitboxes, LagCompClock, LagCompHistory, LagCompPlugin, Shooter, ShotFired,
-    ShotJudged,
+    ClaimedTarget, HitboxEntities, Hitboxes, LagCompClock, LagCompHistory, LagCompPlugin, Shooter,
+    ShotFired, ShotJudged,
 };
 use lagcomp_validate::{ClientTiming, Participant, RenderTime, RuleSet, VerdictOutcome, WeaponId};
 // ANCHOR_END: imports
@@ -43,6 +43,23 @@ fn strafe(clock: Res<LagCompClock>, mut players: Query<(&Strafer, &mut Transform
     let t = clock.time_of(clock.next_tick()) as f32;
     for (strafer, mut transform) in &mut players {
         transform.translation = strafer.home + Vec3::X * (strafer.speed * t).sin() * 2.0;
+    }
+}
+
+/// A door that slides `by` along x and back, open for the second half of each `period`
+/// seconds.
+#[derive(Component)]
+struct Door {
+    closed_at: Vec3,
+    by: f32,
+    period: f64,
+}
+
+fn slide_doors(clock: Res<LagCompClock>, mut doors: Query<(&Door, &mut Transform)>) {
+    let t = clock.time_of(clock.next_tick());
+    for (door, mut transform) in &mut doors {
+        let open = t % door.period >= door.period / 2.0;
+        transform.translation = door.closed_at + Vec3::X * if open { door.by } else { 0.0 };
     }
 }
 // ANCHOR_END: movement
@@ -85,7 +102,7 @@ fn player() -> Hitboxes {
 // ANCHOR_END: rig
 
 // ANCHOR: verdict
-fn print_verdict(judged: On<ShotJudged>, names: Query<&Name>) {
+fn print_verdict(judged: On<ShotJudged>, names: Query<&Name>, entities: Res<HitboxEntities>) {
     let shooter = names.get(judged.shooter).map_or("?", Name::as_str);
     let target = judged
         .target
@@ -94,6 +111,13 @@ fn print_verdict(judged: On<ShotJudged>, names: Query<&Name>) {
     let verdict = &judged.verdict;
     let detail = match verdict.outcome {
         VerdictOutcome::Confirmed(hit) => format!("{:?} x{}", hit.zone, hit.damage_multiplier),
+        VerdictOutcome::Blocked {
+            by: Blocker::Entity(door),
+            distance,
+        } => {
+            let door = entities.entity(door).and_then(|e| names.get(e).ok());
+            format!("{} at {distance:.1} m", door.map_or("?", Name::as_str))
+        }
         VerdictOutcome::Blocked { distance, .. } => format!("wall at {distance:.1} m"),
         _ => String::new(),
     };
@@ -110,7 +134,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // ANCHOR: plugin
     let mut app = App::new();
     app.add_plugins(LagCompPlugin::new(TICK_RATE, 0.5)?.rules(rules()))
-        .add_systems(FixedUpdate, strafe);
+        .add_systems(FixedUpdate, (strafe, slide_doors));
     // A wall between the second bot and the players' right side.
     app.world_mut()
         .resource_mut::<LagCompHistory>()
@@ -119,6 +143,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Pose::from_translation(Vec3::new(4.0, 1.0, 5.0)),
             u32::MAX,
         )?;
+    // A sliding door (a blocker: it stops shots where it stood when the shooter saw it,
+    // and is never hit) between the first bot and the left player, open every other second.
+    let panel = Hitbox::new(
+        0,
+        "panel",
+        Zone::Custom(1),
+        0,
+        Shape::cuboid(Vec3::new(1.0, 1.25, 0.05)),
+    );
+    let closed_at = Vec3::new(-1.5, 1.25, 5.0);
+    app.world_mut().spawn((
+        Name::new("door"),
+        Door {
+            closed_at,
+            by: -4.0,
+            period: 2.0,
+        },
+        Transform::from_translation(closed_at),
+        Hitboxes::rigid(vec![panel])?.with_role(EntityRole::Blocker),
+    ));
     // ANCHOR_END: plugin
     // ANCHOR: spawn
     let timing = ClientTiming {

@@ -126,7 +126,7 @@ pub(crate) fn on_hitboxes_inserted(
     let Ok((hitboxes, shooter, mut recorded)) = rigs.get_mut(entity) else {
         return;
     };
-    let id = history.spawn(hitboxes.rig().clone());
+    let id = history.spawn_as(hitboxes.rig().clone(), hitboxes.role());
     entities.insert(entity, id);
     *recorded = RecordedAs {
         id,

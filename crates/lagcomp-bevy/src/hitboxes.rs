@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use bevy_ecs::prelude::*;
-use lagcomp::{EntityState, Hitbox, Rig, RigError};
+use lagcomp::{EntityRole, EntityState, Hitbox, Rig, RigError};
 
 use crate::entities::RecordedAs;
 
@@ -21,11 +21,16 @@ use crate::entities::RecordedAs;
 /// stops recording, and its past stays hittable until it leaves the rewind window. The
 /// lagcomp entity it is recorded as is kept beside it in [`RecordedAs`] (a required
 /// component the plugin fills in).
+///
+/// An entity is a target (hit and damaged) unless [`Hitboxes::with_role`] makes it a
+/// blocker: a door or lift that stops rewound traces where it stood at the rewound time
+/// and is never hit, or a vehicle that is both.
 #[derive(Component, Debug, Clone)]
 #[require(RecordedAs)]
 pub struct Hitboxes {
     rig: Arc<Rig>,
     joints: Option<Arc<[Cow<'static, str>]>>,
+    role: EntityRole,
 }
 
 /// Why a [`Hitboxes`] component could not be made.
@@ -66,7 +71,11 @@ impl Hitboxes {
         if rig.bone_count() != 1 {
             return Err(HitboxesError::NotRigid(rig.bone_count()));
         }
-        Ok(Self { rig, joints: None })
+        Ok(Self {
+            rig,
+            joints: None,
+            role: EntityRole::Target,
+        })
     }
 
     /// A skeletal `rig` whose bone `b` is the descendant entity named `joints[b]`.
@@ -87,7 +96,35 @@ impl Hitboxes {
         Ok(Self {
             rig,
             joints: Some(joints),
+            role: EntityRole::Target,
         })
+    }
+
+    /// The same hitboxes with another role, held for the entity's whole life in the
+    /// history (set it before inserting the component; replacing the component with
+    /// another role records the entity afresh, as any replacement does).
+    ///
+    /// # Example
+    /// ```
+    /// use lagcomp::{EntityRole, Hitbox, Shape, Vec3, Zone};
+    /// use lagcomp_bevy::Hitboxes;
+    ///
+    /// // A sliding door: a 2 m x 2.5 m panel, 10 cm thick, that stops shots.
+    /// let panel = Hitbox::new(0, "panel", Zone::Custom(1), 0, Shape::cuboid(Vec3::new(1.0, 1.25, 0.05)));
+    /// let door = Hitboxes::rigid(vec![panel])?.with_role(EntityRole::Blocker);
+    /// assert_eq!(door.role(), EntityRole::Blocker);
+    /// # Ok::<(), lagcomp_bevy::HitboxesError>(())
+    /// ```
+    #[must_use]
+    pub fn with_role(mut self, role: EntityRole) -> Self {
+        self.role = role;
+        self
+    }
+
+    /// Whether the entity is a target, a blocker or both.
+    #[must_use]
+    pub fn role(&self) -> EntityRole {
+        self.role
     }
 
     /// The rig.

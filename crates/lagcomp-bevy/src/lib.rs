@@ -71,8 +71,8 @@ pub use plugin::{
     LagCompClock, LagCompHistory, LagCompPlugin, LagCompSystems, LagCompValidator, ServerTick,
 };
 pub use query::{
-    MAX_IGNORED, RewoundHit, RewoundHitboxes, RewoundOverlap, RewoundQuery, RewoundQueryError,
-    RewoundTrace,
+    MAX_IGNORED, RewoundBlock, RewoundHit, RewoundHitboxes, RewoundOverlap, RewoundQuery,
+    RewoundQueryError, RewoundTrace,
 };
 pub use record::{RecordReport, SkeletonJoints};
 pub use shots::{ClaimedTarget, Shooter, ShotFired, ShotJudged};

@@ -3,8 +3,8 @@
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 use lagcomp::{
-    EntityAt, EntityId, History, Hit, Obb, Overlap, QueryError, Ray, Rewind, RewindTarget,
-    StaticHit, Trace, Vec3, WindowPolicy,
+    EntityAt, EntityBlock, EntityId, History, Hit, Obb, Overlap, QueryError, Ray, Rewind,
+    RewindTarget, StaticHit, Trace, Vec3, WindowPolicy,
 };
 
 use crate::entities::HitboxEntities;
@@ -72,8 +72,21 @@ pub struct RewoundTrace {
     pub hit: Option<RewoundHit>,
     /// The first static wall along the trace.
     pub blocker: Option<StaticHit>,
+    /// The blocker entity (a door, a lift: [`crate::Hitboxes::with_role`]) the trace
+    /// stopped at, as it stood at the rewound time, when one came before every hit and
+    /// wall.
+    pub blocking_entity: Option<RewoundBlock>,
     /// The moment looked at.
     pub rewind: Rewind,
+}
+
+/// Where a trace stopped at a blocker entity in the past.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RewoundBlock {
+    /// The Bevy entity (as in [`RewoundHit::entity`]).
+    pub entity: Entity,
+    /// The core's answer: the lagcomp entity, its hitbox met, the distance in metres.
+    pub block: EntityBlock,
 }
 
 /// A hitbox overlapping a volume in the past.
@@ -271,6 +284,10 @@ impl RewoundQuery<'_> {
                 hit,
             }),
             blocker: trace.blocker,
+            blocking_entity: trace.blocking_entity.map(|block| RewoundBlock {
+                entity: bevy_entity(self.entities, block.entity),
+                block,
+            }),
             rewind: trace.rewind,
         }
     }

@@ -206,3 +206,70 @@ fn the_recorded_state_comes_from_the_hitbox_state_component() {
         "dead at tick 1"
     );
 }
+
+/// A player behind a sliding door: the door (a blocker) slides aside at tick 4.
+#[test]
+fn a_door_stops_rays_where_it_stood_and_is_named_as_a_bevy_entity() {
+    let mut app = support::app();
+    let player = app
+        .world_mut()
+        .spawn((Transform::from_xyz(0.0, 0.0, 3.0), support::player()))
+        .id();
+    let panel = lagcomp::Hitbox::new(
+        0,
+        "panel",
+        lagcomp::Zone::Custom(1),
+        0,
+        lagcomp::Shape::cuboid(Vec3::new(1.0, 1.25, 0.05)),
+    );
+    let door = app
+        .world_mut()
+        .spawn((
+            Transform::from_xyz(0.0, 1.25, 1.5),
+            lagcomp_bevy::Hitboxes::rigid(vec![panel])
+                .expect("a one-bone rig")
+                .with_role(lagcomp::EntityRole::Blocker),
+        ))
+        .id();
+    for tick in 0..8 {
+        if tick == 4 {
+            app.world_mut()
+                .get_mut::<Transform>(door)
+                .expect("a transform")
+                .translation
+                .x = 3.0;
+        }
+        support::tick(&mut app);
+    }
+    let mut state = SystemState::<RewoundHitboxes>::new(app.world_mut());
+    let rewound = state
+        .get_mut(app.world_mut())
+        .expect("the plugin's resources");
+    let ray = Ray::new(Vec3::new(0.0, 0.9, -10.0), Vec3::Z, 100.0).expect("a valid ray");
+    // Closed at tick 2: the door stops the ray 11.45 m out and the player is not hit.
+    let closed = rewound
+        .at(RewindTarget::at(time_of(2)))
+        .ray(&ray)
+        .expect("valid");
+    assert!(closed.hit.is_none(), "{closed:?}");
+    let block = closed.blocking_entity.expect("the door stops it");
+    assert_eq!(block.entity, door);
+    assert!((block.block.distance - 11.45).abs() < 1e-4, "{block:?}");
+    // Open at tick 6: the player behind it is hit, and the door is never a hit itself.
+    let open = rewound
+        .at(RewindTarget::at(time_of(6)))
+        .ray(&ray)
+        .expect("valid");
+    assert_eq!(open.hit.map(|h| h.entity), Some(player));
+    assert!(open.blocking_entity.is_none());
+    let at_door = Ray::new(Vec3::new(3.0, 0.9, -10.0), Vec3::Z, 100.0).expect("a valid ray");
+    let trace = rewound
+        .at(RewindTarget::at(time_of(6)))
+        .ray(&at_door)
+        .expect("valid");
+    assert!(
+        trace.hit.is_none(),
+        "a blocker is never a target: {trace:?}"
+    );
+    assert_eq!(trace.blocking_entity.map(|b| b.entity), Some(door));
+}
