@@ -11,7 +11,18 @@
 // The version of the C interface's layout and semantics. Bumped on any change a caller
 // compiled against an older header would get wrong; compare with
 // `lagcomp_abi_version()` at startup.
-#define LAGCOMP_ABI_VERSION 1
+#define LAGCOMP_ABI_VERSION 2
+
+// `lagcomp_history_spawn_as` `role`: can be hit and damaged (what
+// `lagcomp_history_spawn` spawns).
+#define LAGCOMP_ROLE_TARGET 1
+
+// `lagcomp_history_spawn_as` `role`: a door, lift or moving wall: stops traces where it
+// stood at the rewound time and is never hit.
+#define LAGCOMP_ROLE_BLOCKER 2
+
+// `lagcomp_history_spawn_as` `role`: a vehicle: can be hit and stops every trace.
+#define LAGCOMP_ROLE_TARGET_AND_BLOCKER 3
 
 // `LagcompQuery::target`: an absolute server time, `time`.
 #define LAGCOMP_TARGET_TIME 0
@@ -369,8 +380,12 @@ typedef struct LagcompTrace {
   uint8_t has_hit;
   // 1 when the `blocker_*` fields hold the first wall within reach.
   uint8_t has_blocker;
+  // 1 when the `blocking_*` fields hold the blocker entity (a door,
+  // `LAGCOMP_ROLE_BLOCKER`) the trace stopped at, as it stood at the rewound time,
+  // before every hit and wall.
+  uint8_t has_blocking_entity;
   // Must be ignored.
-  uint16_t reserved;
+  uint8_t reserved;
   // The wall's id (from `lagcomp_history_add_static`).
   uint32_t blocker_id;
   // Distance along the ray to the wall.
@@ -383,6 +398,14 @@ typedef struct LagcompTrace {
   struct LagcompRewind rewind;
   // The closest hit, when `has_hit`.
   struct LagcompHit hit;
+  // The blocker entity's id, when `has_blocking_entity`.
+  uint64_t blocking_entity;
+  // Distance along the trace to it, metres.
+  float blocking_distance;
+  // Its hitbox the trace met.
+  uint16_t blocking_hitbox;
+  // Must be ignored.
+  uint16_t reserved2;
 } LagcompTrace;
 
 // One hitbox a volume overlapped.
@@ -668,6 +691,18 @@ LagcompStatus lagcomp_history_reserve(struct LagcompHistory *history, uint32_t e
 // `hitboxes` points to `hitbox_count` hitboxes whose names are null or NUL-terminated;
 // `out_entity` is null or writable.
 LagcompStatus lagcomp_history_spawn(struct LagcompHistory *history, uint16_t bone_count, const struct LagcompHitbox *hitboxes, size_t hitbox_count, uint64_t *out_entity);
+
+// As `lagcomp_history_spawn`, with a `role` (`LAGCOMP_ROLE_*`) held for the entity's
+// whole life: a blocker (a door) stops rewound traces where it stood when the shooter
+// saw it and is never hit; a shot it stops is judged blocked, naming it
+// (`LagcompTrace::has_blocking_entity`, `LagcompVerdict::target` with `wall` `UINT32_MAX`).
+//
+// # Errors
+// As `lagcomp_history_spawn`; `LAGCOMP_INVALID_ARGUMENT` for an unknown `role`.
+//
+// # Safety
+// As `lagcomp_history_spawn`.
+LagcompStatus lagcomp_history_spawn_as(struct LagcompHistory *history, uint16_t bone_count, const struct LagcompHitbox *hitboxes, size_t hitbox_count, uint32_t role, uint64_t *out_entity);
 
 // Spawns a rigid entity: one bone carrying every hitbox (a prop, a vehicle, a capsule
 // player). As `lagcomp_history_spawn` with `bone_count` 1.

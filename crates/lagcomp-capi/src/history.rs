@@ -10,8 +10,8 @@ use std::io::BufWriter;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lagcomp::{
-    BoneTransform, EntityId, EntityState, History, HistoryConfig, Hit, Overlap, RecordError, Rig,
-    Tick,
+    BoneTransform, EntityId, EntityRole, EntityState, History, HistoryConfig, Hit, Overlap,
+    RecordError, Rig, Tick,
 };
 use lagcomp_validate::recording::RecordingWriter;
 
@@ -289,6 +289,15 @@ unsafe fn rig(
     Rig::new(bone_count, hitboxes).map_err(|e| Failure::new(LAGCOMP_INVALID_ARGUMENT, e))
 }
 
+/// `lagcomp_history_spawn_as` `role`: can be hit and damaged (what
+/// `lagcomp_history_spawn` spawns).
+pub const LAGCOMP_ROLE_TARGET: u32 = 1;
+/// `lagcomp_history_spawn_as` `role`: a door, lift or moving wall: stops traces where it
+/// stood at the rewound time and is never hit.
+pub const LAGCOMP_ROLE_BLOCKER: u32 = 2;
+/// `lagcomp_history_spawn_as` `role`: a vehicle: can be hit and stops every trace.
+pub const LAGCOMP_ROLE_TARGET_AND_BLOCKER: u32 = 3;
+
 /// Spawns an entity whose rig has `bone_count` bones and these hitboxes (copied; entities
 /// spawned with equal rigs share one copy). It is seen by queries from the first tick it
 /// is recorded in, with `bone_count` transforms
@@ -310,18 +319,61 @@ pub unsafe extern "C" fn lagcomp_history_spawn(
     hitbox_count: usize,
     out_entity: *mut u64,
 ) -> LagcompStatus {
+    // SAFETY: passed through.
+    unsafe {
+        lagcomp_history_spawn_as(
+            history,
+            bone_count,
+            hitboxes,
+            hitbox_count,
+            LAGCOMP_ROLE_TARGET,
+            out_entity,
+        )
+    }
+}
+
+/// As `lagcomp_history_spawn`, with a `role` (`LAGCOMP_ROLE_*`) held for the entity's
+/// whole life: a blocker (a door) stops rewound traces where it stood when the shooter
+/// saw it and is never hit; a shot it stops is judged blocked, naming it
+/// (`LagcompTrace::has_blocking_entity`, `LagcompVerdict::target` with `wall` `UINT32_MAX`).
+///
+/// # Errors
+/// As `lagcomp_history_spawn`; `LAGCOMP_INVALID_ARGUMENT` for an unknown `role`.
+///
+/// # Safety
+/// As `lagcomp_history_spawn`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lagcomp_history_spawn_as(
+    history: *mut LagcompHistory,
+    bone_count: u16,
+    hitboxes: *const LagcompHitbox,
+    hitbox_count: usize,
+    role: u32,
+    out_entity: *mut u64,
+) -> LagcompStatus {
     guard(|| {
         // SAFETY: the caller's contract.
         let out = unsafe { output("out_entity", out_entity) }?;
+        let role = match role {
+            LAGCOMP_ROLE_TARGET => EntityRole::Target,
+            LAGCOMP_ROLE_BLOCKER => EntityRole::Blocker,
+            LAGCOMP_ROLE_TARGET_AND_BLOCKER => EntityRole::TargetAndBlocker,
+            other => {
+                return Err(Failure::new(
+                    LAGCOMP_INVALID_ARGUMENT,
+                    format!("role {other} is not one of the LAGCOMP_ROLE_* values (1 to 3)"),
+                ));
+            }
+        };
         // SAFETY: the caller's contract.
         let rig = unsafe { rig(bone_count, hitboxes, hitbox_count) }?;
         with_history(history, |state| {
             let rig = state.shared_rig(rig);
-            let id = state.history.spawn(Arc::clone(&rig));
+            let id = state.history.spawn_as(Arc::clone(&rig), role);
             state.epoch += 1;
             state.used = true;
             *out = id.to_bits();
-            state.record_line(|w| w.spawn_unregistered(id, &rig))
+            state.record_line(|w| w.spawn_as(id, &rig, role, None))
         })
     })
 }

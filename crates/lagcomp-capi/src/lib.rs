@@ -113,7 +113,7 @@ pub use validator::*;
 /// The version of the C interface's layout and semantics. Bumped on any change a caller
 /// compiled against an older header would get wrong; compare with
 /// `lagcomp_abi_version()` at startup.
-pub const LAGCOMP_ABI_VERSION: u32 = 1;
+pub const LAGCOMP_ABI_VERSION: u32 = 2;
 
 /// The `LAGCOMP_ABI_VERSION` this library was built with. A caller whose header says
 /// otherwise must not use the library.

@@ -93,8 +93,12 @@ pub struct LagcompTrace {
     pub has_hit: u8,
     /// 1 when the `blocker_*` fields hold the first wall within reach.
     pub has_blocker: u8,
+    /// 1 when the `blocking_*` fields hold the blocker entity (a door,
+    /// `LAGCOMP_ROLE_BLOCKER`) the trace stopped at, as it stood at the rewound time,
+    /// before every hit and wall.
+    pub has_blocking_entity: u8,
     /// Must be ignored.
-    pub reserved: u16,
+    pub reserved: u8,
     /// The wall's id (from `lagcomp_history_add_static`).
     pub blocker_id: u32,
     /// Distance along the ray to the wall.
@@ -107,6 +111,14 @@ pub struct LagcompTrace {
     pub rewind: LagcompRewind,
     /// The closest hit, when `has_hit`.
     pub hit: LagcompHit,
+    /// The blocker entity's id, when `has_blocking_entity`.
+    pub blocking_entity: u64,
+    /// Distance along the trace to it, metres.
+    pub blocking_distance: f32,
+    /// Its hitbox the trace met.
+    pub blocking_hitbox: u16,
+    /// Must be ignored.
+    pub reserved2: u16,
 }
 
 /// `lagcomp_history_entity_at` `mode`: the pose a shot would be tested against (the
@@ -279,6 +291,7 @@ fn c_trace(trace: &Trace) -> LagcompTrace {
     LagcompTrace {
         has_hit: u8::from(trace.hit.is_some()),
         has_blocker: u8::from(trace.blocker.is_some()),
+        has_blocking_entity: u8::from(trace.blocking_entity.is_some()),
         reserved: 0,
         // The C interface adds only the history's own pieces, numbered below u32::MAX.
         blocker_id: u32::try_from(blocker.id.0).unwrap_or(u32::MAX),
@@ -290,6 +303,10 @@ fn c_trace(trace: &Trace) -> LagcompTrace {
             .hit
             .as_ref()
             .map_or_else(empty_hit, LagcompHit::from_rust),
+        blocking_entity: trace.blocking_entity.map_or(0, |b| b.entity.to_bits()),
+        blocking_distance: trace.blocking_entity.map_or(0.0, |b| b.distance),
+        blocking_hitbox: trace.blocking_entity.map_or(0, |b| b.hitbox.0),
+        reserved2: 0,
     }
 }
 

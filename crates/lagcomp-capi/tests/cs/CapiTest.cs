@@ -102,7 +102,7 @@ struct LagcompVerdict
 static class Lagcomp
 {
     const string Lib = "lagcomp_capi";
-    public const uint AbiVersion = 1;
+    public const uint AbiVersion = 2;
     public const int Ok = 0;
     public const uint OutcomeConfirmed = 0;
 

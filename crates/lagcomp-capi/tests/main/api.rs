@@ -254,3 +254,62 @@ fn a_repeated_batch_is_still_checked_after_changes() {
     assert_eq!(tick(2, &states), LAGCOMP_UNKNOWN_ENTITY);
     assert_eq!(lagcomp_history_free(history), LAGCOMP_OK);
 }
+
+#[test]
+fn a_door_spawned_as_a_blocker_stops_a_ray_and_is_named() {
+    let history = history();
+    let target = spawn(history);
+    let hitbox = ball();
+    let (mut door, mut bad) = (0, 0);
+    // SAFETY: one valid hitbox, local outs.
+    unsafe {
+        assert_eq!(
+            lagcomp_history_spawn_as(history, 1, &hitbox, 1, LAGCOMP_ROLE_BLOCKER, &mut door),
+            LAGCOMP_OK
+        );
+        assert_eq!(
+            lagcomp_history_spawn_as(history, 1, &hitbox, 1, 7, &mut bad),
+            LAGCOMP_INVALID_ARGUMENT
+        );
+    }
+    let mut closed = at(0.0);
+    closed.translation.z = 5.0;
+    for tick in 0..4 {
+        assert_eq!(
+            record(history, tick, &[target, door], &[at(0.0), closed]),
+            LAGCOMP_OK
+        );
+    }
+    let mut query = MaybeUninit::<LagcompQuery>::uninit();
+    // SAFETY: a local out.
+    let status = unsafe { lagcomp_query_default(query.as_mut_ptr()) };
+    assert_eq!(status, LAGCOMP_OK);
+    // SAFETY: initialised just above.
+    let mut query = unsafe { query.assume_init() };
+    query.target = LAGCOMP_TARGET_TIME;
+    query.time = 2.0 / 64.0;
+    let ray = LagcompRay {
+        origin: LagcompVec3::default(),
+        direction: LagcompVec3 {
+            x: 0.0,
+            y: 0.0,
+            z: 1.0,
+        },
+        max_distance: 100.0,
+    };
+    let mut trace = MaybeUninit::<LagcompTrace>::uninit();
+    // SAFETY: locals.
+    let status = unsafe { lagcomp_history_ray(history, &query, &ray, trace.as_mut_ptr()) };
+    assert_eq!(status, LAGCOMP_OK);
+    // SAFETY: written by the call.
+    let trace = unsafe { trace.assume_init() };
+    assert_eq!(trace.has_hit, 0, "the target behind the door is not hit");
+    assert_eq!(trace.has_blocking_entity, 1);
+    assert_eq!(trace.blocking_entity, door);
+    assert!(
+        (trace.blocking_distance - 4.5).abs() < 1e-5,
+        "{}",
+        trace.blocking_distance
+    );
+    assert_eq!(lagcomp_history_free(history), LAGCOMP_OK);
+}
