@@ -121,8 +121,11 @@ impl ClientTiming {
         self.check().is_ok()
     }
 
-    /// The largest value any field may have, seconds: more is no connection's timing.
-    pub const MAX: f64 = 1e6;
+    /// Every field must be below this, seconds. No playable connection has a smoothed
+    /// round trip, a variation or an interpolation delay of 5 s; such a number is almost
+    /// surely milliseconds passed as seconds (80 ms given as `80.0`), and taking it would
+    /// reject every shot as `backtrack` or `time_too_old`.
+    pub const MAX: f64 = 5.0;
 
     /// Checks every field: finite, non-negative and below [`ClientTiming::MAX`].
     ///
@@ -170,7 +173,10 @@ pub enum TimingError {
         value: f64,
     },
     /// At least [`ClientTiming::MAX`].
-    #[error("client timing: {field} is {value} s, far beyond any connection (not seconds?)")]
+    #[error(
+        "client timing: {field} is {value} s, longer than any playable connection \
+         (5 s or more: milliseconds given as seconds? the timing is in seconds)"
+    )]
     TooLarge {
         /// `srtt`, `rttvar` or `interp_delay`.
         field: &'static str,

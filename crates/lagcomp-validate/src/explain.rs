@@ -40,7 +40,18 @@ impl fmt::Display for Rejection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.reason.name())?;
         let Some(Measurement { value, least, most }) = self.measured else {
-            return Ok(());
+            // The two rejections a server set up wrong gives every shot: say what to do.
+            return match self.reason {
+                RejectReason::UnknownShooter => f.write_str(
+                    ": the shooter is not known (spawn it in the History, then \
+                     Validator::register it)",
+                ),
+                RejectReason::NoTiming => f.write_str(
+                    ": no timing for the shooter yet (Validator::set_timing, e.g. from a \
+                     latency::LatencyTracker)",
+                ),
+                _ => Ok(()),
+            };
         };
         let allowed = |f: &mut fmt::Formatter<'_>, unit: &str, places: usize| match least {
             Some(least) => write!(

@@ -285,6 +285,16 @@ fn a_timing_that_cannot_be_one_is_refused_and_the_last_good_one_kept() {
                 ..good
             },
         ),
+        // 80 ms given in milliseconds.
+        ("srtt", ClientTiming { srtt: 80.0, ..good }),
+        // Implausible already at 5 s.
+        (
+            "interp_delay",
+            ClientTiming {
+                interp_delay: 5.0,
+                ..good
+            },
+        ),
     ];
     for (field, bad) in cases {
         let error = v.set_timing(shooter, bad).expect_err("refused");
@@ -320,4 +330,15 @@ fn a_timing_that_cannot_be_one_is_refused_and_the_last_good_one_kept() {
     assert_eq!(fresh.timing(shooter), None);
     let verdict = scene.judge(&mut fresh, &honest(&scene));
     assert_eq!(rejected(&verdict), RejectReason::NoTiming);
+    let text = verdict.rejection().expect("rejected").to_string();
+    assert!(
+        text.starts_with("no_timing: ") && text.contains("set_timing"),
+        "{text}"
+    );
+    // Never registered: the rejection says which step is missing.
+    fresh.forget(shooter);
+    let verdict = scene.judge(&mut fresh, &honest(&scene));
+    assert_eq!(rejected(&verdict), RejectReason::UnknownShooter);
+    let text = verdict.rejection().expect("rejected").to_string();
+    assert!(text.contains("Validator::register"), "{text}");
 }
