@@ -913,7 +913,7 @@ LagcompStatus lagcomp_validator_forget(struct LagcompValidator *validator, uint6
 //
 // # Errors
 // `LAGCOMP_NOT_FINITE` or `LAGCOMP_INVALID_ARGUMENT` for a value that is not finite, is
-// negative or absurd (nothing is changed).
+// negative, or is 5 s or more (milliseconds given as seconds); nothing is changed.
 //
 // # Safety
 // `timing` is null or valid.

@@ -513,7 +513,7 @@ pub extern "C" fn lagcomp_validator_forget(
 ///
 /// # Errors
 /// `LAGCOMP_NOT_FINITE` or `LAGCOMP_INVALID_ARGUMENT` for a value that is not finite, is
-/// negative or absurd (nothing is changed).
+/// negative, or is 5 s or more (milliseconds given as seconds); nothing is changed.
 ///
 /// # Safety
 /// `timing` is null or valid.
@@ -537,11 +537,9 @@ pub unsafe extern "C" fn lagcomp_validator_set_timing(
         {
             return fail(LAGCOMP_NOT_FINITE, "timing values must be finite");
         }
-        if !timing.is_valid() {
-            return fail(
-                LAGCOMP_INVALID_ARGUMENT,
-                "timing values must be non-negative and below 1e6 seconds",
-            );
+        if let Err(e) = timing.check() {
+            // Negative, or 5 s or more (milliseconds given as seconds): the error says which.
+            return fail(LAGCOMP_INVALID_ARGUMENT, e);
         }
         with_validator(validator, |state| {
             let id = entity(shooter);
