@@ -4,7 +4,7 @@
 use glam::{Quat, Vec3};
 use parry3d::math::Pose as ParryPose;
 use parry3d::query::{Ray as ParryRay, ShapeCastOptions, cast_shapes};
-use parry3d::shape::{Ball, HeightField, Shape, TriMesh};
+use parry3d::shape::{Ball, CompositeShapeRef, HeightField, Shape, TriMesh};
 use parry3d::utils::Array2;
 
 use super::{LevelPiece, PieceError, StaticError};
@@ -100,6 +100,12 @@ fn cast_shape(
         // The ball's frame has no rotation, so its normals are the world's.
         (hit.time_of_impact, hit.normal2)
     };
+    facing_hit(distance, normal, dir, max)
+}
+
+/// A hit as [`cast_shape`] answers it: within `max`, at 0 or beyond, with a unit normal
+/// facing the trace.
+fn facing_hit(distance: f32, normal: Vec3, dir: Vec3, max: f32) -> Option<(f32, Vec3)> {
     if !(distance.is_finite() && distance <= max) {
         return None;
     }
@@ -121,7 +127,22 @@ pub(super) fn cast_mesh(
     radius: f32,
     max: f32,
 ) -> Option<(f32, Vec3)> {
-    cast_shape(mesh, &ParryPose::IDENTITY, origin, dir, radius, max)
+    if radius != 0.0 {
+        return cast_shape(mesh, &ParryPose::IDENTITY, origin, dir, radius, max);
+    }
+    // PERF: a ray searches the mesh for the nearest triangle by distance alone and takes
+    // the normal of the one it hit: parry's distance-only cast tests the tree's boxes
+    // with SIMD and names the triangle, its cast with normals tests them one axis at a
+    // time (callgrind, level_mesh's 100,400-triangle level: 12,059 -> 7,092 instructions
+    // a rewound ray). The normal is, to the bit, the one parry's triangle cast gives (its
+    // face normal, turned below to face the trace).
+    let (triangle, distance) =
+        CompositeShapeRef(mesh).cast_local_ray(&ParryRay::new(origin, dir), max, true)?;
+    let triangle = mesh.triangle(triangle);
+    let normal = (triangle.b - triangle.a)
+        .cross(triangle.c - triangle.a)
+        .normalize();
+    facing_hit(distance, normal, dir, max)
 }
 
 /// A heightfield where its pose puts it.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use glam::{Quat, Vec3};
 use parry3d::math::Pose as ParryPose;
-use parry3d::query::{Ray as ParryRay, ShapeCastOptions, cast_shapes};
+use parry3d::query::{Ray as ParryRay, RayCast, ShapeCastOptions, cast_shapes};
 use parry3d::shape::{Ball, HeightField, TriMesh};
 use parry3d::utils::Array2;
 use proptest::prelude::*;
@@ -13,7 +13,7 @@ use proptest::prelude::*;
 use super::{LevelError, LevelPiece, PieceError, StaticError, StaticId, StaticWorld, WorldHit};
 use crate::history::{EntityId, EntityState, History, HistoryConfig};
 use crate::math::{BoneTransform, Pose};
-use crate::query::Ray;
+use crate::query::{Ray, StaticHit};
 use crate::rig::{Hitbox, Rig, Shape, Zone};
 use crate::time::{RewindTarget, Tick};
 
@@ -576,6 +576,9 @@ proptest! {
                 (None, None) => {}
                 (ours, theirs) => panic!("{ray:?} r {radius}: ours {ours:?}, parry {theirs:?}"),
             }
+            if radius == 0.0 {
+                assert_ray_matches_parry_normal(&mesh, &ray, ours);
+            }
         }
     }
 
@@ -622,6 +625,31 @@ proptest! {
                 (ours, theirs) => panic!("{ray:?} r {radius}: ours {ours:?}, parry {theirs:?}"),
             }
         }
+    }
+}
+
+/// A ray's wall is, to the bit, where parry's mesh cast with normals puts it, with its
+/// normal renormalised and turned to face the trace as every wall's is: a ray searches
+/// the mesh by distance alone and takes the normal of the triangle it hit.
+fn assert_ray_matches_parry_normal(mesh: &TriMesh, ray: &Ray, ours: Option<StaticHit>) {
+    let theirs = mesh.cast_local_ray_and_get_normal(
+        &ParryRay::new(ray.origin(), ray.dir()),
+        ray.max_distance(),
+        true,
+    );
+    match (ours, theirs) {
+        (Some(ours), Some(theirs)) => {
+            let normal = theirs.normal.normalize_or(-ray.dir());
+            let facing = if normal.dot(ray.dir()) > 0.0 {
+                -normal
+            } else {
+                normal
+            };
+            assert_eq!(ours.distance, theirs.time_of_impact, "{ray:?}");
+            assert_eq!(ours.normal, facing, "{ray:?}");
+        }
+        (None, None) => {}
+        (ours, theirs) => panic!("{ray:?}: ours {ours:?}, parry {theirs:?}"),
     }
 }
 
