@@ -6,6 +6,7 @@ mod audit;
 mod doors;
 mod examine;
 mod fixture;
+mod kinds;
 mod level_geometry;
 mod melee;
 mod properties;
