@@ -271,10 +271,6 @@ impl Validator {
         verdict
     }
 
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the public call's inputs, and where the basis and the breakdown go"
-    )]
     fn judge_splash(
         &mut self,
         history: &History,
