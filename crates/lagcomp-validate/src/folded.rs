@@ -14,7 +14,7 @@ use crate::pellets::{PelletOutcome, PelletResult, PelletVerdict};
 use crate::projectile::{ProjectileOutcome, ProjectileVerdict};
 use crate::splash::{SplashOutcome, SplashResult, SplashVerdict};
 use crate::validator::melee::{MeleeOutcome, MeleeVerdict};
-use crate::verdict::{Confirmed, Verdict, VerdictOutcome};
+use crate::verdict::{Confirmed, RejectReason, Verdict, VerdictOutcome};
 
 impl ProjectileVerdict {
     /// This verdict as a [`Verdict`]: the same outcome, the kind's reasons as
@@ -57,14 +57,11 @@ impl PelletVerdict {
     /// pellet was claimed on anything; or one rejection (pellet reasons 831 to 833).
     /// Allocates nothing.
     pub fn verdicts(&self) -> impl Iterator<Item = Verdict> + '_ {
-        let alone = match self.outcome {
-            PelletOutcome::Confirmed { hits: 0, .. } => Some(VerdictOutcome::Miss),
-            PelletOutcome::Confirmed { .. } => None,
-            PelletOutcome::Rejected { reason } => Some(VerdictOutcome::Rejected { reason }),
-            PelletOutcome::Refused { reason } => Some(VerdictOutcome::Rejected {
-                reason: reason.into(),
-            }),
-        };
+        let alone = alone(match self.outcome {
+            PelletOutcome::Confirmed { hits, .. } => Ok(hits),
+            PelletOutcome::Rejected { reason } => Err(reason),
+            PelletOutcome::Refused { reason } => Err(reason.into()),
+        });
         let struck = self
             .pellets
             .iter()
@@ -108,11 +105,8 @@ impl PelletVerdict {
                     by_leeway: false,
                 }))
             });
-        let struck = struck.filter(move |_| alone.is_none());
-        alone
-            .into_iter()
-            .chain(struck)
-            .map(|outcome| folded(self.shooter, self.seq, self.weapon, outcome, self.basis))
+        let parts = (self.shooter, self.seq, self.weapon, self.basis);
+        one_or_each(alone, struck, parts)
     }
 }
 
@@ -130,14 +124,11 @@ impl SplashVerdict {
     /// from the blast), in the claim's order; or one miss when the claim named nobody; or
     /// one rejection (splash reasons 841 to 843). Allocates nothing.
     pub fn verdicts(&self) -> impl Iterator<Item = Verdict> + '_ {
-        let alone = match self.outcome {
-            SplashOutcome::Confirmed { victims: 0 } => Some(VerdictOutcome::Miss),
-            SplashOutcome::Confirmed { .. } => None,
-            SplashOutcome::Rejected { reason } => Some(VerdictOutcome::Rejected { reason }),
-            SplashOutcome::Refused { reason } => Some(VerdictOutcome::Rejected {
-                reason: reason.into(),
-            }),
-        };
+        let alone = alone(match self.outcome {
+            SplashOutcome::Confirmed { victims } => Ok(victims),
+            SplashOutcome::Rejected { reason } => Err(reason),
+            SplashOutcome::Refused { reason } => Err(reason.into()),
+        });
         let caught = self
             .victims
             .iter()
@@ -168,12 +159,35 @@ impl SplashVerdict {
                     by_leeway: false,
                 }))
             });
-        let caught = caught.filter(move |_| alone.is_none());
-        alone
-            .into_iter()
-            .chain(caught)
-            .map(|outcome| folded(self.shooter, self.seq, self.weapon, outcome, self.basis))
+        let parts = (self.shooter, self.seq, self.weapon, self.basis);
+        one_or_each(alone, caught, parts)
     }
+}
+
+/// The one outcome a multi-target claim folds into when it struck nothing (a miss) or was
+/// refused; `None` when it struck some (the count in `result`), one verdict each.
+fn alone(result: Result<u8, RejectReason>) -> Option<VerdictOutcome> {
+    match result {
+        Ok(0) => Some(VerdictOutcome::Miss),
+        Ok(_) => None,
+        Err(reason) => Some(VerdictOutcome::Rejected { reason }),
+    }
+}
+
+/// The verdicts of a multi-target claim: the `alone` outcome if there is one, every
+/// `struck` outcome otherwise; `parts` are the claim's shooter, sequence number, weapon
+/// and basis.
+fn one_or_each<'a>(
+    alone: Option<VerdictOutcome>,
+    struck: impl Iterator<Item = VerdictOutcome> + 'a,
+    parts: (EntityId, u32, crate::WeaponId, crate::Basis),
+) -> impl Iterator<Item = Verdict> + 'a {
+    let (shooter, seq, weapon, basis) = parts;
+    let struck = struck.filter(move |_| alone.is_none());
+    alone
+        .into_iter()
+        .chain(struck)
+        .map(move |outcome| folded(shooter, seq, weapon, outcome, basis))
 }
 
 /// A [`Verdict`] from a kind's verdict's parts.
