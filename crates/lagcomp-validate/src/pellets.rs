@@ -338,7 +338,13 @@ impl Validator {
         }
         let shooter = [claim.shooter];
         TRACES.with_borrow_mut(|traces| {
-            let mut query = history.query(RewindTarget::at(fired)).ignore(&shooter);
+            // The weapon's layers, as for its hitscan shots: what a pellet can hit and
+            // what stops it.
+            let mut query = history
+                .query(RewindTarget::at(fired))
+                .ignore(&shooter)
+                .layers(rules.hit_layers)
+                .blocked_by(rules.blocked_by);
             let traced = match world {
                 Some(world) => query.world(world).ray_fan(&rays[..count], traces),
                 None => query.ray_fan(&rays[..count], traces),

@@ -362,3 +362,18 @@ fn the_spread_comes_from_the_weapon_rules() {
     let rules = validator.rules().weapon(WeaponId(9)).unwrap();
     assert_eq!(rules.pellet_weapon(), Some(shotgun()));
 }
+
+#[test]
+fn pellets_hit_only_the_weapons_layers() {
+    // A shotgun that hits nothing on the players' layer: its pellets pass through them,
+    // so a pellet claimed on one struck nothing there.
+    let (history, mut validator, ids) = scene();
+    let claim = honest(&history, ids, 0);
+    assert!(hits_of(&claim) > 0);
+    let mut rules = validator.rules().clone();
+    let players = EntityState::default().layers;
+    rules.weapons.get_mut("shotgun").unwrap().hit_layers = !players;
+    validator.set_rules(rules);
+    let verdict = judge(&history, &validator, &claim);
+    assert_eq!(verdict.outcome.label(), "pellet_off_target", "{verdict:?}");
+}
