@@ -20,8 +20,18 @@ use lagcomp_validate::{
     Verdict, VerdictOutcome, WeaponId,
 };
 
-/// A projectile launcher whose rockets blast on impact, and a shotgun.
+/// A rifle, a projectile launcher whose rockets blast on impact, and a shotgun.
 const RULES: &str = r#"
+[weapons.rifle]
+id = 1
+max_range = 60.0
+min_interval = 0.1
+aim_tolerance_deg = 5.0
+origin_tolerance = 0.5
+hit_leeway = 1.25
+hit_leeway_min = 0.05
+max_rewind = 0.35
+
 [weapons.rocket]
 kind = "projectile"
 id = 7
@@ -49,26 +59,27 @@ max_rewind = 0.35
 pellets = { count = 12, half_angle_deg = 4.0, falloff = { start = 5.0, end = 15.0, min = 0.5 } }
 "#;
 
+pub(crate) const RIFLE: WeaponId = WeaponId(1);
 const ROCKET: WeaponId = WeaponId(7);
 const SHOTGUN: WeaponId = WeaponId(9);
 /// The shooter's eye.
-const EYE: Vec3 = Vec3::new(0.0, 1.6, 0.0);
+pub(crate) const EYE: Vec3 = Vec3::new(0.0, 1.6, 0.0);
 /// Where each honest shot was drawn, and when it arrives (150 ms later).
-const RENDER: f64 = 0.5;
-const ARRIVAL: f64 = 0.65;
+pub(crate) const RENDER: f64 = 0.5;
+pub(crate) const ARRIVAL: f64 = 0.65;
 
 /// The shooter at the origin looking along -Z; `front` 10 m ahead; `walled` 4 m to its
 /// right behind a wall; `far` 15 m to its right. Bodies are 0.6 x 1.8 x 0.6 m boxes.
-struct Kinds {
-    history: History,
-    validator: Validator,
-    shooter: EntityId,
-    front: EntityId,
+pub(crate) struct Kinds {
+    pub(crate) history: History,
+    pub(crate) validator: Validator,
+    pub(crate) shooter: EntityId,
+    pub(crate) front: EntityId,
     walled: EntityId,
     far: EntityId,
 }
 
-fn scene() -> Kinds {
+pub(crate) fn scene() -> Kinds {
     let rig = Arc::new(
         Rig::new(
             2,
@@ -147,7 +158,7 @@ fn scene() -> Kinds {
 impl Kinds {
     /// The rocket fired at `front`: its front face (9.7 m) is reached with the rocket's
     /// centre at 9.6 m, 0.384 s in: step 24 of 1/64 s.
-    fn rocket(&self) -> ProjectileHitClaim {
+    pub(crate) fn rocket(&self) -> ProjectileHitClaim {
         ProjectileHitClaim {
             shooter: self.shooter,
             weapon: ROCKET,
@@ -174,7 +185,7 @@ impl Kinds {
 
     /// The shotgun fired at `front`, each pellet claimed on what the client's own fan
     /// struck.
-    fn shotgun(&self) -> PelletClaim {
+    pub(crate) fn shotgun(&self) -> PelletClaim {
         let weapon = self
             .validator
             .rules()
@@ -221,7 +232,7 @@ impl Kinds {
     }
 
     /// The rocket's blast 1.5 m in front of `front`, catching `victims`.
-    fn blast(&self, victims: &[EntityId]) -> SplashClaim {
+    pub(crate) fn blast(&self, victims: &[EntityId]) -> SplashClaim {
         let mut named = [None; MAX_VICTIMS];
         for (slot, victim) in named.iter_mut().zip(victims) {
             *slot = Some(*victim);

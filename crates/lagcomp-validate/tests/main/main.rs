@@ -2,6 +2,7 @@
 //! linked once: a module per concern, and the shared skirmish (`fixture`) and recording
 //! helpers (`recording_support`).
 
+mod allocations;
 mod audit;
 mod doors;
 mod examine;
