@@ -106,7 +106,7 @@ pub enum MeleeRulesError {
     #[error("melee rules: {0}")]
     Parse(String),
     /// A number is out of its range.
-    #[error("melee weapon {weapon}: {field} = {value} is not in {range}")]
+    #[error("melee weapon {weapon}: {field} = {value} is out of range ({range})")]
     Range {
         /// The weapon's name.
         weapon: String,
@@ -134,29 +134,22 @@ impl MeleeRules {
         Ok(rules)
     }
 
-    /// Checks every number: reach in (0, 100] m, angle in (0, 180] degrees, blade in
-    /// (0, 10] m, swing in [0, 360] degrees; ids unique.
+    /// Checks every number: reach above 0 to 100 m, angle above 0 to 180 degrees, blade
+    /// above 0 to 10 m, swing 0 to 360 degrees (as a `melee` table in a [`RuleSet`]);
+    /// ids unique.
     ///
     /// # Errors
     /// The first [`MeleeRulesError`] found.
     pub fn check(&self) -> Result<(), MeleeRulesError> {
         let mut ids: BTreeMap<WeaponId, &String> = BTreeMap::new();
         for (name, w) in &self.melee {
-            let fields: [(&'static str, f32, f32, f32, &'static str); 4] = [
-                ("reach", w.reach, 0.0, 100.0, "(0, 100]"),
-                ("angle_deg", w.angle_deg, 0.0, 180.0, "(0, 180]"),
-                ("max_blade", w.max_blade, 0.0, 10.0, "(0, 10]"),
-                ("max_swing_deg", w.max_swing_deg, -1.0, 360.0, "[0, 360]"),
-            ];
-            for (field, value, above, most, range) in fields {
-                if !(value > above && value <= most) || (field == "max_swing_deg" && value < 0.0) {
-                    return Err(MeleeRulesError::Range {
-                        weapon: name.clone(),
-                        field,
-                        value,
-                        range,
-                    });
-                }
+            if let Some((field, value, range)) = w.limits().out_of_range() {
+                return Err(MeleeRulesError::Range {
+                    weapon: name.clone(),
+                    field,
+                    value,
+                    range,
+                });
             }
             if let Some(other) = ids.insert(w.id, name) {
                 return Err(MeleeRulesError::DuplicateId(other.clone(), name.clone()));

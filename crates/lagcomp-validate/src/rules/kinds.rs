@@ -172,29 +172,40 @@ impl FalloffRules {
 }
 
 impl MeleeLimits {
-    /// Checks the four limits, naming the first bad one (`field` makes its full name).
-    pub(crate) fn check(&self, field: impl Fn(&str) -> String) -> Result<(), RulesError> {
-        for (name, value, most, open) in [
-            ("reach", self.reach, 100.0, true),
-            ("angle_deg", self.angle_deg, 180.0, true),
-            ("max_blade", self.max_blade, 10.0, true),
-            ("max_swing_deg", self.max_swing_deg, 360.0, false),
-        ] {
+    /// The first limit out of its range, if any: its field, its value and what is
+    /// allowed. Reach above 0 to 100 m, angle above 0 to 180 degrees, blade above 0 to
+    /// 10 m, swing 0 to 360 degrees.
+    pub(crate) fn out_of_range(&self) -> Option<(&'static str, f32, &'static str)> {
+        [
+            ("reach", self.reach, 100.0, true, "above 0, up to 100 m"),
+            (
+                "angle_deg",
+                self.angle_deg,
+                180.0,
+                true,
+                "above 0, up to 180",
+            ),
+            (
+                "max_blade",
+                self.max_blade,
+                10.0,
+                true,
+                "above 0, up to 10 m",
+            ),
+            (
+                "max_swing_deg",
+                self.max_swing_deg,
+                360.0,
+                false,
+                "0 to 360",
+            ),
+        ]
+        .into_iter()
+        .find(|&(_, value, most, open, _)| {
             let above = if open { value > 0.0 } else { value >= 0.0 };
-            if !(above && value <= most) {
-                return Err(RulesError::OutOfRange {
-                    field: field(name),
-                    value: value.into(),
-                    expected: match name {
-                        "reach" => "above 0, up to 100 m",
-                        "angle_deg" => "above 0, up to 180",
-                        "max_blade" => "above 0, up to 10 m",
-                        _ => "0 to 360",
-                    },
-                });
-            }
-        }
-        Ok(())
+            !(above && value <= most)
+        })
+        .map(|(field, value, _, _, allowed)| (field, value, allowed))
     }
 }
 
@@ -354,8 +365,12 @@ impl WeaponRules {
                 check_falloff(&falloff, &f("pellets.falloff"))?;
             }
         }
-        if let Some(m) = self.melee {
-            m.check(|field| f(&format!("melee.{field}")))?;
+        if let Some((field, value, expected)) = self.melee.and_then(|m| m.out_of_range()) {
+            return Err(RulesError::OutOfRange {
+                field: f(&format!("melee.{field}")),
+                value: value.into(),
+                expected,
+            });
         }
         if let Some(a) = self.area {
             range(
