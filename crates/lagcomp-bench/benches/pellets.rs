@@ -4,8 +4,8 @@
 //!
 //! - `hitscan_verdicts`: every scene shot as a hitscan claim (from a shooter's eye at a
 //!   target's chest, 64 shooters), validated in order on a fresh validator.
-//! - `pellet_verdicts_12`: the same shots as 12-pellet claims (uniform in a 3-degree cone),
-//!   each pellet's hit claimed as the client's own fan saw it.
+//! - `pellet_verdicts_12`: the same shots as 12-pellet claims of the rules' shotgun (uniform
+//!   in a 3-degree cone), each pellet's hit claimed as the client's own fan saw it.
 //! - `splash_10m`: a 10 m blast at each shot's target chest at the shot's moment, every
 //!   hitbox in range with its line of sight (`Query::splash`), bodies shielding.
 //!
@@ -17,12 +17,13 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput};
 use lagcomp::query::splash::{Blast, SplashHit};
-use lagcomp::spread::{Falloff, MAX_PELLETS, Pellets, Spread, SpreadKind, pellet_seed};
+use lagcomp::spread::{Falloff, MAX_PELLETS, Pellets, pellet_seed};
 use lagcomp::{BoneTransform, Overlap, Ray, RewindTarget, Trace, Vec3};
 use lagcomp_fixtures::{SCENES, Scene};
 use lagcomp_validate::pellets::{PelletClaim, PelletTarget, PelletWeapon};
 use lagcomp_validate::{
     ClaimedHit, ClientTiming, Participant, RenderTime, RuleSet, ShotClaim, Validator, WeaponId,
+    WeaponRules,
 };
 
 /// The fixture skeleton's eye bone.
@@ -41,7 +42,22 @@ origin_tolerance = 0.5
 hit_leeway = 1.25
 hit_leeway_min = 0.05
 max_rewind = 0.5
+
+[weapons.shotgun]
+kind = "pellets"
+id = 2
+max_range = 200.0
+min_interval = 0.001
+aim_tolerance_deg = 180.0
+origin_tolerance = 0.5
+hit_leeway = 1.25
+hit_leeway_min = 0.05
+max_rewind = 0.5
+pellets = { count = 12, half_angle_deg = 3.0, falloff = { start = 10.0, end = 40.0, min = 0.3 } }
 "#;
+
+/// The shotgun's id in [`RULES`]: the same shots, fired as pellets.
+const SHOTGUN: WeaponId = WeaponId(2);
 
 fn validator(scene: &Scene) -> Validator {
     let mut v = Validator::new(RuleSet::from_toml(RULES).expect("valid rules"));
@@ -134,7 +150,7 @@ fn pellet_claim(scene: &Scene, shot: &ShotClaim, weapon: &PelletWeapon) -> Pelle
     }
     PelletClaim {
         shooter: shot.shooter,
-        weapon: shot.weapon,
+        weapon: SHOTGUN,
         seq: shot.seq,
         render_time: shot.render_time,
         origin: shot.origin,
@@ -151,10 +167,11 @@ fn pellet_benches(c: &mut Criterion) {
     let history = &scene.history;
     let claims = claims(&scene);
     let fresh = validator(&scene);
-    let weapon = PelletWeapon {
-        spread: Spread::new(12, 3.0, SpreadKind::Uniform).expect("a valid spread"),
-        falloff: Falloff::new(10.0, 40.0, 0.3).expect("a valid falloff"),
-    };
+    let weapon = fresh
+        .rules()
+        .weapon(SHOTGUN)
+        .and_then(WeaponRules::pellet_weapon)
+        .expect("the shotgun fires pellets");
     let pellet_claims: Vec<(PelletClaim, f64)> = claims
         .iter()
         .map(|(claim, _, at)| (pellet_claim(&scene, claim, &weapon), *at))
@@ -170,7 +187,7 @@ fn pellet_benches(c: &mut Criterion) {
         let mut v = fresh.clone();
         let mut pellet_labels = std::collections::BTreeMap::new();
         for (claim, at) in &pellet_claims {
-            let verdict = v.validate_pellets(history, None, claim, &weapon, *at);
+            let verdict = v.validate_pellets(history, None, claim, *at);
             *pellet_labels.entry(verdict.outcome.label()).or_insert(0) += 1;
         }
         eprintln!(
@@ -231,7 +248,7 @@ fn pellet_benches(c: &mut Criterion) {
             || fresh.clone(),
             |mut v| {
                 for (claim, at) in &pellet_claims {
-                    black_box(v.validate_pellets(history, None, claim, &weapon, *at));
+                    black_box(v.validate_pellets(history, None, claim, *at));
                 }
                 v
             },

@@ -226,7 +226,7 @@ pub struct LagcompVerdict {
 }
 
 /// The labels a verdict can carry, NUL-terminated for C.
-const LABELS: [&CStr; 22] = [
+const LABELS: [&CStr; 35] = [
     c"confirmed",
     c"miss",
     c"blocked",
@@ -249,6 +249,19 @@ const LABELS: [&CStr; 22] = [
     c"target_not_compensated",
     c"friendly_fire",
     c"not_a_target",
+    c"wrong_weapon_kind",
+    c"projectile_off_path",
+    c"projectile_too_early",
+    c"pellet_count_mismatch",
+    c"pellet_seed_mismatch",
+    c"pellet_off_target",
+    c"splash_through_wall",
+    c"splash_out_of_radius",
+    c"splash_beyond_range",
+    c"melee_not_melee",
+    c"melee_swing_too_large",
+    c"melee_out_of_reach",
+    c"melee_outside_arc",
 ];
 
 fn c_label(label: &str) -> *const c_char {

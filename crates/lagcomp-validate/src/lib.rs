@@ -107,6 +107,7 @@ pub mod audit;
 pub mod claim;
 pub mod explain;
 mod fired;
+mod folded;
 mod jsonl;
 pub mod latency;
 mod measurement;
@@ -128,7 +129,9 @@ pub use jsonl::TornTail;
 pub use latency::{LatencyError, LatencyTracker};
 pub use measurement::Measurement;
 pub use rules::{
-    DamageMultipliers, Policy, RuleSet, RulesError, ShooterReference, TimeMismatch, WeaponRules,
+    AreaRules, DamageMultipliers, FalloffRules, FlightRules, MeleeLimits, PelletPattern,
+    PelletRules, Policy, RuleSet, RulesError, ShooterReference, TimeMismatch, WeaponKind,
+    WeaponRules,
 };
 pub use validator::melee::{
     MeleeClaim, MeleeOutcome, MeleeReason, MeleeRejection, MeleeRules, MeleeRulesError,

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use super::{Screened, Validator, counts_as_fired};
 use crate::claim::{ClaimedHit, RenderTime, ShotClaim, WeaponId};
 use crate::measurement::Measurement;
-use crate::rules::{ShooterReference, WeaponRules};
+use crate::rules::{MeleeLimits, RuleSet, RulesError, ShooterReference, WeaponKind, WeaponRules};
 use crate::screening::{ClaimedMoment, time_reason};
 use crate::verdict::{Basis, Confirmed, RejectReason};
 
@@ -106,7 +106,7 @@ pub enum MeleeRulesError {
     #[error("melee rules: {0}")]
     Parse(String),
     /// A number is out of its range.
-    #[error("melee weapon {weapon}: {field} = {value} is not in {range}")]
+    #[error("melee weapon {weapon}: {field} = {value} is out of range ({range})")]
     Range {
         /// The weapon's name.
         weapon: String,
@@ -134,29 +134,22 @@ impl MeleeRules {
         Ok(rules)
     }
 
-    /// Checks every number: reach in (0, 100] m, angle in (0, 180] degrees, blade in
-    /// (0, 10] m, swing in [0, 360] degrees; ids unique.
+    /// Checks every number: reach above 0 to 100 m, angle above 0 to 180 degrees, blade
+    /// above 0 to 10 m, swing 0 to 360 degrees (as a `melee` table in a [`RuleSet`]);
+    /// ids unique.
     ///
     /// # Errors
     /// The first [`MeleeRulesError`] found.
     pub fn check(&self) -> Result<(), MeleeRulesError> {
         let mut ids: BTreeMap<WeaponId, &String> = BTreeMap::new();
         for (name, w) in &self.melee {
-            let fields: [(&'static str, f32, f32, f32, &'static str); 4] = [
-                ("reach", w.reach, 0.0, 100.0, "(0, 100]"),
-                ("angle_deg", w.angle_deg, 0.0, 180.0, "(0, 180]"),
-                ("max_blade", w.max_blade, 0.0, 10.0, "(0, 10]"),
-                ("max_swing_deg", w.max_swing_deg, -1.0, 360.0, "[0, 360]"),
-            ];
-            for (field, value, above, most, range) in fields {
-                if !(value > above && value <= most) || (field == "max_swing_deg" && value < 0.0) {
-                    return Err(MeleeRulesError::Range {
-                        weapon: name.clone(),
-                        field,
-                        value,
-                        range,
-                    });
-                }
+            if let Some((field, value, range)) = w.limits().out_of_range() {
+                return Err(MeleeRulesError::Range {
+                    weapon: name.clone(),
+                    field,
+                    value,
+                    range,
+                });
             }
             if let Some(other) = ids.insert(w.id, name) {
                 return Err(MeleeRulesError::DuplicateId(other.clone(), name.clone()));
@@ -172,12 +165,59 @@ impl MeleeRules {
     }
 }
 
+impl MeleeWeapon {
+    /// The limits, as a melee weapon's `melee` table in a [`RuleSet`] holds them.
+    #[must_use]
+    pub fn limits(&self) -> MeleeLimits {
+        MeleeLimits {
+            reach: self.reach,
+            angle_deg: self.angle_deg,
+            max_blade: self.max_blade,
+            max_swing_deg: self.max_swing_deg,
+        }
+    }
+}
+
+impl RuleSet {
+    /// Folds `[melee.<name>]` tables (how melee limits were given before weapons had a
+    /// kind) into the weapons they name by id: each becomes `kind = "melee"` with those
+    /// limits, as if its rules said so. New rule files say it in the weapon's own table:
+    ///
+    /// ```toml
+    /// [weapons.knife]
+    /// kind = "melee"
+    /// # ... id, timing, tolerances, damage ...
+    /// melee = { reach = 2.0, angle_deg = 60.0, max_blade = 0.4, max_swing_deg = 150.0 }
+    /// ```
+    ///
+    /// # Errors
+    /// [`RulesError::MeleeWithoutWeapon`] for a melee table whose id no weapon has;
+    /// [`RulesError::KindTable`] for a weapon of another kind than hitscan or melee;
+    /// whatever [`RuleSet::check`] finds in the result.
+    pub fn with_melee(mut self, melee: &MeleeRules) -> Result<Self, RulesError> {
+        for (name, blade) in &melee.melee {
+            let weapon = self
+                .weapons
+                .values_mut()
+                .find(|w| w.id == blade.id)
+                .ok_or_else(|| RulesError::MeleeWithoutWeapon {
+                    name: name.clone(),
+                    id: blade.id.0,
+                })?;
+            weapon.kind = WeaponKind::Melee;
+            weapon.melee = Some(blade.limits());
+        }
+        self.check()?;
+        Ok(self)
+    }
+}
+
 /// Why a melee claim was rejected by a melee check. Stable like [`RejectReason`]:
 /// variants are only ever added, each keeps its code and name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum MeleeReason {
-    /// The weapon has no melee rules.
+    /// The weapon is not a melee one (its kind is not [`WeaponKind::Melee`]).
     #[serde(rename = "melee_not_melee")]
     NotMelee,
     /// The swept shape is larger than the weapon's blade, or the swing turns further than
@@ -230,6 +270,19 @@ impl fmt::Display for MeleeReason {
     }
 }
 
+/// The same reason among every kind's, with the same code and name: what the audit log,
+/// the stats and [`crate::Rejection`] read.
+impl From<MeleeReason> for RejectReason {
+    fn from(reason: MeleeReason) -> Self {
+        match reason {
+            MeleeReason::NotMelee => Self::MeleeNotMelee,
+            MeleeReason::SwingTooLarge => Self::MeleeSwingTooLarge,
+            MeleeReason::OutOfReach => Self::MeleeOutOfReach,
+            MeleeReason::OutsideArc => Self::MeleeOutsideArc,
+        }
+    }
+}
+
 /// A melee claim's rejection: by a check shared with shots, or by a melee check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -256,6 +309,15 @@ impl MeleeRejection {
         match self {
             Self::Shot(r) => r.name(),
             Self::Melee(r) => r.name(),
+        }
+    }
+}
+
+impl From<MeleeRejection> for RejectReason {
+    fn from(rejection: MeleeRejection) -> Self {
+        match rejection {
+            MeleeRejection::Shot(reason) => reason,
+            MeleeRejection::Melee(reason) => reason.into(),
         }
     }
 }
@@ -391,9 +453,21 @@ impl Validator {
     ///     frame.record(attacker, &bones(Vec3::ZERO), EntityState::default())?;
     ///     frame.record(target, &bones(Vec3::new(0.0, 0.0, -0.9)), EntityState::default())?;
     /// }
-    /// // The knife: timing and damage in the rule set, reach and angle in the melee rules.
-    /// let mut validator = Validator::new(RuleSet::from_toml("[weapons.knife]\nid = 7\nmax_range = 3.0\nmin_interval = 0.4\naim_tolerance_deg = 10.0\norigin_tolerance = 0.3\nhit_leeway = 1.0\nhit_leeway_min = 0.0\nmax_rewind = 0.35")?);
-    /// let melee = MeleeRules::from_toml("[melee.knife]\nid = 7\nreach = 2.0\nangle_deg = 60.0\nmax_blade = 0.5\nmax_swing_deg = 150.0")?;
+    /// // The knife: timing and damage as any weapon's, reach and angle in its melee table.
+    /// let knife = r#"
+    ///     [weapons.knife]
+    ///     kind = "melee"
+    ///     id = 7
+    ///     max_range = 3.0
+    ///     min_interval = 0.4
+    ///     aim_tolerance_deg = 10.0
+    ///     origin_tolerance = 0.3
+    ///     hit_leeway = 1.0
+    ///     hit_leeway_min = 0.0
+    ///     max_rewind = 0.35
+    ///     melee = { reach = 2.0, angle_deg = 60.0, max_blade = 0.5, max_swing_deg = 150.0 }
+    /// "#;
+    /// let mut validator = Validator::new(RuleSet::from_toml(knife)?);
     /// let eye = Participant { team: 1, aim_bone: 2, aim_forward: Vec3::NEG_Z };
     /// validator.register(attacker, eye);
     /// validator.register(target, Participant { team: 2, ..eye });
@@ -413,12 +487,14 @@ impl Validator {
     ///     sweep: ShapeSweep::arc(blade, swing)?,
     ///     hit: Some(ClaimedHit { target, hitbox: None, point: None }),
     /// };
-    /// let verdict = validator.validate_melee(&history, &melee, &claim, 0.5);
+    /// let verdict = validator.validate_melee(&history, &claim, 0.5);
     /// let MeleeOutcome::Confirmed(hit) = verdict.outcome else { panic!("{}", verdict.outcome.label()) };
     /// assert_eq!((hit.target, hit.zone), (target, Zone::Torso));
     /// // The same slash with a knife of 50 cm reach (metres from the eye) is out of reach.
+    /// // (Limits given the older way, as a `[melee.<name>]` table, fold into the rules.)
     /// let short = MeleeRules::from_toml("[melee.knife]\nid = 7\nreach = 0.5\nangle_deg = 60.0\nmax_blade = 0.5\nmax_swing_deg = 150.0")?;
-    /// let verdict = validator.validate_melee(&history, &short, &MeleeClaim { seq: 1, render_time: RenderTime::Time(0.8), ..claim }, 0.95);
+    /// validator.set_rules(validator.rules().clone().with_melee(&short)?);
+    /// let verdict = validator.validate_melee(&history, &MeleeClaim { seq: 1, render_time: RenderTime::Time(0.8), ..claim }, 0.95);
     /// assert_eq!(verdict.outcome.reason(), Some(MeleeRejection::Melee(MeleeReason::OutOfReach)));
     /// # Ok(())
     /// # }
@@ -426,11 +502,10 @@ impl Validator {
     pub fn validate_melee(
         &mut self,
         history: &History,
-        melee: &MeleeRules,
         claim: &MeleeClaim,
         received_at: f64,
     ) -> MeleeVerdict {
-        self.validate_melee_with(history, None, melee, claim, received_at)
+        self.validate_melee_with(history, None, claim, received_at)
     }
 
     /// [`Validator::validate_melee`], with the server's own level geometry blocking too.
@@ -438,18 +513,16 @@ impl Validator {
         &mut self,
         history: &History,
         world: &dyn StaticWorld,
-        melee: &MeleeRules,
         claim: &MeleeClaim,
         received_at: f64,
     ) -> MeleeVerdict {
-        self.validate_melee_with(history, Some(world), melee, claim, received_at)
+        self.validate_melee_with(history, Some(world), claim, received_at)
     }
 
     fn validate_melee_with(
         &mut self,
         history: &History,
         world: Option<&dyn StaticWorld>,
-        melee: &MeleeRules,
         claim: &MeleeClaim,
         received_at: f64,
     ) -> MeleeVerdict {
@@ -457,7 +530,7 @@ impl Validator {
             received_at,
             ..Basis::default()
         };
-        let outcome = self.judge_melee(history, world, melee, claim, received_at, &mut basis);
+        let outcome = self.judge_melee(history, world, claim, received_at, &mut basis);
         let outcome = outcome.unwrap_or_else(|reason| MeleeOutcome::Rejected { reason });
         tracing::info!(
             target: "lagcomp::verdict",
@@ -480,16 +553,25 @@ impl Validator {
         &mut self,
         history: &History,
         world: Option<&dyn StaticWorld>,
-        melee: &MeleeRules,
         claim: &MeleeClaim,
         received_at: f64,
         basis: &mut Basis,
     ) -> Result<MeleeOutcome, MeleeRejection> {
-        // 1. Malformed: the shared numbers, weapon and shooter, then the sweep's own.
+        // 1. Malformed: the shared numbers, weapon and shooter (a weapon of another kind
+        //    is not a melee one), then the sweep's own.
         let shot = claim.as_shot();
-        let screened = self.screen(history, &shot, received_at, basis)?;
+        let screened = self
+            .screen(history, &shot, WeaponKind::Melee, received_at, basis)
+            .map_err(|reason| match reason {
+                RejectReason::WrongWeaponKind => MeleeRejection::Melee(MeleeReason::NotMelee),
+                other => MeleeRejection::Shot(other),
+            })?;
         let sweep = claim.checked_sweep().ok_or(RejectReason::NonFinite)?;
-        let blade = melee.weapon(claim.weapon).ok_or(MeleeReason::NotMelee)?;
+        let blade = self
+            .rules
+            .weapon(claim.weapon)
+            .and_then(WeaponRules::melee_limits)
+            .ok_or(MeleeReason::NotMelee)?;
         // 2. and 3.: shared with shots.
         let policy = &self.rules.policy;
         let shooter = self
@@ -501,7 +583,7 @@ impl Validator {
             history,
             world,
             claim,
-            blade,
+            &blade,
             &sweep,
             &screened,
             received_at,
@@ -527,7 +609,7 @@ impl Validator {
         history: &History,
         world: Option<&dyn StaticWorld>,
         claim: &MeleeClaim,
-        blade: &MeleeWeapon,
+        blade: &MeleeLimits,
         sweep: &ShapeSweep,
         screened: &Screened,
         received_at: f64,

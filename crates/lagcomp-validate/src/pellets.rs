@@ -18,6 +18,7 @@ use lagcomp::{
 use serde::{Deserialize, Serialize};
 
 use crate::claim::{RenderTime, ShotClaim, WeaponId};
+use crate::rules::WeaponKind;
 use crate::validator::Validator;
 use crate::verdict::{Basis, RejectReason};
 
@@ -138,6 +139,18 @@ impl fmt::Display for PelletReason {
     }
 }
 
+/// The same reason among every kind's, with the same code and name: what the audit log,
+/// the stats and [`crate::Rejection`] read.
+impl From<PelletReason> for RejectReason {
+    fn from(reason: PelletReason) -> Self {
+        match reason {
+            PelletReason::PelletCountMismatch => Self::PelletCountMismatch,
+            PelletReason::PelletSeedMismatch => Self::PelletSeedMismatch,
+            PelletReason::PelletOffTarget => Self::PelletOffTarget,
+        }
+    }
+}
+
 /// What the server found for one pellet.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "pellet")]
@@ -156,6 +169,8 @@ pub enum PelletResult {
         zone: Zone,
         /// From the muzzle to the entry, metres.
         distance: f32,
+        /// The entry point, world space at the rewound time.
+        point: Vec3,
         /// The zone's multiplier times the falloff at that distance.
         damage_multiplier: f32,
     },
@@ -238,14 +253,16 @@ impl Validator {
     /// it first ([`PelletReason::PelletOffTarget`] otherwise); each that does deals the
     /// zone's multiplier times the falloff at its distance.
     ///
-    /// Friendly fire is not checked per pellet yet (the validator's teams are private to
-    /// its hitscan checks); nor is a target's alive flag beyond the trace's own filter.
+    /// The weapon must be a pellet one ([`WeaponKind::Pellets`],
+    /// [`RejectReason::WrongWeaponKind`] otherwise); its spread and falloff are its
+    /// rules' `pellets` table. A pellet that strikes its claimed target is checked as a
+    /// hitscan shot's target is (alive, lag-compensated, not a teammate unless the weapon
+    /// has friendly fire): one that fails refuses the whole claim with that reason.
     pub fn validate_pellets(
         &mut self,
         history: &History,
         world: Option<&dyn StaticWorld>,
         claim: &PelletClaim,
-        weapon: &PelletWeapon,
         received_at: f64,
     ) -> PelletVerdict {
         let mut basis = Basis {
@@ -257,7 +274,6 @@ impl Validator {
             history,
             world,
             claim,
-            weapon,
             received_at,
             &mut basis,
             &mut pellets,
@@ -277,25 +293,28 @@ impl Validator {
         verdict
     }
 
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the public call's inputs, and where the basis and the breakdown go"
-    )]
     fn judge_pellets(
         &mut self,
         history: &History,
         world: Option<&dyn StaticWorld>,
         claim: &PelletClaim,
-        weapon: &PelletWeapon,
         received_at: f64,
         basis: &mut Basis,
         pellets: &mut [PelletResult; MAX_PELLETS],
     ) -> Result<PelletOutcome, RejectReason> {
-        self.judge_fired(history, world, &claim.as_shot(), received_at, basis)?;
+        self.judge_fired(
+            history,
+            world,
+            &claim.as_shot(),
+            WeaponKind::Pellets,
+            received_at,
+            basis,
+        )?;
         let rules = self
             .rules()
             .weapon(claim.weapon)
             .ok_or(RejectReason::UnknownWeapon)?;
+        let weapon = rules.pellet_weapon().ok_or(RejectReason::WrongWeaponKind)?;
         let fired = basis.time_used.ok_or(RejectReason::TimeTooOld)?;
         let count = weapon.spread.pellets();
         if usize::from(claim.pellets) != count || claim.hits[count..].iter().any(Option::is_some) {
@@ -319,7 +338,13 @@ impl Validator {
         }
         let shooter = [claim.shooter];
         TRACES.with_borrow_mut(|traces| {
-            let mut query = history.query(RewindTarget::at(fired)).ignore(&shooter);
+            // The weapon's layers, as for its hitscan shots: what a pellet can hit and
+            // what stops it.
+            let mut query = history
+                .query(RewindTarget::at(fired))
+                .ignore(&shooter)
+                .layers(rules.hit_layers)
+                .blocked_by(rules.blocked_by);
             let traced = match world {
                 Some(world) => query.world(world).ray_fan(&rays[..count], traces),
                 None => query.ray_fan(&rays[..count], traces),
@@ -335,9 +360,10 @@ impl Validator {
                 *result = match trace.hit {
                     Some(hit)
                         if hit.entity == claimed.target
-                            && claimed.hitbox.is_none_or(|h| h == hit.hitbox)
-                            && hit.state.lag_compensated =>
+                            && claimed.hitbox.is_none_or(|h| h == hit.hitbox) =>
                     {
+                        // Check 9 on the target the pellet struck, as for a hitscan hit.
+                        self.check_struck(rules, claim.shooter, hit.entity, hit.state, true)?;
                         let damage_multiplier =
                             rules.damage.of(hit.zone) * weapon.falloff.multiplier(hit.distance);
                         hits += 1;
@@ -347,6 +373,7 @@ impl Validator {
                             hitbox: hit.hitbox,
                             zone: hit.zone,
                             distance: hit.distance,
+                            point: hit.entry.point,
                             damage_multiplier,
                         }
                     }

@@ -13,20 +13,21 @@ use std::fmt;
 
 use lagcomp::math::MAX_COORDINATE;
 use lagcomp::projectile::{
-    ClaimOutcome, ClaimTolerance, ClaimedTarget, Flight, ProjectileClaim, ProjectileImpact,
-    ProjectileShot, Struck,
+    ClaimOutcome, ClaimTolerance, ClaimedTarget, ProjectileClaim, ProjectileImpact, ProjectileShot,
+    Struck,
 };
 use lagcomp::{Blocker, EntityId, History, RewindTarget, StaticWorld, Vec3};
 use serde::{Deserialize, Serialize};
 
 use crate::claim::{RenderTime, ShotClaim, WeaponId};
+use crate::rules::{WeaponKind, WeaponRules};
 use crate::validator::Validator;
 use crate::verdict::{Basis, Confirmed, RejectReason};
 
 /// A client's "my projectile struck this": the shot as fired, and the step of its flight
 /// during which it struck, what, and where the projectile's centre was. World space,
 /// metres; step `k` covers flight times `k * step` to `(k + 1) * step` of the weapon's
-/// [`Flight`].
+/// [`Flight`](lagcomp::projectile::Flight).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ProjectileHitClaim {
     /// Who fired (the server knows this from the connection, not from the packet).
@@ -116,6 +117,17 @@ impl fmt::Display for ProjectileReason {
     }
 }
 
+/// The same reason among every kind's, with the same code and name: what the audit log,
+/// the stats and [`crate::Rejection`] read.
+impl From<ProjectileReason> for RejectReason {
+    fn from(reason: ProjectileReason) -> Self {
+        match reason {
+            ProjectileReason::ProjectileOffPath => Self::ProjectileOffPath,
+            ProjectileReason::ProjectileTooEarly => Self::ProjectileTooEarly,
+        }
+    }
+}
+
 /// What a projectile claim came to.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "outcome")]
@@ -182,8 +194,9 @@ impl Validator {
     /// hitscan shot with no hit claimed (numbers, weapon, shooter, sequence, fire rate,
     /// time, origin, angle; the shot counts towards the fire rate), as if the fire had
     /// reached the server when the claimed step began: `received_at` less that step's
-    /// flight time. Then the path: the server flies `flight` (the weapon's flight model,
-    /// the server's own) from the fire moment those checks settled on, each step traced
+    /// flight time; the weapon must be a projectile one ([`WeaponKind::Projectile`],
+    /// [`RejectReason::WrongWeaponKind`] otherwise). Then the path: the server flies the
+    /// weapon's `flight` from its rules from the fire moment those checks settled on, each step traced
     /// at that moment plus its flight time (see [`ProjectileShot`]), and compares the
     /// first thing it strikes with the claim, within one step and the larger of the
     /// weapon's `hit_leeway_min` and 25 cm.
@@ -196,7 +209,7 @@ impl Validator {
     /// ```
     /// use std::sync::Arc;
     ///
-    /// use lagcomp::projectile::{ClaimedTarget, Flight};
+    /// use lagcomp::projectile::ClaimedTarget;
     /// use lagcomp::{BoneTransform, EntityState, History, HistoryConfig, Hitbox, HitboxId, Rig, Shape, Tick, Vec3, Zone};
     /// use lagcomp_validate::projectile::{ProjectileHitClaim, ProjectileOutcome};
     /// use lagcomp_validate::{ClientTiming, Participant, RenderTime, RuleSet, Validator, WeaponId};
@@ -212,15 +225,29 @@ impl Validator {
     ///     frame.record(shooter, &bones(Vec3::ZERO), EntityState::default())?;
     ///     frame.record(target, &bones(Vec3::new(0.0, 0.0, -10.0)), EntityState::default())?;
     /// }
-    /// let mut validator = Validator::new(RuleSet::from_toml("[weapons.crossbow]\nid = 4\nmax_range = 250.0\nmin_interval = 0.5\naim_tolerance_deg = 5.0\norigin_tolerance = 0.5\nhit_leeway = 1.25\nhit_leeway_min = 0.05\nmax_rewind = 0.35")?);
+    /// // A 50 m/s bolt with a 2 cm radius, traced in 1/64 s steps for 2 s.
+    /// let mut validator = Validator::new(RuleSet::from_toml(
+    ///     r#"
+    ///     [weapons.crossbow]
+    ///     kind = "projectile"
+    ///     id = 4
+    ///     max_range = 250.0
+    ///     min_interval = 0.5
+    ///     aim_tolerance_deg = 5.0
+    ///     origin_tolerance = 0.5
+    ///     hit_leeway = 1.25
+    ///     hit_leeway_min = 0.05
+    ///     max_rewind = 0.35
+    ///     flight = { speed = 50.0, radius = 0.02, step = 0.015625, max_time = 2.0 }
+    ///     "#,
+    /// )?);
     /// let eye = Participant { team: 1, aim_bone: 1, aim_forward: Vec3::NEG_Z };
     /// validator.register(shooter, eye);
     /// validator.register(target, Participant { team: 2, ..eye });
     /// validator.set_timing(shooter, ClientTiming { srtt: 0.1, rttvar: 0.005, interp_delay: 0.1 })?;
     ///
-    /// // A 50 m/s bolt fired from the eye as the client saw t = 0.5 s; the body's front
-    /// // face is 9.7 m away: the bolt reaches it during step 12 (1/64 s steps).
-    /// let bolt = Flight::new(50.0, Vec3::ZERO, 0.0, 0.02, 1.0 / 64.0, 2.0)?;
+    /// // The bolt fired from the eye as the client saw t = 0.5 s; the body's front face
+    /// // is 9.7 m away: the bolt reaches it during step 12.
     /// let claim = ProjectileHitClaim {
     ///     shooter,
     ///     weapon: WeaponId(4),
@@ -237,10 +264,10 @@ impl Validator {
     /// // The same bolt claimed (on a fresh validator) to have struck at step 3, 2 m out.
     /// let mut fresh = validator.clone();
     /// let early = ProjectileHitClaim { step: 3, position: Vec3::new(0.0, 1.6, -2.0), ..claim };
-    /// let verdict = fresh.validate_projectile(&history, None, &early, &bolt, 0.65 + 3.0 / 64.0);
+    /// let verdict = fresh.validate_projectile(&history, None, &early, 0.65 + 3.0 / 64.0);
     /// assert_eq!(verdict.outcome.label(), "projectile_too_early");
     /// // The honest claim.
-    /// let verdict = validator.validate_projectile(&history, None, &claim, &bolt, received_at);
+    /// let verdict = validator.validate_projectile(&history, None, &claim, received_at);
     /// assert!(matches!(verdict.outcome, ProjectileOutcome::Confirmed(hit) if hit.target == target));
     /// # Ok(())
     /// # }
@@ -250,7 +277,6 @@ impl Validator {
         history: &History,
         world: Option<&dyn StaticWorld>,
         claim: &ProjectileHitClaim,
-        flight: &Flight,
         received_at: f64,
     ) -> ProjectileVerdict {
         let mut basis = Basis {
@@ -258,7 +284,7 @@ impl Validator {
             ..Basis::default()
         };
         let (outcome, flown) =
-            match self.judge_projectile(history, world, claim, flight, received_at, &mut basis) {
+            match self.judge_projectile(history, world, claim, received_at, &mut basis) {
                 Ok((outcome, flown)) => (outcome, Some(flown)),
                 Err(reason) => (ProjectileOutcome::Rejected { reason }, None),
             };
@@ -279,38 +305,41 @@ impl Validator {
         history: &History,
         world: Option<&dyn StaticWorld>,
         claim: &ProjectileHitClaim,
-        flight: &Flight,
         received_at: f64,
         basis: &mut Basis,
     ) -> Result<(ProjectileOutcome, ProjectileImpact), RejectReason> {
         if !(claim.position.is_finite() && claim.position.abs().max_element() <= MAX_COORDINATE) {
             return Err(RejectReason::NonFinite);
         }
-        let fire_received_at = received_at - flight.time_of_step(claim.step);
-        match self.judge(history, world, &claim.as_shot(), fire_received_at, basis) {
-            Ok(_) => {}
-            // The target checks of a straight line from the muzzle, not of the projectile's
-            // path: the shot itself passed.
-            Err(
-                RejectReason::TargetNotAlive
-                | RejectReason::TargetNotCompensated
-                | RejectReason::FriendlyFire,
-            ) => {}
-            Err(reason) => return Err(reason),
-        }
+        // The shot's checks judge the fire as if it reached the server when the claimed
+        // step began; a weapon without a flight is refused by them (wrong kind).
+        let flight = self
+            .rules()
+            .weapon(claim.weapon)
+            .and_then(WeaponRules::flight);
+        let fire_received_at = received_at - flight.map_or(0.0, |f| f.time_of_step(claim.step));
+        self.judge_fired(
+            history,
+            world,
+            &claim.as_shot(),
+            WeaponKind::Projectile,
+            fire_received_at,
+            basis,
+        )?;
         basis.received_at = received_at;
         basis.measured = None;
         let weapon = self
             .rules()
             .weapon(claim.weapon)
             .ok_or(RejectReason::UnknownWeapon)?;
+        let flight = flight.ok_or(RejectReason::WrongWeaponKind)?;
         let fired = basis.time_used.ok_or(RejectReason::TimeTooOld)?;
         let review = ProjectileClaim {
             shot: ProjectileShot {
                 fired_at: RewindTarget::at(fired),
                 origin: claim.origin,
                 direction: claim.direction,
-                flight: *flight,
+                flight,
                 shooter: Some(claim.shooter),
                 layers: u32::MAX,
             },
@@ -334,14 +363,8 @@ impl Validator {
             (ClaimOutcome::Agree, Struck::Entity(hit)) => {
                 basis.sample = Some(hit.sample.kind);
                 // Check 9 on the target as the projectile met it. (A present-time step is
-                // not a reason: only the target's own flag is.) Friendly fire is not
-                // checked here yet: the validator's teams are private to `validator`.
-                if !hit.state.alive {
-                    return Err(RejectReason::TargetNotAlive);
-                }
-                if !hit.state.lag_compensated {
-                    return Err(RejectReason::TargetNotCompensated);
-                }
+                // not a reason: only the target's own flag is.)
+                self.check_struck(weapon, claim.shooter, hit.entity, hit.state, true)?;
                 ProjectileOutcome::Confirmed(Confirmed {
                     target: hit.entity,
                     hitbox: hit.hitbox,

@@ -19,7 +19,38 @@
 //! damage = { head = 4.0, torso = 1.0, limb = 0.75 }
 //! hit_layers = 0xffffffff         # which layers the shot can hit (default: every one)
 //! blocked_by = 0xfffffffb         # which layers stop it: all but layer 2, glass
+//!
+//! [weapons.rocket_launcher]       # a kind other than hitscan, with its own table
+//! kind = "projectile"             # hitscan (the default), projectile, pellets, melee, area
+//! id = 3
+//! max_range = 200.0
+//! min_interval = 0.8
+//! aim_tolerance_deg = 5.0
+//! origin_tolerance = 1.0
+//! hit_leeway = 1.25
+//! hit_leeway_min = 0.05
+//! max_rewind = 0.35
+//! flight = { speed = 40.0, gravity = [0.0, -2.0, 0.0], radius = 0.1, step = 0.015625, max_time = 5.0 }
+//! area = { radius = 4.0, falloff = { start = 1.0, end = 4.0, min = 0.2 } }
+//!
+//! [weapons.shotgun]
+//! kind = "pellets"
+//! # ... the same shared fields ...
+//! pellets = { count = 12, half_angle_deg = 4.0, pattern = "rings", jitter = 0.3 }
+//!
+//! [weapons.knife]
+//! kind = "melee"
+//! # ... the same shared fields ...
+//! melee = { reach = 2.0, angle_deg = 60.0, max_blade = 0.4, max_swing_deg = 150.0 }
+//!
+//! [weapons.grenade]
+//! kind = "area"
+//! # ... the same shared fields ...
+//! area = { radius = 6.0, bodies_block = true }
 //! ```
+//!
+//! Each kind's table is required for that kind and refused for the others (a projectile
+//! may carry an `area` table: its blast on impact); see [`kinds`].
 
 use std::collections::BTreeMap;
 
@@ -27,6 +58,12 @@ use lagcomp::Zone;
 use serde::{Deserialize, Serialize};
 
 use crate::claim::WeaponId;
+
+pub mod kinds;
+
+pub use kinds::{
+    AreaRules, FalloffRules, FlightRules, MeleeLimits, PelletPattern, PelletRules, WeaponKind,
+};
 
 /// Everything the validator is configured with: the weapons and the policy.
 ///
@@ -37,7 +74,7 @@ use crate::claim::WeaponId;
 /// use std::collections::BTreeMap;
 ///
 /// use lagcomp::Zone;
-/// use lagcomp_validate::{DamageMultipliers, Policy, RuleSet, WeaponId, WeaponRules};
+/// use lagcomp_validate::{DamageMultipliers, Policy, RuleSet, WeaponId, WeaponKind, WeaponRules};
 ///
 /// let pistol = WeaponRules {
 ///     id: WeaponId(2),
@@ -55,6 +92,11 @@ use crate::claim::WeaponId;
 ///     damage: DamageMultipliers { head: 3.0, ..DamageMultipliers::default() },
 ///     hit_layers: u32::MAX,  // every layer can be hit
 ///     blocked_by: !0b100,    // rounds pass what is on layer 2 (glass)
+///     kind: WeaponKind::Hitscan,
+///     flight: None,          // the tables of the other kinds
+///     pellets: None,
+///     melee: None,
+///     area: None,
 /// };
 /// let rules = RuleSet {
 ///     policy: Policy::default(),
@@ -135,6 +177,22 @@ pub struct WeaponRules {
     /// glass a sniper round goes through. Every layer when absent.
     #[serde(default = "every_layer", skip_serializing_if = "is_every_layer")]
     pub blocked_by: u32,
+    /// What the weapon fires; hitscan when absent (see [`WeaponKind`]).
+    #[serde(default, skip_serializing_if = "WeaponKind::is_hitscan")]
+    pub kind: WeaponKind,
+    /// A projectile's flight: required for `kind = "projectile"`, refused otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flight: Option<FlightRules>,
+    /// A shotgun's pellets: required for `kind = "pellets"`, refused otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pellets: Option<PelletRules>,
+    /// A melee weapon's limits: required for `kind = "melee"`, refused otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub melee: Option<MeleeLimits>,
+    /// A blast: required for `kind = "area"`, allowed for `kind = "projectile"` (its
+    /// blast on impact), refused otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub area: Option<AreaRules>,
 }
 
 /// Every layer: a weapon's `hit_layers` and `blocked_by` when a rule file does not give
@@ -282,6 +340,27 @@ pub enum RulesError {
         first: String,
         /// The other.
         second: String,
+    },
+    /// A weapon's kind lacks its table (`kind = "pellets"` without `pellets`), or the
+    /// weapon has a table of another kind.
+    #[error("weapons.{weapon}: kind {kind} {}", if *present { format!("has no use for a {table} table") } else { format!("needs a {table} table") })]
+    KindTable {
+        /// The weapon's name.
+        weapon: String,
+        /// Its kind.
+        kind: WeaponKind,
+        /// The table (`flight`, `pellets`, `melee`, `area`).
+        table: &'static str,
+        /// True when the table is there but does not belong, false when it is missing.
+        present: bool,
+    },
+    /// A `[melee.<name>]` table names a weapon id the rule set does not have.
+    #[error("melee weapon {name:?}: no weapon has id {id}")]
+    MeleeWithoutWeapon {
+        /// The melee table's name.
+        name: String,
+        /// Its id.
+        id: u16,
     },
     /// A number is out of its range.
     #[error("{field}: {value} is out of range ({expected})")]
@@ -461,6 +540,7 @@ impl RuleSet {
                     "0 to 1000",
                 )?;
             }
+            w.check_kind(name)?;
         }
         Ok(())
     }
@@ -521,5 +601,212 @@ mod tests {
         assert!(matches!(e, RulesError::Parse(_)), "{e}");
         let e = RuleSet::from_toml(&format!("[policy]\nsequence_window = 0\n{RIFLE}")).unwrap_err();
         assert!(e.to_string().contains("policy.sequence_window"), "{e}");
+    }
+
+    /// The rifle's shared fields under another name and id, with `extra` lines added.
+    fn weapon_of(name: &str, id: u16, extra: &str) -> String {
+        let shared = RIFLE.split_once("id = 1").unwrap().1;
+        format!("[weapons.{name}]\nid = {id}\n{extra}\n{shared}")
+    }
+
+    #[test]
+    fn every_kind_reads_its_table_and_round_trips() {
+        let text = [
+            weapon_of(
+                "rocket",
+                2,
+                "kind = \"projectile\"\n\
+                 flight = { speed = 40.0, gravity = [0.0, -2.0, 0.0], drag = 0.01, radius = 0.1, \
+                 step = 0.015625, max_time = 5.0 }\n\
+                 area = { radius = 4.0, falloff = { start = 1.0, end = 4.0, min = 0.2 } }",
+            ),
+            weapon_of(
+                "shotgun",
+                3,
+                "kind = \"pellets\"\n\
+                 pellets = { count = 12, half_angle_deg = 4.0, pattern = \"rings\", jitter = 0.3, \
+                 falloff = { start = 5.0, end = 15.0, min = 0.5 } }",
+            ),
+            weapon_of(
+                "knife",
+                4,
+                "kind = \"melee\"\n\
+                 melee = { reach = 2.0, angle_deg = 60.0, max_blade = 0.4, max_swing_deg = 150.0 }",
+            ),
+            weapon_of(
+                "grenade",
+                5,
+                "kind = \"area\"\narea = { radius = 6.0, bodies_block = true }",
+            ),
+        ]
+        .join("\n");
+        let rules = RuleSet::from_toml(&format!("{RIFLE}\n{text}")).unwrap();
+        let kind = |id| rules.weapon(WeaponId(id)).unwrap().kind;
+        assert_eq!(
+            [1, 2, 3, 4, 5].map(kind),
+            [
+                WeaponKind::Hitscan,
+                WeaponKind::Projectile,
+                WeaponKind::Pellets,
+                WeaponKind::Melee,
+                WeaponKind::Area
+            ]
+        );
+        let rocket = rules.weapon(WeaponId(2)).unwrap();
+        let flight = rocket.flight().unwrap();
+        assert_eq!(flight.muzzle_speed(), 40.0);
+        assert_eq!(flight.gravity(), lagcomp::Vec3::new(0.0, -2.0, 0.0));
+        assert_eq!(flight.steps(), 320);
+        let blast = rocket.splash_weapon().unwrap();
+        assert_eq!(blast.radius, 4.0);
+        assert_eq!(blast.falloff.multiplier(4.0), 0.2);
+        assert!(!blast.bodies_block);
+        let shotgun = rules.weapon(WeaponId(3)).unwrap().pellet_weapon().unwrap();
+        assert_eq!(shotgun.spread.pellets(), 12);
+        assert_eq!(
+            shotgun.spread.kind(),
+            lagcomp::spread::SpreadKind::Pattern { jitter: 0.3 }
+        );
+        assert_eq!(shotgun.falloff.multiplier(15.0), 0.5);
+        let knife = rules.weapon(WeaponId(4)).unwrap();
+        assert_eq!(knife.melee_limits().unwrap().reach, 2.0);
+        assert!(knife.flight().is_none() && knife.pellet_weapon().is_none());
+        assert!(
+            rules
+                .weapon(WeaponId(5))
+                .unwrap()
+                .splash_weapon()
+                .unwrap()
+                .bodies_block
+        );
+        // A hitscan weapon has none of the kinds' parameters, and writes no kind.
+        let rifle = rules.weapon(WeaponId(1)).unwrap();
+        assert!(rifle.flight().is_none() && rifle.splash_weapon().is_none());
+        let written = rules.to_toml();
+        assert_eq!(written.matches("kind = ").count(), 4, "{written}");
+        assert_eq!(RuleSet::from_toml(&written).unwrap(), rules);
+    }
+
+    #[test]
+    fn a_kind_needs_its_table_and_refuses_the_others() {
+        let e = RuleSet::from_toml(&weapon_of("shotgun", 3, "kind = \"pellets\"")).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                RulesError::KindTable {
+                    table: "pellets",
+                    present: false,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "weapons.shotgun: kind pellets needs a pellets table"
+        );
+        let e = RuleSet::from_toml(&weapon_of(
+            "rifle2",
+            3,
+            "flight = { speed = 40.0, step = 0.1, max_time = 1.0 }",
+        ))
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "weapons.rifle2: kind hitscan has no use for a flight table"
+        );
+        // A grenade is not a projectile: its blast alone.
+        let e = RuleSet::from_toml(&weapon_of(
+            "grenade",
+            3,
+            "kind = \"area\"\narea = { radius = 6.0 }\nflight = { speed = 4.0, step = 0.1, max_time = 1.0 }",
+        ))
+        .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                RulesError::KindTable {
+                    table: "flight",
+                    present: true,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        // Unknown kinds and unknown fields in a kind's table are refused.
+        for extra in [
+            "kind = \"laser\"",
+            "kind = \"melee\"\nmelee = { reach = 2.0, angle_deg = 60.0, max_blade = 0.4, max_swing_deg = 150.0, sharp = true }",
+            "kind = \"pellets\"\npellets = { count = 12, half_angle_deg = 4.0, seed = 7 }",
+        ] {
+            let e = RuleSet::from_toml(&weapon_of("odd", 3, extra)).unwrap_err();
+            assert!(matches!(e, RulesError::Parse(_)), "{extra}: {e}");
+        }
+    }
+
+    #[test]
+    fn every_kind_number_is_range_checked_with_its_field_named() {
+        let flight = |f: &str| format!("kind = \"projectile\"\nflight = {{ {f} }}");
+        let cases = [
+            (flight("speed = 0.0, step = 0.1, max_time = 1.0"), "weapons.w.flight.speed"),
+            (flight("speed = 1e5, step = 0.1, max_time = 1.0"), "weapons.w.flight.speed"),
+            (
+                flight("speed = 10.0, gravity = [0.0, -2000.0, 0.0], step = 0.1, max_time = 1.0"),
+                "weapons.w.flight.gravity.y",
+            ),
+            (flight("speed = 10.0, drag = -1.0, step = 0.1, max_time = 1.0"), "weapons.w.flight.drag"),
+            (flight("speed = 10.0, radius = -0.1, step = 0.1, max_time = 1.0"), "weapons.w.flight.radius"),
+            (flight("speed = 10.0, step = 0.0, max_time = 1.0"), "weapons.w.flight.step"),
+            (flight("speed = 10.0, step = 2.0, max_time = 1.0"), "weapons.w.flight.step"),
+            (flight("speed = 10.0, step = 0.00001, max_time = 10.0"), "weapons.w.flight.max_time"),
+            (flight("speed = 10.0, step = 0.1, max_time = nan"), "weapons.w.flight.max_time"),
+            (
+                "kind = \"pellets\"\npellets = { count = 0, half_angle_deg = 4.0 }".into(),
+                "weapons.w.pellets.count",
+            ),
+            (
+                "kind = \"pellets\"\npellets = { count = 33, half_angle_deg = 4.0 }".into(),
+                "weapons.w.pellets.count",
+            ),
+            (
+                "kind = \"pellets\"\npellets = { count = 8, half_angle_deg = 50.0 }".into(),
+                "weapons.w.pellets.half_angle_deg",
+            ),
+            (
+                "kind = \"pellets\"\npellets = { count = 8, half_angle_deg = 5.0, jitter = 2.0 }".into(),
+                "weapons.w.pellets.jitter",
+            ),
+            (
+                "kind = \"pellets\"\npellets = { count = 8, half_angle_deg = 5.0, \
+                 falloff = { start = 5.0, end = 4.0, min = 0.5 } }"
+                    .into(),
+                "weapons.w.pellets.falloff.end",
+            ),
+            (
+                "kind = \"melee\"\nmelee = { reach = 0.0, angle_deg = 60.0, max_blade = 0.4, max_swing_deg = 150.0 }".into(),
+                "weapons.w.melee.reach",
+            ),
+            (
+                "kind = \"melee\"\nmelee = { reach = 2.0, angle_deg = 60.0, max_blade = 0.4, max_swing_deg = 400.0 }".into(),
+                "weapons.w.melee.max_swing_deg",
+            ),
+            ("kind = \"area\"\narea = { radius = 0.0 }".into(), "weapons.w.area.radius"),
+            (
+                "kind = \"area\"\narea = { radius = 5.0, falloff = { start = 1.0, end = 5.0, min = 1.5 } }".into(),
+                "weapons.w.area.falloff.min",
+            ),
+            (
+                "kind = \"area\"\narea = { radius = 5.0, falloff = { start = -1.0, end = 5.0, min = 0.5 } }".into(),
+                "weapons.w.area.falloff.start",
+            ),
+        ];
+        for (extra, field) in cases {
+            let e = RuleSet::from_toml(&weapon_of("w", 3, &extra)).unwrap_err();
+            assert!(matches!(e, RulesError::OutOfRange { .. }), "{extra}: {e}");
+            assert!(
+                e.to_string().starts_with(&format!("{field}:")),
+                "{extra}: {e}"
+            );
+        }
     }
 }

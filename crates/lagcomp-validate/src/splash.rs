@@ -16,10 +16,11 @@ use std::fmt;
 use lagcomp::math::MAX_COORDINATE;
 use lagcomp::query::splash::{Blast, Cover, SplashHit};
 use lagcomp::spread::Falloff;
-use lagcomp::{EntityId, History, HitboxId, Overlap, RewindTarget, StaticWorld, Vec3};
+use lagcomp::{EntityId, History, HitboxId, Overlap, RewindTarget, StaticWorld, Vec3, Zone};
 use serde::{Deserialize, Serialize};
 
 use crate::claim::{RenderTime, ShotClaim, WeaponId};
+use crate::rules::WeaponKind;
 use crate::validator::Validator;
 use crate::verdict::{Basis, RejectReason};
 
@@ -129,6 +130,18 @@ impl fmt::Display for SplashReason {
     }
 }
 
+/// The same reason among every kind's, with the same code and name: what the audit log,
+/// the stats and [`crate::Rejection`] read.
+impl From<SplashReason> for RejectReason {
+    fn from(reason: SplashReason) -> Self {
+        match reason {
+            SplashReason::SplashThroughWall => Self::SplashThroughWall,
+            SplashReason::SplashOutOfRadius => Self::SplashOutOfRadius,
+            SplashReason::SplashBeyondRange => Self::SplashBeyondRange,
+        }
+    }
+}
+
 /// What the server found for one claimed victim.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "victim")]
@@ -141,6 +154,10 @@ pub enum SplashResult {
         target: EntityId,
         /// Its nearest visible hitbox.
         hitbox: HitboxId,
+        /// That hitbox's zone.
+        zone: Zone,
+        /// The point of that hitbox nearest the blast, world space at the blast's moment.
+        point: Vec3,
         /// From the blast to that hitbox, metres.
         distance: f32,
         /// The falloff at that distance.
@@ -218,10 +235,13 @@ thread_local! {
 
 impl Validator {
     /// Judges a splash claim. First the shot's own checks, exactly as
-    /// [`Validator::validate`] makes them for a hitscan shot with no hit claimed. Then the
+    /// [`Validator::validate`] makes them for a hitscan shot with no hit claimed; the
+    /// weapon must be an area one, or a projectile one with an `area` table (a rocket's
+    /// blast on impact), [`RejectReason::WrongWeaponKind`] otherwise, and its blast is
+    /// that table's. Then the
     /// blast, at the moment those checks settled on (as the thrower saw it): it must lie
     /// within the weapon's range of the muzzle, and each claimed victim must have a hitbox
-    /// within `weapon.radius` that the blast can see (walls, `world`, and bodies when the
+    /// within the blast's radius that the blast can see (walls, `world`, and bodies when the
     /// weapon says so stop it). Each caught victim takes the falloff at its nearest
     /// visible hitbox.
     pub fn validate_splash(
@@ -229,7 +249,6 @@ impl Validator {
         history: &History,
         world: Option<&dyn StaticWorld>,
         claim: &SplashClaim,
-        weapon: &SplashWeapon,
         received_at: f64,
     ) -> SplashVerdict {
         let mut basis = Basis {
@@ -238,15 +257,7 @@ impl Validator {
         };
         let mut victims = [SplashResult::Empty; MAX_VICTIMS];
         let outcome = self
-            .judge_splash(
-                history,
-                world,
-                claim,
-                weapon,
-                received_at,
-                &mut basis,
-                &mut victims,
-            )
+            .judge_splash(history, world, claim, received_at, &mut basis, &mut victims)
             .unwrap_or_else(|reason| SplashOutcome::Rejected { reason });
         let verdict = SplashVerdict {
             shooter: claim.shooter,
@@ -260,16 +271,11 @@ impl Validator {
         verdict
     }
 
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the public call's inputs, and where the basis and the breakdown go"
-    )]
     fn judge_splash(
         &mut self,
         history: &History,
         world: Option<&dyn StaticWorld>,
         claim: &SplashClaim,
-        weapon: &SplashWeapon,
         received_at: f64,
         basis: &mut Basis,
         victims: &mut [SplashResult; MAX_VICTIMS],
@@ -277,11 +283,17 @@ impl Validator {
         if !(claim.blast.is_finite() && claim.blast.abs().max_element() <= MAX_COORDINATE) {
             return Err(RejectReason::NonFinite);
         }
-        self.judge_fired(history, world, &claim.as_shot(), received_at, basis)?;
+        // A grenade's claim, or a rocket's blast on impact.
+        let kind = match self.rules().weapon(claim.weapon) {
+            Some(w) if w.kind == WeaponKind::Projectile && w.area.is_some() => w.kind,
+            _ => WeaponKind::Area,
+        };
+        self.judge_fired(history, world, &claim.as_shot(), kind, received_at, basis)?;
         let rules = self
             .rules()
             .weapon(claim.weapon)
             .ok_or(RejectReason::UnknownWeapon)?;
+        let weapon = rules.splash_weapon().ok_or(RejectReason::WrongWeaponKind)?;
         let fired = basis.time_used.ok_or(RejectReason::TimeTooOld)?;
         if claim.origin.distance(claim.blast) > rules.max_range {
             return Ok(SplashOutcome::Refused {
@@ -317,6 +329,8 @@ impl Validator {
                         SplashResult::Caught {
                             target,
                             hitbox: seen.overlap.hitbox,
+                            zone: seen.overlap.zone,
+                            point: seen.overlap.closest_point,
                             distance: seen.overlap.distance,
                             damage_multiplier: seen.multiplier,
                         }

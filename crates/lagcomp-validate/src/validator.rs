@@ -37,7 +37,7 @@ use lagcomp::{
 
 use crate::claim::{ClaimedHit, ClientTiming, ShotClaim, TimingError};
 use crate::measurement::Measurement;
-use crate::rules::{Policy, RuleSet, ShooterReference, WeaponRules};
+use crate::rules::{Policy, RuleSet, ShooterReference, WeaponKind, WeaponRules};
 use crate::screening::{ClaimedMoment, check_numbers, claimed_time, leeway, time_reason};
 use crate::shot_memory::{FiredShots, SequenceWindow, spacing_allows};
 use crate::verdict::{Basis, Confirmed, RejectReason, Verdict, VerdictOutcome};
@@ -286,6 +286,14 @@ impl Validator {
         }
     }
 
+    /// The registered participant `entity`, if any.
+    pub(crate) fn participant(&self, entity: EntityId) -> Option<Participant> {
+        self.participants
+            .get(&entity)
+            .filter(|s| s.registered)
+            .map(|s| s.participant)
+    }
+
     /// The rules in force.
     #[must_use]
     pub fn rules(&self) -> &RuleSet {
@@ -431,7 +439,14 @@ impl Validator {
             received_at,
             ..Basis::default()
         };
-        let outcome = self.judge(history, world, claim, received_at, &mut basis);
+        let outcome = self.judge(
+            history,
+            world,
+            claim,
+            WeaponKind::Hitscan,
+            received_at,
+            &mut basis,
+        );
         verdict(claim, outcome, basis)
     }
 
@@ -473,7 +488,7 @@ impl Validator {
             ..Basis::default()
         };
         let stage = self
-            .screen(history, claim, received_at, &mut basis)
+            .screen(history, claim, WeaponKind::Hitscan, received_at, &mut basis)
             .map(|screened| {
                 // What checks 2 and 3 leave in the basis when they pass.
                 let mut after = basis;
@@ -550,15 +565,17 @@ impl Validator {
         examined.outcome
     }
 
+    /// Checks 1 to 9 of `claim`, fired by a weapon that must be of `kind`.
     pub(crate) fn judge(
         &mut self,
         history: &History,
         world: Option<&dyn StaticWorld>,
         claim: &ShotClaim,
+        kind: WeaponKind,
         received_at: f64,
         basis: &mut Basis,
     ) -> Result<VerdictOutcome, RejectReason> {
-        let screened = self.screen(history, claim, received_at, basis)?;
+        let screened = self.screen(history, claim, kind, received_at, basis)?;
         let policy = &self.rules.policy;
         let shooter = self
             .participants
@@ -574,11 +591,13 @@ impl Validator {
         outcome
     }
 
-    /// Check 1, and what checks 2 and 3 need from the claim and the configuration.
+    /// Check 1 (the weapon must be of `kind`), and what checks 2 and 3 need from the
+    /// claim and the configuration.
     fn screen(
         &self,
         history: &History,
         claim: &ShotClaim,
+        kind: WeaponKind,
         received_at: f64,
         basis: &mut Basis,
     ) -> Result<Screened, RejectReason> {
@@ -588,6 +607,9 @@ impl Validator {
             .rules
             .weapon(claim.weapon)
             .ok_or(RejectReason::UnknownWeapon)?;
+        if weapon.kind != kind {
+            return Err(RejectReason::WrongWeaponKind);
+        }
         if !history.is_active(claim.shooter) && history.rig(claim.shooter).is_err() {
             return Err(RejectReason::UnknownShooter);
         }
@@ -807,7 +829,7 @@ impl Validator {
     }
 
     /// Check 9 for one target.
-    fn check_target(
+    pub(crate) fn check_target(
         &self,
         weapon: &WeaponRules,
         team: u16,

@@ -59,16 +59,45 @@ pub enum RejectReason {
     /// The claimed target can never be hit: an entity spawned as a blocker only (a door,
     /// a lift; see [`lagcomp::EntityRole`]).
     NotATarget,
+    /// The weapon fires another kind of shot than the claim's (a hitscan claim for a
+    /// shotgun, a pellet claim for a rifle): see [`crate::WeaponKind`].
+    WrongWeaponKind,
+    /// A projectile claim: the re-flown projectile never strikes the claimed target (see
+    /// [`crate::projectile::ProjectileReason::ProjectileOffPath`]).
+    ProjectileOffPath,
+    /// A projectile claim: the projectile could not have arrived by the claimed step.
+    ProjectileTooEarly,
+    /// A pellet claim fires another number of pellets than the weapon does.
+    PelletCountMismatch,
+    /// A pellet claim's seed is not the one the shot's pellets come from.
+    PelletSeedMismatch,
+    /// A pellet is claimed on a target its regenerated ray does not strike first.
+    PelletOffTarget,
+    /// A splash victim is within the radius but hidden from the blast.
+    SplashThroughWall,
+    /// A splash victim has no hitbox within the radius.
+    SplashOutOfRadius,
+    /// The blast lies beyond the weapon's range from the muzzle.
+    SplashBeyondRange,
+    /// A melee claim for a weapon that is not a melee one.
+    MeleeNotMelee,
+    /// A melee sweep larger, or turning further, than the weapon allows.
+    MeleeSwingTooLarge,
+    /// A melee strike beyond the weapon's reach from the eye.
+    MeleeOutOfReach,
+    /// A melee strike further off the attacker's view than the weapon's angle.
+    MeleeOutsideArc,
 }
 
 impl RejectReason {
     /// Every reason, in code order.
-    pub const ALL: [Self; 19] = [
+    pub const ALL: [Self; 32] = [
         Self::NonFinite,
         Self::ZeroDirection,
         Self::UnknownWeapon,
         Self::UnknownShooter,
         Self::ShooterNotAlive,
+        Self::WrongWeaponKind,
         Self::Replayed,
         Self::SequenceTooOld,
         Self::FireRate,
@@ -79,15 +108,28 @@ impl RejectReason {
         Self::OriginTooFar,
         Self::AngleTooFar,
         Self::TamperedClaim,
+        Self::ProjectileOffPath,
+        Self::ProjectileTooEarly,
+        Self::PelletCountMismatch,
+        Self::PelletSeedMismatch,
+        Self::PelletOffTarget,
+        Self::SplashThroughWall,
+        Self::SplashOutOfRadius,
+        Self::SplashBeyondRange,
         Self::TargetNotAlive,
         Self::TargetNotCompensated,
         Self::FriendlyFire,
         Self::NotATarget,
+        Self::MeleeNotMelee,
+        Self::MeleeSwingTooLarge,
+        Self::MeleeOutOfReach,
+        Self::MeleeOutsideArc,
     ];
 
     /// A stable number: the check's number times 100 plus the reason within it
     /// (1xx malformed, 2xx replay, 3xx fire rate, 4xx time, 5xx origin, 6xx angle,
-    /// 8xx claim, 9xx target).
+    /// 8xx claim: 801 hitscan, 81x projectile, 83x pellets, 84x splash; 9xx target;
+    /// 11xx melee).
     #[must_use]
     pub const fn code(self) -> u16 {
         match self {
@@ -110,6 +152,19 @@ impl RejectReason {
             Self::TargetNotCompensated => 902,
             Self::FriendlyFire => 903,
             Self::NotATarget => 904,
+            Self::WrongWeaponKind => 106,
+            Self::ProjectileOffPath => 811,
+            Self::ProjectileTooEarly => 812,
+            Self::PelletCountMismatch => 831,
+            Self::PelletSeedMismatch => 832,
+            Self::PelletOffTarget => 833,
+            Self::SplashThroughWall => 841,
+            Self::SplashOutOfRadius => 842,
+            Self::SplashBeyondRange => 843,
+            Self::MeleeNotMelee => 1101,
+            Self::MeleeSwingTooLarge => 1102,
+            Self::MeleeOutOfReach => 1103,
+            Self::MeleeOutsideArc => 1104,
         }
     }
 
@@ -136,6 +191,19 @@ impl RejectReason {
             Self::TargetNotCompensated => "target_not_compensated",
             Self::FriendlyFire => "friendly_fire",
             Self::NotATarget => "not_a_target",
+            Self::WrongWeaponKind => "wrong_weapon_kind",
+            Self::ProjectileOffPath => "projectile_off_path",
+            Self::ProjectileTooEarly => "projectile_too_early",
+            Self::PelletCountMismatch => "pellet_count_mismatch",
+            Self::PelletSeedMismatch => "pellet_seed_mismatch",
+            Self::PelletOffTarget => "pellet_off_target",
+            Self::SplashThroughWall => "splash_through_wall",
+            Self::SplashOutOfRadius => "splash_out_of_radius",
+            Self::SplashBeyondRange => "splash_beyond_range",
+            Self::MeleeNotMelee => "melee_not_melee",
+            Self::MeleeSwingTooLarge => "melee_swing_too_large",
+            Self::MeleeOutOfReach => "melee_out_of_reach",
+            Self::MeleeOutsideArc => "melee_outside_arc",
         }
     }
 }

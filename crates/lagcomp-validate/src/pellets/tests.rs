@@ -52,7 +52,10 @@ fn scene() -> (History, Validator, [EntityId; 3]) {
     }
     let rules = "[weapons.shotgun]\nid = 9\nmax_range = 60.0\nmin_interval = 0.5\n\
                  aim_tolerance_deg = 5.0\norigin_tolerance = 0.5\nhit_leeway = 1.25\n\
-                 hit_leeway_min = 0.05\nmax_rewind = 0.35\ndamage = { torso = 1.0 }";
+                 hit_leeway_min = 0.05\nmax_rewind = 0.35\ndamage = { torso = 1.0 }\n\
+                 kind = \"pellets\"\n\
+                 pellets = { count = 12, half_angle_deg = 4.0, \
+                 falloff = { start = 5.0, end = 15.0, min = 0.5 } }";
     let mut validator = Validator::new(RuleSet::from_toml(rules).unwrap());
     let eye = Participant {
         team: 1,
@@ -123,7 +126,7 @@ fn honest(history: &History, ids: [EntityId; 3], seq: u32) -> PelletClaim {
 fn judge(history: &History, validator: &Validator, claim: &PelletClaim) -> PelletVerdict {
     validator
         .clone()
-        .validate_pellets(history, None, claim, &shotgun(), 0.65)
+        .validate_pellets(history, None, claim, 0.65)
 }
 
 fn hits_of(claim: &PelletClaim) -> usize {
@@ -315,10 +318,10 @@ fn reasons_keep_their_names_and_codes() {
 }
 
 #[test]
-fn a_teammate_on_the_aim_line_does_not_refuse_the_pellets() {
+fn pellets_on_a_teammate_are_friendly_fire_and_the_aim_line_alone_is_not() {
     // The hitscan checks reject a shot whose aim line meets a teammate; no pellet follows
-    // that line, so the pellets are judged on what they struck. (Per-pellet friendly fire
-    // is not checked yet: the validator's teams are private to its hitscan checks.)
+    // that line, so the pellets are judged on what they struck: a pellet claimed on a
+    // teammate is friendly fire, as a hitscan hit on one is.
     let (history, mut validator, ids) = scene();
     validator.register(
         ids[1],
@@ -329,9 +332,48 @@ fn a_teammate_on_the_aim_line_does_not_refuse_the_pellets() {
         },
     );
     let claim = honest(&history, ids, 0);
+    assert!(hits_of(&claim) > 0);
+    let verdict = judge(&history, &validator, &claim);
+    assert_eq!(verdict.outcome.label(), "friendly_fire", "{verdict:?}");
+    // The same shot claiming no pellet on the teammate: nothing to refuse.
+    let none = PelletClaim {
+        hits: [None; MAX_PELLETS],
+        ..claim
+    };
+    let verdict = judge(&history, &validator, &none);
+    assert!(
+        matches!(verdict.outcome, PelletOutcome::Confirmed { hits: 0, .. }),
+        "{verdict:?}"
+    );
+    // A weapon with friendly fire deals it.
+    let mut rules = validator.rules().clone();
+    rules.weapons.get_mut("shotgun").unwrap().friendly_fire = true;
+    validator.set_rules(rules);
     let verdict = judge(&history, &validator, &claim);
     assert!(
         matches!(verdict.outcome, PelletOutcome::Confirmed { hits, .. } if usize::from(hits) == hits_of(&claim)),
         "{verdict:?}"
     );
+}
+
+#[test]
+fn the_spread_comes_from_the_weapon_rules() {
+    let (_, validator, _) = scene();
+    let rules = validator.rules().weapon(WeaponId(9)).unwrap();
+    assert_eq!(rules.pellet_weapon(), Some(shotgun()));
+}
+
+#[test]
+fn pellets_hit_only_the_weapons_layers() {
+    // A shotgun that hits nothing on the players' layer: its pellets pass through them,
+    // so a pellet claimed on one struck nothing there.
+    let (history, mut validator, ids) = scene();
+    let claim = honest(&history, ids, 0);
+    assert!(hits_of(&claim) > 0);
+    let mut rules = validator.rules().clone();
+    let players = EntityState::default().layers;
+    rules.weapons.get_mut("shotgun").unwrap().hit_layers = !players;
+    validator.set_rules(rules);
+    let verdict = judge(&history, &validator, &claim);
+    assert_eq!(verdict.outcome.label(), "pellet_off_target", "{verdict:?}");
 }

@@ -61,7 +61,9 @@ fn scene_with(target_state: EntityState) -> (History, Validator, [EntityId; 3]) 
     }
     let rules = "[weapons.rocket]\nid = 7\nmax_range = 250.0\nmin_interval = 0.5\n\
                  aim_tolerance_deg = 5.0\norigin_tolerance = 0.5\nhit_leeway = 1.25\n\
-                 hit_leeway_min = 0.05\nmax_rewind = 0.35\ndamage = { torso = 2.0 }";
+                 hit_leeway_min = 0.05\nmax_rewind = 0.35\ndamage = { torso = 2.0 }\n\
+                 kind = \"projectile\"\n\
+                 flight = { speed = 25.0, radius = 0.1, step = 0.015625, max_time = 3.0 }";
     let mut validator = Validator::new(RuleSet::from_toml(rules).unwrap());
     let eye = Participant {
         team: 1,
@@ -116,7 +118,7 @@ fn judge(
 ) -> ProjectileVerdict {
     validator
         .clone()
-        .validate_projectile(history, None, claim, &rocket(), arrival(claim.step))
+        .validate_projectile(history, None, claim, arrival(claim.step))
 }
 
 #[test]
@@ -251,14 +253,14 @@ fn each_cheat_is_refused_next_to_its_honest_twin() {
 fn a_projectile_claim_counts_towards_the_fire_rate() {
     let (history, mut validator, ids) = scene();
     let claim = honest(ids);
-    let first = validator.validate_projectile(&history, None, &claim, &rocket(), arrival(24));
+    let first = validator.validate_projectile(&history, None, &claim, arrival(24));
     assert_eq!(first.outcome.label(), "confirmed");
     // The same moment again, as the next shot: sooner than the weapon's 0.5 s allows.
     let again = ProjectileHitClaim { seq: 1, ..claim };
-    let second = validator.validate_projectile(&history, None, &again, &rocket(), arrival(24));
+    let second = validator.validate_projectile(&history, None, &again, arrival(24));
     assert_eq!(second.outcome.label(), "fire_rate");
     // Replayed.
-    let third = validator.validate_projectile(&history, None, &claim, &rocket(), arrival(24));
+    let third = validator.validate_projectile(&history, None, &claim, arrival(24));
     assert_eq!(third.outcome.label(), "replayed");
 }
 
@@ -269,8 +271,13 @@ fn projectile_reasons_have_stable_names_and_codes_apart_from_the_hitscan_ones() 
     let codes: Vec<_> = ProjectileReason::ALL.iter().map(|r| r.code()).collect();
     assert_eq!(codes, [811, 812]);
     for reason in ProjectileReason::ALL {
-        assert!(RejectReason::ALL.iter().all(|r| r.code() != reason.code()));
-        assert!(RejectReason::ALL.iter().all(|r| r.name() != reason.name()));
+        // Folded into the reasons of every kind with its code and name.
+        let folded = RejectReason::from(reason);
+        assert_eq!(
+            (folded.code(), folded.name()),
+            (reason.code(), reason.name())
+        );
+        assert!(RejectReason::ALL.contains(&folded));
         let json = serde_json::to_string(&reason).unwrap();
         assert_eq!(json, format!("\"{}\"", reason.name()));
         assert_eq!(reason.to_string(), reason.name());
@@ -306,5 +313,59 @@ fn a_target_whose_compensation_was_off_is_refused_as_for_a_hitscan_shot() {
     assert_eq!(
         judge(&history, &validator, &honest(ids)).outcome.label(),
         "confirmed"
+    );
+}
+
+#[test]
+fn the_flight_comes_from_the_weapon_rules() {
+    let (_, validator, _) = scene();
+    let rules = validator.rules().weapon(WeaponId(7)).unwrap();
+    assert_eq!(rules.flight(), Some(rocket()));
+}
+
+#[test]
+fn a_projectile_claim_for_a_hitscan_weapon_is_the_wrong_kind() {
+    let (history, validator, ids) = scene();
+    let mut rules = validator.rules().clone();
+    let rocket = rules.weapons.get_mut("rocket").unwrap();
+    rocket.kind = crate::WeaponKind::Hitscan;
+    rocket.flight = None;
+    let mut hitscan = validator.clone();
+    hitscan.set_rules(rules);
+    assert_eq!(
+        judge(&history, &hitscan, &honest(ids)).outcome.label(),
+        "wrong_weapon_kind"
+    );
+    // And a hitscan claim for the projectile weapon.
+    let shot = crate::ShotClaim {
+        shooter: ids[0],
+        weapon: WeaponId(7),
+        seq: 0,
+        render_time: RenderTime::Time(0.5),
+        origin: Vec3::new(0.0, 1.6, 0.0),
+        direction: Vec3::NEG_Z,
+        hit: None,
+    };
+    let verdict = validator.clone().validate(&history, &shot, arrival(0));
+    assert_eq!(
+        verdict.outcome.reason(),
+        Some(RejectReason::WrongWeaponKind)
+    );
+}
+
+#[test]
+fn a_projectile_on_a_teammate_is_friendly_fire() {
+    let (history, mut validator, ids) = scene();
+    validator.register(
+        ids[1],
+        Participant {
+            team: 1,
+            aim_bone: 1,
+            aim_forward: Vec3::NEG_Z,
+        },
+    );
+    assert_eq!(
+        judge(&history, &validator, &honest(ids)).outcome.label(),
+        "friendly_fire"
     );
 }

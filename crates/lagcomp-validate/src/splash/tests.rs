@@ -63,7 +63,9 @@ fn scene(walled: bool) -> (History, Validator, [EntityId; 4]) {
     }
     let rules = "[weapons.launcher]\nid = 5\nmax_range = 60.0\nmin_interval = 0.5\n\
                  aim_tolerance_deg = 10.0\norigin_tolerance = 0.5\nhit_leeway = 1.25\n\
-                 hit_leeway_min = 0.05\nmax_rewind = 0.35";
+                 hit_leeway_min = 0.05\nmax_rewind = 0.35\nkind = \"area\"\n\
+                 area = { radius = 5.0, falloff = { start = 1.0, end = 5.0, min = 0.1 }, \
+                 bodies_block = true }";
     let mut validator = Validator::new(RuleSet::from_toml(rules).unwrap());
     let eye = Participant {
         team: 1,
@@ -122,7 +124,7 @@ fn claim(ids: [EntityId; 4], victims: &[EntityId]) -> SplashClaim {
 fn judge(history: &History, validator: &Validator, claim: &SplashClaim) -> SplashVerdict {
     validator
         .clone()
-        .validate_splash(history, None, claim, &grenade(), 0.65)
+        .validate_splash(history, None, claim, 0.65)
 }
 
 #[test]
@@ -204,4 +206,11 @@ fn reasons_keep_their_names_and_codes() {
             ("splash_beyond_range", 843)
         ]
     );
+}
+
+#[test]
+fn the_blast_comes_from_the_weapon_rules() {
+    let (_, validator, _) = scene(false);
+    let rules = validator.rules().weapon(WeaponId(5)).unwrap();
+    assert_eq!(rules.splash_weapon(), Some(grenade()));
 }

@@ -2,10 +2,12 @@
 //! linked once: a module per concern, and the shared skirmish (`fixture`) and recording
 //! helpers (`recording_support`).
 
+mod allocations;
 mod audit;
 mod doors;
 mod examine;
 mod fixture;
+mod kinds;
 mod level_geometry;
 mod melee;
 mod properties;

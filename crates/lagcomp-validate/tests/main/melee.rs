@@ -6,7 +6,6 @@
 //! walled scene) a wall between the attacker and the enemy in front. Every cheat changes one thing of the
 //! honest slash at the enemy in front.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use lagcomp::{
@@ -26,7 +25,6 @@ const SHOULDER: Vec3 = Vec3::new(0.0, 1.3, 0.0);
 struct Scene {
     history: History,
     validator: Validator,
-    melee: MeleeRules,
     attacker: EntityId,
     front: EntityId,
     behind: EntityId,
@@ -96,7 +94,8 @@ fn scene(wall: bool) -> Scene {
         "[melee.knife]\nid = 7\nreach = 2.0\nangle_deg = 60.0\nmax_blade = 0.5\nmax_swing_deg = 150.0",
     )
     .unwrap();
-    let mut validator = Validator::new(rules);
+    // The limits as a `[melee.<name>]` table, folded into the knife's rules.
+    let mut validator = Validator::new(rules.with_melee(&melee).unwrap());
     let eye = Participant {
         team: 1,
         aim_bone: 2,
@@ -119,7 +118,6 @@ fn scene(wall: bool) -> Scene {
     Scene {
         history,
         validator,
-        melee,
         attacker: ids[0],
         front: ids[1],
         behind: ids[2],
@@ -170,7 +168,7 @@ impl Scene {
     fn judge(&self, claim: &MeleeClaim) -> MeleeVerdict {
         self.validator
             .clone()
-            .validate_melee(&self.history, &self.melee, claim, 0.95)
+            .validate_melee(&self.history, claim, 0.95)
     }
 }
 
@@ -195,86 +193,97 @@ fn refused(verdict: &MeleeVerdict, reason: impl Into<MeleeRejection>) -> MeleeRe
     reason
 }
 
-#[test]
-fn every_melee_reason_from_a_cheat_next_to_its_honest_twin() {
+/// A cheat refused for the melee `reason` next to its honest twin, struck; returns the
+/// reason as one of every kind's ([`RejectReason`]), for `reasons.rs`.
+pub(crate) fn melee_cheat_next_to_its_honest_twin(reason: MeleeReason) -> RejectReason {
     let s = scene(false);
     let honest = s.honest();
     struck(&s.judge(&honest), s.front);
-    let mut seen = BTreeSet::new();
-
-    // A blade the size of a door.
-    let huge = PlacedShape::new(
-        s.honest().sweep.start().pose,
-        Shape::cuboid(Vec3::new(1.5, 0.02, 0.01)),
-    );
-    let cheat = MeleeClaim {
-        sweep: ShapeSweep::arc(
-            huge,
-            Swing::new(SHOULDER, Vec3::Y, 90f32.to_radians()).unwrap(),
-        )
-        .unwrap(),
-        ..honest
+    let verdicts: Vec<MeleeVerdict> = match reason {
+        MeleeReason::SwingTooLarge => {
+            // A blade the size of a door.
+            let huge = PlacedShape::new(
+                s.honest().sweep.start().pose,
+                Shape::cuboid(Vec3::new(1.5, 0.02, 0.01)),
+            );
+            let door = MeleeClaim {
+                sweep: ShapeSweep::arc(
+                    huge,
+                    Swing::new(SHOULDER, Vec3::Y, 90f32.to_radians()).unwrap(),
+                )
+                .unwrap(),
+                ..honest
+            };
+            // A swing all the way round (200 degrees; the knife allows 150).
+            let round = MeleeClaim {
+                sweep: slash(Vec3::X, 200.0),
+                ..honest
+            };
+            vec![s.judge(&door), s.judge(&round)]
+        }
+        MeleeReason::OutOfReach => {
+            // The blade teleported next to a point 2.4 m away (the knife reaches 2 m): it
+            // starts beyond the reach of the eye.
+            let far = PlacedShape::new(
+                Pose::from_translation(Vec3::new(0.5, 1.3, -2.4)),
+                Shape::cuboid(Vec3::new(0.3, 0.02, 0.01)),
+            );
+            let teleported = MeleeClaim {
+                sweep: ShapeSweep::arc(
+                    far,
+                    Swing::new(Vec3::new(0.0, 1.3, -2.4), Vec3::Y, 1.5).unwrap(),
+                )
+                .unwrap(),
+                hit: None,
+                ..honest
+            };
+            // The same slash, honest, by a knife of 70 cm reach: the blade starts within
+            // it (0.61 m from the eye), the point struck (about 0.86 m off) is out.
+            let short = MeleeRules::from_toml(
+                "[melee.knife]\nid = 7\nreach = 0.7\nangle_deg = 60.0\nmax_blade = 0.5\nmax_swing_deg = 150.0",
+            )
+            .unwrap();
+            let mut validator = s.validator.clone();
+            validator.set_rules(validator.rules().clone().with_melee(&short).unwrap());
+            vec![
+                s.judge(&teleported),
+                validator.validate_melee(&s.history, &honest, 0.95),
+            ]
+        }
+        MeleeReason::OutsideArc => {
+            // A slash behind the attacker's back, at the enemy behind: outside the 60
+            // degrees.
+            let behind = MeleeClaim {
+                sweep: slash(Vec3::X, -90.0),
+                hit: Some(ClaimedHit {
+                    target: s.behind,
+                    hitbox: None,
+                    point: None,
+                }),
+                ..honest
+            };
+            vec![s.judge(&behind)]
+        }
+        // A rifle is not a melee weapon.
+        _ => vec![s.judge(&MeleeClaim {
+            weapon: RIFLE,
+            ..honest
+        })],
     };
-    seen.insert(refused(&s.judge(&cheat), MeleeReason::SwingTooLarge));
-    // A swing all the way round (200 degrees; the knife allows 150).
-    let cheat = MeleeClaim {
-        sweep: slash(Vec3::X, 200.0),
-        ..honest
-    };
-    seen.insert(refused(&s.judge(&cheat), MeleeReason::SwingTooLarge));
+    for verdict in &verdicts {
+        refused(verdict, reason);
+    }
+    reason.into()
+}
 
-    // The blade teleported next to a point 2.4 m away (the knife reaches 2 m): it starts
-    // beyond the reach of the eye.
-    let far = PlacedShape::new(
-        Pose::from_translation(Vec3::new(0.5, 1.3, -2.4)),
-        Shape::cuboid(Vec3::new(0.3, 0.02, 0.01)),
-    );
-    let cheat = MeleeClaim {
-        sweep: ShapeSweep::arc(
-            far,
-            Swing::new(Vec3::new(0.0, 1.3, -2.4), Vec3::Y, 1.5).unwrap(),
-        )
-        .unwrap(),
-        hit: None,
-        ..honest
-    };
-    seen.insert(refused(&s.judge(&cheat), MeleeReason::OutOfReach));
-    // The same slash, honest, by a knife of 70 cm reach: the blade starts within it (0.61 m
-    // from the eye), the point struck (about 0.86 m off) is out.
-    let short = MeleeRules::from_toml(
-        "[melee.knife]\nid = 7\nreach = 0.7\nangle_deg = 60.0\nmax_blade = 0.5\nmax_swing_deg = 150.0",
-    )
-    .unwrap();
-    let verdict = s
-        .validator
-        .clone()
-        .validate_melee(&s.history, &short, &honest, 0.95);
-    refused(&verdict, MeleeReason::OutOfReach);
-
-    // A slash behind the attacker's back, at the enemy behind: outside the 60 degrees.
-    let cheat = MeleeClaim {
-        sweep: slash(Vec3::X, -90.0),
-        hit: Some(ClaimedHit {
-            target: s.behind,
-            hitbox: None,
-            point: None,
-        }),
-        ..honest
-    };
-    seen.insert(refused(&s.judge(&cheat), MeleeReason::OutsideArc));
-
-    // A rifle is not a melee weapon.
-    let cheat = MeleeClaim {
-        weapon: RIFLE,
-        ..honest
-    };
-    seen.insert(refused(&s.judge(&cheat), MeleeReason::NotMelee));
-
-    let all: BTreeSet<MeleeRejection> = MeleeReason::ALL
-        .into_iter()
-        .map(MeleeRejection::Melee)
-        .collect();
-    assert_eq!(seen, all, "a melee reason with no cheat");
+#[test]
+fn every_melee_reason_from_a_cheat_next_to_its_honest_twin() {
+    for reason in MeleeReason::ALL {
+        assert_eq!(
+            melee_cheat_next_to_its_honest_twin(reason),
+            RejectReason::from(reason)
+        );
+    }
 }
 
 #[test]
@@ -335,17 +344,17 @@ fn the_shared_checks_refuse_melee_cheats_too() {
     // a replayed sequence number too.
     let mut validator = s.validator.clone();
     struck(
-        &validator.validate_melee(&s.history, &s.melee, &honest, 0.95),
+        &validator.validate_melee(&s.history, &honest, 0.95),
         s.front,
     );
-    let again = validator.validate_melee(&s.history, &s.melee, &honest, 0.96);
+    let again = validator.validate_melee(&s.history, &honest, 0.96);
     refused(&again, RejectReason::Replayed);
     let soon = MeleeClaim {
         seq: 1,
         render_time: RenderTime::Time(0.9),
         ..honest
     };
-    let soon = validator.validate_melee(&s.history, &s.melee, &soon, 1.05);
+    let soon = validator.validate_melee(&s.history, &soon, 1.05);
     refused(&soon, RejectReason::FireRate);
 }
 
@@ -376,13 +385,11 @@ fn melee_reasons_keep_their_codes_and_names() {
             (1104, "melee_outside_arc"),
         ]
     );
-    // No melee code or name is one of the shot reasons'.
+    // Each is folded into the reasons of every kind with its code and name.
     for r in MeleeReason::ALL {
-        assert!(
-            RejectReason::ALL
-                .iter()
-                .all(|s| s.code() != r.code() && s.name() != r.name())
-        );
+        let folded = RejectReason::from(r);
+        assert_eq!((folded.code(), folded.name()), (r.code(), r.name()));
+        assert!(RejectReason::ALL.contains(&folded));
         let json = serde_json::to_string(&r).unwrap();
         assert_eq!(json, format!("\"{}\"", r.name()));
     }

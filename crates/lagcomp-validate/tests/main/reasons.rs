@@ -16,8 +16,8 @@ use crate::fixture::{
 };
 use lagcomp::{Blocker, EntityId, HitboxId, SampleKind, Tick, Vec3, Zone};
 use lagcomp_validate::{
-    ClientTiming, Participant, RejectReason, RenderTime, ShotClaim, TimeMismatch, Validator,
-    Verdict, VerdictOutcome, WeaponId,
+    ClientTiming, MeleeReason, Participant, RejectReason, RenderTime, ShotClaim, TimeMismatch,
+    Validator, Verdict, VerdictOutcome, WeaponId,
 };
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg32;
@@ -577,6 +577,39 @@ mod cases {
     pub(super) fn not_a_target() -> RejectReason {
         crate::doors::not_a_target_and_its_honest_twin()
     }
+
+    // The kinds' reasons, each from its kind's cheat next to the honest claim (the
+    // projectile, pellet, splash and wrong-kind cases in `kinds.rs`, melee's in
+    // `melee.rs`).
+    pub(super) use crate::kinds::{
+        pellet_count_mismatch, pellet_off_target, pellet_seed_mismatch, projectile_off_path,
+        projectile_too_early, splash_beyond_range, splash_out_of_radius, splash_through_wall,
+        wrong_weapon_kind,
+    };
+
+    /// A knife claim for the rifle.
+    pub(super) fn melee_not_melee() -> RejectReason {
+        melee(MeleeReason::NotMelee)
+    }
+
+    /// A blade the size of a door, and a swing all the way round.
+    pub(super) fn melee_swing_too_large() -> RejectReason {
+        melee(MeleeReason::SwingTooLarge)
+    }
+
+    /// A blade teleported out of reach, and an honest slash with a shorter knife.
+    pub(super) fn melee_out_of_reach() -> RejectReason {
+        melee(MeleeReason::OutOfReach)
+    }
+
+    /// A slash behind the attacker's back.
+    pub(super) fn melee_outside_arc() -> RejectReason {
+        melee(MeleeReason::OutsideArc)
+    }
+
+    fn melee(reason: MeleeReason) -> RejectReason {
+        crate::melee::melee_cheat_next_to_its_honest_twin(reason)
+    }
 }
 
 /// A test per case, and the list of every case with the reason it must produce.
@@ -615,6 +648,19 @@ reason_cases! {
     target_not_compensated => TargetNotCompensated,
     friendly_fire => FriendlyFire,
     not_a_target => NotATarget,
+    wrong_weapon_kind => WrongWeaponKind,
+    projectile_off_path => ProjectileOffPath,
+    projectile_too_early => ProjectileTooEarly,
+    pellet_count_mismatch => PelletCountMismatch,
+    pellet_seed_mismatch => PelletSeedMismatch,
+    pellet_off_target => PelletOffTarget,
+    splash_through_wall => SplashThroughWall,
+    splash_out_of_radius => SplashOutOfRadius,
+    splash_beyond_range => SplashBeyondRange,
+    melee_not_melee => MeleeNotMelee,
+    melee_swing_too_large => MeleeSwingTooLarge,
+    melee_out_of_reach => MeleeOutOfReach,
+    melee_outside_arc => MeleeOutsideArc,
 }
 
 #[test]
