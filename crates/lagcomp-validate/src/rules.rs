@@ -540,6 +540,13 @@ impl RuleSet {
                     "0 to 1000",
                 )?;
             }
+            // A weapon that can hit no layer would miss every shot, silently.
+            range(
+                f("hit_layers"),
+                w.hit_layers.into(),
+                w.hit_layers != 0,
+                "at least one layer (not 0)",
+            )?;
             w.check_kind(name)?;
         }
         Ok(())
@@ -601,6 +608,10 @@ mod tests {
         assert!(matches!(e, RulesError::Parse(_)), "{e}");
         let e = RuleSet::from_toml(&format!("[policy]\nsequence_window = 0\n{RIFLE}")).unwrap_err();
         assert!(e.to_string().contains("policy.sequence_window"), "{e}");
+        // A weapon that can hit no layer would miss every shot.
+        let e = RuleSet::from_toml(&weapon_of("blank", 2, "hit_layers = 0")).unwrap_err();
+        assert!(e.to_string().contains("weapons.blank.hit_layers"), "{e}");
+        assert!(RuleSet::from_toml(&weapon_of("glass", 2, "blocked_by = 0")).is_ok());
     }
 
     /// The rifle's shared fields under another name and id, with `extra` lines added.
