@@ -44,6 +44,9 @@ pub struct Scenario {
     /// acknowledgements (the fake-latency defence, [`lagcomp_validate::latency`]); `true` unless
     /// measuring what it changes.
     pub echo_ceiling: bool,
+    /// Whether the arena has doors, a tram, a breakable wall and a mesh level
+    /// ([`SkirmishConfig::scenery`]); on in every built-in scenario.
+    pub scenery: bool,
 }
 
 /// Why a scenario could not be built.
@@ -80,6 +83,7 @@ impl Scenario {
             cheat_preset: preset("100/25/2%").expect("a built-in preset"),
             respawn_rate: 0.05,
             echo_ceiling: true,
+            scenery: true,
         };
         match name {
             "default" => {}
@@ -117,6 +121,7 @@ impl Scenario {
             respawn_rate: self.respawn_rate,
             cheat,
             echo_ceiling: self.echo_ceiling,
+            scenery: self.scenery,
         };
         let mut out: Vec<_> = self
             .presets
