@@ -791,7 +791,9 @@ impl BotBrain {
                         )
                 }
                 Some(Cheat::Invulnerable) => remote.flags.back().is_some_and(|f| f.1),
-                _ => true,
+                // A player picks someone it can see: not behind a wall or the level (a
+                // door or the tram may still slide into the line).
+                _ => !c.behind_cover(eye, remote.scratch[body::CHEST as usize].translation, arena),
             }
         };
         let stale = now - self.target_since > 3.0 || self.target == me;

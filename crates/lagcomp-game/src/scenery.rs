@@ -605,3 +605,140 @@ fn wall_piece(wall: &Breakable) -> LevelPiece {
         layers: u32::MAX,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use lagcomp::{RewindTarget, StaticWorld, WindowPolicy};
+    use rand::SeedableRng;
+
+    use super::*;
+    use crate::server::{CoreConfig, ServerCore};
+
+    #[test]
+    fn a_door_stays_shut_slides_open_and_shuts_again() {
+        let door = Mover {
+            name: "door",
+            half_extents: Vec3::new(0.8, 1.2, 0.08),
+            motion: Motion::Slide {
+                closed: Vec3::new(1.0, 1.2, 2.0),
+                yaw: 0.0,
+                travel: 1.7,
+                period: 4.0,
+                phase: 0.0,
+            },
+        };
+        // (time, shut, how far along +X from where it is shut)
+        for (time, shut, slid) in [
+            (0.0, true, 0.0),
+            (1.5, true, 0.0),
+            (1.8, false, 0.85),
+            (2.5, false, 1.7),
+            (3.8, false, 0.85),
+            (4.0, true, 0.0),
+            (5.0, true, 0.0),
+        ] {
+            assert_eq!(door.shut(time), shut, "at {time} s");
+            let at = door.pose(time).translation;
+            assert!(
+                (at - Vec3::new(1.0 + slid, 1.2, 2.0)).length() < 1e-4,
+                "at {time} s: {at}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_wall_stands_until_it_falls_and_again_once_rebuilt() {
+        let news = |fell, rebuilt| WallNews { fell, rebuilt };
+        for (known, time, stands) in [
+            (news(None, None), 100.0, true),
+            (news(Some(5.0), None), 4.99, true),
+            (news(Some(5.0), None), 5.0, false),
+            (news(Some(5.0), None), 100.0, false),
+            (news(Some(5.0), Some(8.0)), 7.99, false),
+            (news(Some(5.0), Some(8.0)), 8.0, true),
+            (news(Some(5.0), Some(8.0)), 3.0, true),
+        ] {
+            assert_eq!(known.stands_at(time), stands, "{known:?} at {time}");
+        }
+    }
+
+    /// A client fed the server's snapshots sees the doors, the tram, the breakable wall
+    /// and the level where the server's rewound traces meet them.
+    #[test]
+    fn a_client_sees_the_scenery_where_the_server_rewinds_it() {
+        let config = CoreConfig {
+            respawn_rate: 0.0,
+            ..CoreConfig::default()
+        };
+        let arena = Arena::standard();
+        let mut core = ServerCore::new(config, arena.clone()).expect("valid");
+        let mut rng = Pcg64Mcg::seed_from_u64(3);
+        core.join(&mut rng);
+        let scenery = Scenery::around(&arena, 3, 1.0, 1.5);
+        assert!(scenery.triangles() > 1000, "{}", scenery.triangles());
+        let movers = core.furnish(&scenery).expect("a valid level");
+        let mut view = scenery.view(&movers).expect("the same level");
+        let dt = 1.0 / config.tick_rate;
+        let (mut compared, mut walls_compared) = (0, 0);
+        for tick in 0..128_u32 {
+            let time = f64::from(tick) * dt;
+            drop(core.tick(Tick(tick), time, dt, &mut rng).expect("in order"));
+            view.learn(core.wall_news());
+            for e in core.props().collect::<Vec<_>>() {
+                let update = EntityUpdate {
+                    id: e.id,
+                    bones: e.bones,
+                    velocity: e.velocity,
+                    last_teleport: None,
+                    protected: false,
+                    in_view_since: None,
+                };
+                assert!(view.take(Tick(tick), time, update).is_none());
+            }
+            if tick < 2 {
+                continue;
+            }
+            // Between the two ticks before the newest, as a client interpolates.
+            let render = time - 1.6 * dt;
+            view.draw(render, 0.25);
+            let history = core.history();
+            for mover in &scenery.movers {
+                let centre = mover.pose(render).translation;
+                let origin = centre + Vec3::new(6.0, 0.3, 4.0);
+                let direction = (centre - origin).normalize();
+                let ray = Ray::new(origin, direction, REACH).expect("a ray");
+                let trace = history
+                    .query(RewindTarget::Time(render))
+                    .window_policy(WindowPolicy::Reject)
+                    .ray(&ray)
+                    .expect("inside the window");
+                let client = view.mover_distance(origin, direction);
+                if let Some(block) = trace.blocking_entity {
+                    assert!(
+                        (block.distance - client).abs() < 1e-3,
+                        "tick {tick}: server {} m, client {client} m",
+                        block.distance
+                    );
+                    compared += 1;
+                }
+            }
+            let wall = scenery.breakable.expect("a breakable wall");
+            let origin = wall.pose.translation + wall.pose.rotation * Vec3::new(0.3, 0.2, 5.0);
+            let direction = (wall.pose.translation - origin).normalize();
+            let ray = Ray::new(origin, direction, REACH).expect("a ray");
+            let server = history
+                .level()
+                .cast_ray(&ray, u32::MAX, render)
+                .map_or(f32::INFINITY, |h| h.distance);
+            let client = view.cover_distance(origin, direction, render);
+            assert!(
+                (server - client).abs() < 1e-3 || server == client,
+                "tick {tick}: server {server} m, client {client} m"
+            );
+            walls_compared += usize::from(server < 6.0);
+        }
+        assert!(compared > 200, "{compared} mover traces compared");
+        // Standing before 1 s and after 1.5 s, down in between.
+        assert!((60..110).contains(&walls_compared), "{walls_compared}");
+    }
+}
