@@ -62,6 +62,11 @@ pub(crate) struct Args {
     /// the defence changes.
     #[arg(long)]
     no_echo_ceiling: bool,
+    /// Play on the bare arena, without the scenery (sliding doors, a tram, a wall blown
+    /// down and rebuilt mid-match, a triangle-mesh level): to measure what it changes.
+    /// The through_door cheat class is not played then.
+    #[arg(long)]
+    no_scenery: bool,
     /// Where the report goes.
     #[arg(long, default_value = "report")]
     out: PathBuf,
@@ -70,6 +75,7 @@ pub(crate) struct Args {
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let mut scenario = Scenario::named(&args.scenario)?;
     scenario.echo_ceiling = !args.no_echo_ceiling;
+    scenario.scenery = !args.no_scenery;
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
@@ -175,6 +181,9 @@ fn print_table(out: &mut impl Write, result: &SimResult, page: &std::path::Path)
             .map(|rtt| format!(" · no rewind above {} ms round trip", rtt * 1000.0))
             .unwrap_or_default(),
     )?;
+    if let Some(scenery) = &result.scenery {
+        writeln!(out, "scenery: {scenery}")?;
+    }
     if !result.runs.is_empty() {
         writeln!(out)?;
         writeln!(

@@ -282,6 +282,27 @@ impl Scenery {
         }
     }
 
+    /// One line on what the scenery holds, for a report: "3 sliding doors, a tram, a
+    /// wall down from 12 s to 22 s, a 1,272-triangle mesh level".
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let doors = self
+            .movers
+            .iter()
+            .filter(|m| matches!(m.motion, Motion::Slide { .. }))
+            .count();
+        let trams = self.movers.len() - doors;
+        let mut parts = vec![format!("{doors} sliding doors"), format!("{trams} tram")];
+        if let Some(wall) = self.breakable {
+            parts.push(format!(
+                "a wall down from {:.0} s to {:.0} s",
+                wall.falls, wall.rises
+            ));
+        }
+        parts.push(format!("a {}-triangle mesh level", self.triangles()));
+        parts.join(", ")
+    }
+
     /// Triangles in the level.
     #[must_use]
     pub fn triangles(&self) -> usize {

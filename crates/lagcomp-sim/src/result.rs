@@ -155,6 +155,10 @@ pub struct SimResult {
     /// The rifle's no-rewind threshold, seconds of round trip (`None`: everyone rewound).
     #[serde(default)]
     pub no_rewind_above_rtt: Option<f64>,
+    /// What the arena held besides its walls (doors, a tram, a breakable wall, a mesh
+    /// level), as one line; `None` for the bare arena.
+    #[serde(default)]
+    pub scenery: Option<String>,
     /// One per network condition, in increasing latency.
     pub runs: Vec<PresetRun>,
     /// One per cheat class.

@@ -129,7 +129,12 @@ impl Scenario {
             .enumerate()
             .map(|(i, p)| (p.name.to_owned(), base(*p, None, i as u64)))
             .collect();
-        out.extend(self.cheats.iter().enumerate().map(|(i, c)| {
+        // A class that needs doors never fires on the bare arena: not played there.
+        let cheats = self
+            .cheats
+            .iter()
+            .filter(|c| self.scenery || !c.needs_doors());
+        out.extend(cheats.enumerate().map(|(i, c)| {
             (
                 format!("cheat {}", c.name()),
                 base(self.cheat_preset, Some(*c), 100 + i as u64),
@@ -154,6 +159,9 @@ impl Scenario {
         };
         for (index, (label, config)) in self.matches().into_iter().enumerate() {
             let tally = play(&config, |f| progress(index, &label, f));
+            if result.scenery.is_none() {
+                result.scenery.clone_from(&tally.scenery);
+            }
             match config.cheat {
                 None => {
                     if result.picture.is_none() {

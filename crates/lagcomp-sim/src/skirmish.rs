@@ -89,6 +89,8 @@ pub struct Tally {
     /// or the level; `"entity"`: a door or the tram) and by whether the client had
     /// claimed a hit (`true`: the two saw the line differently) or a miss.
     pub honest_blocked: BTreeMap<(&'static str, bool), u64>,
+    /// What the arena held besides its walls ([`Scenery::describe`]), if anything.
+    pub scenery: Option<String>,
 }
 
 /// A snapshot message: every entity at one tick (shared by all clients).
@@ -229,7 +231,10 @@ pub fn play(config: &SkirmishConfig, mut progress: impl FnMut(f64)) -> Tally {
         })
         .collect();
     let mut fired: BTreeMap<(usize, u64), FiredShot> = BTreeMap::new();
-    let mut tally = Tally::default();
+    let mut tally = Tally {
+        scenery: config.scenery.then(|| scenery.describe()),
+        ..Tally::default()
+    };
     for mode in Mode::ALL {
         tally.modes.insert(mode, ModeResult::default());
     }

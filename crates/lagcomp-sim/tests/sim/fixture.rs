@@ -105,6 +105,7 @@ pub(crate) fn realistic() -> SimResult {
         send_rate: 32.0,
         max_rewind: 1.0,
         no_rewind_above_rtt: None,
+        scenery: Some("3 sliding doors, 1 tram, a 1272-triangle mesh level".to_owned()),
         runs,
         cheats: vec![
             cheat(

@@ -138,6 +138,8 @@ fn the_header_names_the_run() {
         "32 Hz",
         "Rewind window",
         "1 s",
+        "Scenery",
+        "3 sliding doors, 1 tram",
     ] {
         assert!(header.contains(fact), "the header lacks {fact:?}: {header}");
     }
