@@ -50,6 +50,10 @@ fn doors_stop_honest_shots_as_blocked_never_as_rejections() {
         hits += full.client_hits;
         agreed += full.agreed;
     }
+    eprintln!(
+        "movers stopped {door_blocked} honest misses and {door_disputed} honest hits; \
+         {agreed} of {hits} hits agreed"
+    );
     // Bots shoot at players a door or the tram hides often enough to see it happen; the
     // client saw those lines stopped too (it claimed a miss), bar a rare graze.
     assert!(
