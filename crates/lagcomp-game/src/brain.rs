@@ -10,6 +10,11 @@
 //! fire rate. The simulator passes a skewed virtual clock for both; `lagcomp bots` passes
 //! the machine's monotonic clock.
 //!
+//! Given the map's scenery ([`BotBrain::furnish`]), a brain draws the doors and the tram
+//! from the snapshots as it draws the players, and its shots' line of sight stops at them,
+//! at the level's triangles and at the breakable wall while the server's news has it
+//! standing: the geometry the server's rewound trace meets.
+//!
 //! Entities are known by [`EntityId`] in the order they were first seen. An entity whose
 //! snapshots stop while newer ones of the world arrive (it left the server, or left this
 //! client's view on a server that sends each client only the entities near it) is no

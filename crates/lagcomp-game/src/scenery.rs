@@ -321,13 +321,14 @@ impl Scenery {
     ///
     /// # Errors
     /// [`LevelError`] for a level the core refuses (the server refused it too).
+    ///
+    /// # Panics
+    /// Never: the history that builds the level has the default configuration.
     pub fn view(&self, movers: &[EntityId]) -> Result<SceneryView, LevelError> {
         // A history serves as the level's builder: the client traces the very structure
         // (tree, meshes) the server's history traces.
-        let mut builder = History::new(HistoryConfig::default()).map_err(|_| LevelError {
-            piece: 0,
-            error: lagcomp::PieceError::Empty,
-        })?;
+        let mut builder =
+            History::new(HistoryConfig::default()).expect("the default configuration is valid");
         builder.load_level(self.level.iter().cloned())?;
         Ok(SceneryView {
             level: builder.level().clone(),
