@@ -226,6 +226,13 @@ fn print_table(out: &mut impl Write, result: &SimResult, page: &std::path::Path)
                 "{:<12} rewind needed: median {:.0} ms, p99 {:.0} ms, max {:.0} ms; {} of {} shots beyond the window",
                 "", w.median_ms, w.p99_ms, w.max_ms, w.beyond_window, w.shots
             )?;
+            if run.blocked_by_movers > 0 {
+                writeln!(
+                    out,
+                    "{:<12} doors and tram: {} honest shots blocked, {} of them seen as hits by their client",
+                    "", run.blocked_by_movers, run.blocked_by_movers_disputed
+                )?;
+            }
         }
         writeln!(out)?;
         out.write_all(NETWORK_LEGEND.as_bytes())?;
@@ -296,6 +303,9 @@ reconstruction error: how far (largest bone distance) the target the server rebu
 rewind needed: how far back the honest shots reached, from the moment the shooter drew
            to the shot's arrival (a round trip, the interpolation delay, jitter, resends);
            shots beyond the window (the header's) are rejected as time_too_old
+doors and tram: honest shots the server found stopped by a door or the tram where the
+           shooter drew it: judged blocked (no damage), never rejected; seen as hits:
+           the client drew the line clear, an honest hit lost
 ";
 
 /// What the cheat table's columns mean, printed under it by `simulate` and `bots`.

@@ -71,6 +71,14 @@ pub struct PresetRun {
     /// How far back the honest shots reached: what the rewind window must hold.
     #[serde(default)]
     pub rewind: RewindStats,
+    /// Honest shots the full validator judged `blocked` by a door or the tram: no damage,
+    /// and no rejection either.
+    #[serde(default)]
+    pub blocked_by_movers: u64,
+    /// Of those, the ones whose client had seen a hit (it drew the door elsewhere): each is
+    /// an honest hit lost, counted against agreement.
+    #[serde(default)]
+    pub blocked_by_movers_disputed: u64,
 }
 
 /// How far back honest shots reached under one network condition: from the moment each

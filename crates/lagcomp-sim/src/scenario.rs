@@ -240,6 +240,15 @@ fn preset_run(preset: &Preset, tally: Tally, window: f64) -> PresetRun {
     let honest_rejected = modes
         .get(&Mode::Full)
         .map_or(0, |m| m.rejections.values().sum());
+    let movers = |claimed_hit| {
+        tally
+            .honest_blocked
+            .get(&("entity", claimed_hit))
+            .copied()
+            .unwrap_or(0)
+    };
+    let blocked_by_movers_disputed = movers(true);
+    let blocked_by_movers = movers(false) + blocked_by_movers_disputed;
     PresetRun {
         preset: preset.name.to_owned(),
         rtt_ms: preset.rtt * 1000.0,
@@ -249,6 +258,8 @@ fn preset_run(preset: &Preset, tally: Tally, window: f64) -> PresetRun {
         reconstruction: error_stats(tally.reconstruction),
         honest_rejected,
         rewind: rewind_stats(tally.rewinds, window),
+        blocked_by_movers,
+        blocked_by_movers_disputed,
     }
 }
 

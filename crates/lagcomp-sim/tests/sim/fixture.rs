@@ -93,6 +93,8 @@ pub(crate) fn realistic() -> SimResult {
                     max_ms: 1.6 * rtt_ms + 80.0,
                     beyond_window: 0,
                 },
+                blocked_by_movers: 40,
+                blocked_by_movers_disputed: 0,
             }
         })
         .collect();
