@@ -119,10 +119,34 @@ impl Mover {
 
     /// Its rig: one bone, one box on it.
     ///
-    /// # Panics
-    /// Never for the scenery's own movers (a box of positive, finite size).
-    #[must_use]
-    pub fn rig(&self) -> Arc<Rig> {
+    /// # Errors
+    /// [`MoverError`]: a box the core refuses (a size not finite and positive), or a
+    /// motion whose numbers are not finite, or whose period or radius is not positive.
+    pub fn rig(&self) -> Result<Arc<Rig>, MoverError> {
+        let finite = match self.motion {
+            Motion::Slide {
+                closed,
+                yaw,
+                travel,
+                period,
+                phase,
+            } => {
+                closed.is_finite()
+                    && yaw.is_finite()
+                    && travel.is_finite()
+                    && phase.is_finite()
+                    && period.is_finite()
+                    && period > 0.0
+            }
+            Motion::Circle {
+                centre,
+                radius,
+                speed,
+            } => centre.is_finite() && speed.is_finite() && radius.is_finite() && radius > 0.0,
+        };
+        if !finite {
+            return Err(MoverError::Motion);
+        }
         let hull = Hitbox::new(
             0,
             self.name,
@@ -130,8 +154,47 @@ impl Mover {
             0,
             Shape::cuboid(self.half_extents),
         );
-        Arc::new(Rig::new(1, vec![hull]).expect("one bone, one box"))
+        Ok(Arc::new(Rig::new(1, vec![hull])?))
     }
+}
+
+/// Why a [`Mover`] was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MoverError {
+    /// Its box is refused by the core.
+    #[error("its box: {0}")]
+    Shape(#[from] lagcomp::RigError),
+    /// A number of its motion is not finite, or its period or radius is not positive.
+    #[error("its motion has a number that is not finite, or a period or radius not above 0")]
+    Motion,
+}
+
+/// Why a [`Scenery`] was refused; nothing of it was added.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SceneryError {
+    /// A piece of the level, or the breakable wall (the last piece), is refused.
+    #[error(transparent)]
+    Level(#[from] LevelError),
+    /// A mover is refused.
+    #[error("mover {index}: {error}")]
+    Mover {
+        /// Its position in [`Scenery::movers`].
+        index: usize,
+        /// What is wrong with it.
+        error: MoverError,
+    },
+}
+
+/// Every mover's rig, or the first mover refused.
+fn rigs(movers: &[Mover]) -> Result<Vec<Arc<Rig>>, SceneryError> {
+    movers
+        .iter()
+        .enumerate()
+        .map(|(index, m)| {
+            m.rig()
+                .map_err(|error| SceneryError::Mover { index, error })
+        })
+        .collect()
 }
 
 /// How far open a door is (0 shut, 1 open) at `cycle` (0..1) of its period.
@@ -320,26 +383,35 @@ impl Scenery {
     /// breakable wall standing.
     ///
     /// # Errors
-    /// [`LevelError`] for a level the core refuses (the server refused it too).
+    /// [`SceneryError`] for a level or a mover the core refuses (the server refused it
+    /// too).
     ///
     /// # Panics
     /// Never: the history that builds the level has the default configuration.
-    pub fn view(&self, movers: &[EntityId]) -> Result<SceneryView, LevelError> {
+    pub fn view(&self, movers: &[EntityId]) -> Result<SceneryView, SceneryError> {
+        let rigs = rigs(&self.movers)?;
         // A history serves as the level's builder: the client traces the very structure
         // (tree, meshes) the server's history traces.
         let mut builder =
             History::new(HistoryConfig::default()).expect("the default configuration is valid");
         builder.load_level(self.level.iter().cloned())?;
+        // The wall is traced apart (it stands or not as the news has it), checked as the
+        // server's history checks it: the piece after the level's.
+        if let Some(wall) = &self.breakable {
+            wall_piece(wall).check().map_err(|error| LevelError {
+                piece: self.level.len(),
+                error,
+            })?;
+        }
         Ok(SceneryView {
             level: builder.level().clone(),
             breakable: self.breakable.map(|b| (b.placed(), WallNews::default())),
-            props: self
-                .movers
-                .iter()
+            props: rigs
+                .into_iter()
                 .zip(movers)
-                .map(|(mover, &id)| DrawnProp {
+                .map(|(rig, &id)| DrawnProp {
                     id,
-                    rig: mover.rig(),
+                    rig,
                     buffer: SnapshotBuffer::new(192),
                     scratch: Vec::new(),
                     view: None,
@@ -557,20 +629,20 @@ pub(crate) struct Stage {
 }
 
 impl Stage {
-    /// Spawns the movers and loads the level and the wall into `history`.
-    pub(crate) fn build(history: &mut History, scenery: &Scenery) -> Result<Self, LevelError> {
-        history.load_level(scenery.level.iter().cloned())?;
-        let breakable = match scenery.breakable {
-            Some(b) => {
-                let piece = wall_piece(&b);
-                Some((b, history.load_level([piece])?.start))
-            }
-            None => None,
-        };
-        let movers: Vec<_> = scenery
-            .movers
-            .iter()
-            .map(|m| (history.spawn_as(m.rig(), EntityRole::Blocker), m.clone()))
+    /// Spawns the movers and loads the level and the wall into `history`: all of it, or
+    /// (on an error) nothing.
+    pub(crate) fn build(history: &mut History, scenery: &Scenery) -> Result<Self, SceneryError> {
+        let rigs = rigs(&scenery.movers)?;
+        // The level and the wall in one batch: refused whole, or loaded whole.
+        let wall = scenery.breakable.map(|b| wall_piece(&b));
+        let ids = history.load_level(scenery.level.iter().cloned().chain(wall))?;
+        let breakable = scenery
+            .breakable
+            .map(|b| (b, lagcomp::StaticId(ids.end.0 - 1)));
+        let movers: Vec<_> = rigs
+            .into_iter()
+            .zip(&scenery.movers)
+            .map(|(rig, m)| (history.spawn_as(rig, EntityRole::Blocker), m.clone()))
             .collect();
         Ok(Self {
             bones: vec![[BoneTransform::IDENTITY]; movers.len()],
@@ -763,5 +835,56 @@ mod tests {
         assert!(compared > 200, "{compared} mover traces compared");
         // Standing before 1 s and after 1.5 s, down in between.
         assert!((60..110).contains(&walls_compared), "{walls_compared}");
+    }
+}
+
+#[cfg(test)]
+mod refused {
+    use rand::SeedableRng;
+
+    use super::*;
+    use crate::server::{CoreConfig, ServerCore};
+
+    #[test]
+    fn a_bad_mover_or_level_piece_is_refused_and_nothing_is_added() {
+        let arena = Arena::standard();
+        let good = Scenery::around(&arena, 5, 3.0, 4.0);
+        let mut bad_mover = good.clone();
+        bad_mover.movers[1].half_extents = Vec3::new(f32::NAN, 1.0, 1.0);
+        let mut bad_motion = good.clone();
+        if let Motion::Slide { period, .. } = &mut bad_motion.movers[0].motion {
+            *period = 0.0;
+        }
+        let mut bad_wall = good.clone();
+        bad_wall.breakable.as_mut().expect("a wall").half_extents.y = -1.0;
+        let mut bad_mesh = good.clone();
+        if let LevelPiece::Mesh { vertices, .. } = &mut bad_mesh.level[0] {
+            vertices[7] = Vec3::new(0.0, f32::INFINITY, 0.0);
+        }
+        let mesh_pieces = good.level.len();
+        for (scenery, expected) in [
+            (&bad_mover, "mover 1"),
+            (&bad_motion, "mover 0"),
+            (&bad_wall, &*format!("level piece {mesh_pieces}")),
+            (&bad_mesh, "level piece 0: vertex 7"),
+        ] {
+            let mut core = ServerCore::new(CoreConfig::default(), arena.clone()).expect("valid");
+            let walls = core.history().level().len();
+            let error = core.furnish(scenery).expect_err("refused");
+            assert!(error.to_string().starts_with(expected), "{error}");
+            assert_eq!(core.history().level().len(), walls, "{error}: half loaded");
+            assert_eq!(core.props().count(), 0);
+            // Refused on the client's side as well, not half built.
+            assert!(scenery.view(&[]).is_err());
+            // The server still runs, without the scenery.
+            let mut rng = Pcg64Mcg::seed_from_u64(1);
+            core.join(&mut rng);
+            drop(
+                core.tick(Tick(0), 0.0, 1.0 / 64.0, &mut rng)
+                    .expect("a tick"),
+            );
+        }
+        let mut core = ServerCore::new(CoreConfig::default(), arena).expect("valid");
+        assert_eq!(core.furnish(&good).expect("accepted").len(), 4);
     }
 }

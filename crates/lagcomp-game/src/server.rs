@@ -22,7 +22,7 @@ use lagcomp_validate::{
 use rand_pcg::Pcg64Mcg;
 
 use crate::body::{self, Arena, BONES, Body, EYE, Stance};
-use crate::scenery::{Scenery, Stage, WallNews};
+use crate::scenery::{Scenery, SceneryError, Stage, WallNews};
 use crate::traffic::{ClientInput, fingerprint};
 use crate::weapon::rules;
 
@@ -526,8 +526,9 @@ impl ServerCore {
     /// needs for [`Scenery::view`]). Call it once, before the first tick.
     ///
     /// # Errors
-    /// [`lagcomp::LevelError`] for a level the history refuses; nothing is added then.
-    pub fn furnish(&mut self, scenery: &Scenery) -> Result<Vec<EntityId>, lagcomp::LevelError> {
+    /// [`SceneryError`] for a level piece or a mover the history refuses; nothing is
+    /// added then.
+    pub fn furnish(&mut self, scenery: &Scenery) -> Result<Vec<EntityId>, SceneryError> {
         let stage = Stage::build(&mut self.history, scenery)?;
         let ids = stage.movers.iter().map(|(id, _)| *id).collect();
         self.stage = Some(stage);
