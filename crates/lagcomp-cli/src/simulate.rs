@@ -311,7 +311,10 @@ doors and tram: honest shots the server found stopped by a door or the tram wher
 /// What the cheat table's columns mean, printed under it by `simulate` and `bots`.
 const CHEAT_LEGEND: &str = "\
 attempts   cheating shots that reached the server, the cheat playing against honest bots
-accepted   of those, confirmed as hits (anything above 0 is a cheat that got through)
+accepted   of those, confirmed as hits on a player (anything above 0 is a cheat that got
+           through)
 outcomes   what became of the attempts: the validator's rejection reasons, or miss and
-           blocked for shots it traced and found missing or stopped by a wall
+           blocked for shots it traced and found missing or stopped by a wall or door;
+           confirmed_on_vehicle: a shot claimed as a miss that the server traced into
+           the tram (a vehicle that can be hit), no player hurt
 ";

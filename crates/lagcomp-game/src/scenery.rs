@@ -5,8 +5,9 @@
 //! [`Scenery`] is what the server and every client know before the match, as a map file
 //! would tell them: shapes, schedules, the level's triangles. The server plays it
 //! ([`ServerCore::furnish`](crate::server::ServerCore::furnish)): the doors and the tram
-//! are blocker entities ([`EntityRole::Blocker`]) it moves, records each tick and sends in
-//! its snapshots; the mesh is loaded into its history ([`History::load_level`]); the wall
+//! are entities that block ([`EntityRole::Blocker`] for a door; the tram is a vehicle,
+//! [`EntityRole::TargetAndBlocker`]) it moves, records each tick and sends in its
+//! snapshots; the mesh is loaded into its history ([`History::load_level`]); the wall
 //! is a static piece removed when it falls and added again when it is rebuilt, so a shot
 //! rendered before the fall is still stopped by it. A client holds a [`SceneryView`]: its
 //! own copy of the level, traced with the same core queries the server uses; the doors
@@ -32,12 +33,16 @@ use crate::traffic::EntityUpdate;
 const REACH: f32 = 200.0;
 
 /// Something that moves on a schedule and stops shots: a door or the tram. It is a box,
-/// one bone, spawned as a blocker: it stops traces where it was at the moment rendered and
-/// is never hit.
+/// one bone, spawned with its [`Mover::role`]: it stops traces where it was at the moment
+/// rendered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mover {
     /// What it is, for logs ("door", "tram").
     pub name: &'static str,
+    /// What it is to a trace: a door is a [`EntityRole::Blocker`], never hit; the tram a
+    /// vehicle, [`EntityRole::TargetAndBlocker`]: it can be hit, and stops a shot at
+    /// anyone behind it.
+    pub role: EntityRole,
     /// Half its size along its own axes, metres.
     pub half_extents: Vec3,
     /// How it moves.
@@ -290,6 +295,7 @@ impl Scenery {
         let mut movers: Vec<Mover> = (0..3)
             .map(|i| Mover {
                 name: "door",
+                role: EntityRole::Blocker,
                 half_extents: Vec3::new(0.8, 1.2, 0.08),
                 motion: Motion::Slide {
                     closed: spot(&mut rng, 1.2),
@@ -302,6 +308,7 @@ impl Scenery {
             .collect();
         movers.push(Mover {
             name: "tram",
+            role: EntityRole::TargetAndBlocker,
             half_extents: Vec3::new(1.6, 1.0, 0.9),
             motion: Motion::Circle {
                 centre: Vec3::new(0.0, 1.0, 0.0),
@@ -642,7 +649,7 @@ impl Stage {
         let movers: Vec<_> = rigs
             .into_iter()
             .zip(&scenery.movers)
-            .map(|(rig, m)| (history.spawn_as(rig, EntityRole::Blocker), m.clone()))
+            .map(|(rig, m)| (history.spawn_as(rig, m.role), m.clone()))
             .collect();
         Ok(Self {
             bones: vec![[BoneTransform::IDENTITY]; movers.len()],
@@ -712,6 +719,7 @@ mod tests {
     fn a_door_stays_shut_slides_open_and_shuts_again() {
         let door = Mover {
             name: "door",
+            role: EntityRole::Blocker,
             half_extents: Vec3::new(0.8, 1.2, 0.08),
             motion: Motion::Slide {
                 closed: Vec3::new(1.0, 1.2, 2.0),

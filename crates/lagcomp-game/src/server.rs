@@ -521,7 +521,7 @@ impl ServerCore {
     }
 
     /// Puts `scenery` on the arena: its level and breakable wall are loaded into the
-    /// history, its doors and tram spawned as blockers, moved and recorded from the next
+    /// history, its doors and tram spawned (each with its role), moved and recorded from the next
     /// tick on. Returns the movers' entities, in [`Scenery::movers`]' order (what a client
     /// needs for [`Scenery::view`]). Call it once, before the first tick.
     ///

@@ -354,13 +354,18 @@ fn judge(
     let verdict = server.validate(claim, received);
     if shot.cheat {
         tally.cheat_attempts += 1;
-        if matches!(verdict.outcome, VerdictOutcome::Confirmed(_)) {
-            tally.cheat_accepted += 1;
-        }
-        *tally
-            .cheat_outcomes
-            .entry(verdict.outcome.label().to_owned())
-            .or_default() += 1;
+        // A claim of a miss the server traced into the tram (a vehicle, a target too) is
+        // confirmed on the tram: the server's own finding, not the cheat's claim, and no
+        // player hurt. Only a player confirmed is a cheat let through.
+        let label = match verdict.outcome {
+            VerdictOutcome::Confirmed(hit) if !ids.contains(&hit.target) => "confirmed_on_vehicle",
+            VerdictOutcome::Confirmed(_) => {
+                tally.cheat_accepted += 1;
+                "confirmed"
+            }
+            ref outcome => outcome.label(),
+        };
+        *tally.cheat_outcomes.entry(label.to_owned()).or_default() += 1;
         return;
     }
     if let VerdictOutcome::Blocked { by, .. } = verdict.outcome {
