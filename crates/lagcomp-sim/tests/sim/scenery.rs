@@ -5,24 +5,22 @@
 use lagcomp_game::cheat::Cheat;
 use lagcomp_net::conditioner::preset;
 use lagcomp_sim::Mode;
+use lagcomp_sim::scenario::Scenario;
 use lagcomp_sim::skirmish::{SkirmishConfig, Tally, play};
 
-fn config(seed: u64, rtt: &str, cheat: Option<Cheat>, scenery: bool) -> SkirmishConfig {
-    SkirmishConfig {
-        seed,
-        duration: 12.0,
-        bots: 8,
-        tick_rate: 64.0,
-        send_rate: 64.0,
-        client_fps: 60.0,
-        max_rewind: lagcomp::DEFAULT_MAX_REWIND,
-        no_rewind_above_rtt: None,
-        preset: preset(rtt).expect("a built-in preset"),
-        respawn_rate: 0.05,
-        cheat,
-        echo_ceiling: true,
-        scenery,
-    }
+/// One 12 s match of the default scenario (scenery on unless `scenery` is false) behind
+/// `network`, bot 0 cheating as `cheat` if given.
+fn config(seed: u64, network: &str, cheat: Option<Cheat>, scenery: bool) -> SkirmishConfig {
+    let mut s = Scenario::named("default").expect("a built-in scenario");
+    s.seed = seed;
+    s.duration = 12.0;
+    s.presets = vec![preset(network).expect("a built-in preset")];
+    s.cheats = Vec::new();
+    s.scenery = scenery;
+    let (_, mut config) = s.matches().remove(0);
+    config.seed = seed;
+    config.cheat = cheat;
+    config
 }
 
 fn blocked(tally: &Tally, by: &str, client_hit: bool) -> u64 {
