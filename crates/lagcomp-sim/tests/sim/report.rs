@@ -668,3 +668,23 @@ fn write_report_creates_the_file() {
         render_html(&SimResult::default())
     );
 }
+
+#[test]
+fn honest_shots_stopped_by_doors_are_counted_under_the_results() {
+    let result = fixture::realistic();
+    let html = renders_cleanly(&result);
+    let doc = parse(&html);
+    let note = text_of(by_id(&doc, "movers"));
+    for run in &result.runs {
+        assert!(
+            note.contains(&format!("{}: 40 (0 seen as hits", run.preset)),
+            "{note}"
+        );
+    }
+    // Without the scenery nothing is stopped by a mover, and nothing is said.
+    let mut bare = result;
+    for run in &mut bare.runs {
+        run.blocked_by_movers = 0;
+    }
+    assert!(!render_html(&bare).contains("id=\"movers\""));
+}
