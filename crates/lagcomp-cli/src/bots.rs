@@ -28,7 +28,9 @@ pub(crate) struct Args {
     /// Cheat classes, comma separated, or "all": the first bot plays the first class, the
     /// second bot the second, and so on; the other bots play fair. Classes: too_old,
     /// backtrack, rapid_fire, snap, far_muzzle, through_walls, tampered_point, replay,
-    /// invulnerable, fake_latency (default: none, every bot plays fair).
+    /// invulnerable, fake_latency, through_door (default: none, every bot plays fair).
+    /// "all" leaves out through_door: `lagcomp serve`'s arena has no doors, so that class
+    /// would never fire there.
     #[arg(long, value_name = "CLASSES", value_parser = cheats)]
     cheat: Option<Cheats>,
     /// Seconds each bot plays after it is welcomed (the first 2 are its warm-up).
@@ -115,7 +117,13 @@ struct Cheats(Vec<Cheat>);
 /// `all`, or cheat class names separated by commas.
 fn cheats(text: &str) -> Result<Cheats, String> {
     if text.trim() == "all" {
-        return Ok(Cheats(Cheat::ALL.to_vec()));
+        // `lagcomp serve`'s arena has no doors: a class that needs them would never fire.
+        return Ok(Cheats(
+            Cheat::ALL
+                .into_iter()
+                .filter(|c| !c.needs_doors())
+                .collect(),
+        ));
     }
     text.split(',')
         .map(|name| {

@@ -62,6 +62,11 @@ pub(crate) struct Args {
     /// the defence changes.
     #[arg(long)]
     no_echo_ceiling: bool,
+    /// Play on the bare arena, without the scenery (sliding doors, a tram, a wall blown
+    /// down and rebuilt mid-match, a triangle-mesh level): to measure what it changes.
+    /// The through_door cheat class is not played then.
+    #[arg(long)]
+    no_scenery: bool,
     /// Where the report goes.
     #[arg(long, default_value = "report")]
     out: PathBuf,
@@ -70,6 +75,7 @@ pub(crate) struct Args {
 pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
     let mut scenario = Scenario::named(&args.scenario)?;
     scenario.echo_ceiling = !args.no_echo_ceiling;
+    scenario.scenery = !args.no_scenery;
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
@@ -175,6 +181,9 @@ fn print_table(out: &mut impl Write, result: &SimResult, page: &std::path::Path)
             .map(|rtt| format!(" · no rewind above {} ms round trip", rtt * 1000.0))
             .unwrap_or_default(),
     )?;
+    if let Some(scenery) = &result.scenery {
+        writeln!(out, "scenery: {scenery}")?;
+    }
     if !result.runs.is_empty() {
         writeln!(out)?;
         writeln!(
@@ -217,6 +226,13 @@ fn print_table(out: &mut impl Write, result: &SimResult, page: &std::path::Path)
                 "{:<12} rewind needed: median {:.0} ms, p99 {:.0} ms, max {:.0} ms; {} of {} shots beyond the window",
                 "", w.median_ms, w.p99_ms, w.max_ms, w.beyond_window, w.shots
             )?;
+            if run.blocked_by_movers > 0 {
+                writeln!(
+                    out,
+                    "{:<12} doors and tram: {} honest shots blocked, {} of them seen as hits by their client",
+                    "", run.blocked_by_movers, run.blocked_by_movers_disputed
+                )?;
+            }
         }
         writeln!(out)?;
         out.write_all(NETWORK_LEGEND.as_bytes())?;
@@ -287,12 +303,18 @@ reconstruction error: how far (largest bone distance) the target the server rebu
 rewind needed: how far back the honest shots reached, from the moment the shooter drew
            to the shot's arrival (a round trip, the interpolation delay, jitter, resends);
            shots beyond the window (the header's) are rejected as time_too_old
+doors and tram: honest shots the server found stopped by a door or the tram where the
+           shooter drew it: judged blocked (no damage), never rejected; seen as hits:
+           the client drew the line clear, an honest hit lost
 ";
 
 /// What the cheat table's columns mean, printed under it by `simulate` and `bots`.
 const CHEAT_LEGEND: &str = "\
 attempts   cheating shots that reached the server, the cheat playing against honest bots
-accepted   of those, confirmed as hits (anything above 0 is a cheat that got through)
+accepted   of those, confirmed as hits on a player (anything above 0 is a cheat that got
+           through)
 outcomes   what became of the attempts: the validator's rejection reasons, or miss and
-           blocked for shots it traced and found missing or stopped by a wall
+           blocked for shots it traced and found missing or stopped by a wall or door;
+           confirmed_on_vehicle: a shot claimed as a miss that the server traced into
+           the tram (a vehicle that can be hit), no player hurt
 ";

@@ -10,6 +10,11 @@
 //! fire rate. The simulator passes a skewed virtual clock for both; `lagcomp bots` passes
 //! the machine's monotonic clock.
 //!
+//! Given the map's scenery ([`BotBrain::furnish`]), a brain draws the doors and the tram
+//! from the snapshots as it draws the players, and its shots' line of sight stops at them,
+//! at the level's triangles and at the breakable wall while the server's news has it
+//! standing: the geometry the server's rewound trace meets.
+//!
 //! Entities are known by [`EntityId`] in the order they were first seen. An entity whose
 //! snapshots stop while newer ones of the world arrive (it left the server, or left this
 //! client's view on a server that sends each client only the entities near it) is no
@@ -37,6 +42,7 @@ use rand_pcg::Pcg64Mcg;
 
 use crate::body::{self, Arena, BONES, EYE, look_along};
 use crate::cheat::{Cheat, FAKE_LATENCY};
+use crate::scenery::SceneryView;
 use crate::traffic::{BotFrame, ClientInput, EntityUpdate, FiredShot, fingerprint};
 use crate::weapon::{RIFLE, RIFLE_INTERVAL};
 
@@ -171,6 +177,21 @@ pub struct BotBrain {
     /// Set when an honest shot was held back for the weapon's spacing
     /// ([`BotBrain::spaced`]): the caller tries again next frame.
     held: bool,
+    /// The map's doors, tram, breakable wall and level as this client knows them.
+    scenery: Option<SceneryView>,
+    /// The server time drawn this frame (what the breakable wall is looked at with).
+    drawn_at: f64,
+}
+
+/// What stops a shot in a client's trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stops {
+    /// Walls, the level and the movers: an honest trace.
+    All,
+    /// Nothing: the through-walls cheat.
+    Nothing,
+    /// Walls and the level, not the movers: the through-door cheat.
+    CoverOnly,
 }
 
 impl BotBrain {
@@ -200,6 +221,8 @@ impl BotBrain {
             next_fire: f64::NEG_INFINITY,
             last_claimed: f64::NEG_INFINITY,
             held: false,
+            scenery: None,
+            drawn_at: f64::NEG_INFINITY,
             target: 0,
             target_since: 0.0,
             aim: Quat::IDENTITY,
@@ -293,6 +316,19 @@ impl BotBrain {
         i
     }
 
+    /// Gives the brain the map's scenery (doors, tram, breakable wall, level): from then
+    /// on it draws the movers from the snapshots and its shots' lines of sight stop where
+    /// the server's do.
+    pub fn furnish(&mut self, view: SceneryView) {
+        self.scenery = Some(view);
+    }
+
+    /// The scenery it knows, to hand it news of the breakable wall
+    /// ([`SceneryView::learn`]).
+    pub fn scenery_mut(&mut self) -> Option<&mut SceneryView> {
+        self.scenery.as_mut()
+    }
+
     /// The answer to a clock-sync ping, received at `local`.
     pub fn on_pong(&mut self, pong: Pong, local: f64) {
         self.clock.on_pong(pong, local);
@@ -325,6 +361,14 @@ impl BotBrain {
             self.newest_time = time;
         }
         for e in entities {
+            // A door's or the tram's snapshot is drawn with the scenery, not aimed at.
+            let e = match &mut self.scenery {
+                Some(scenery) => match scenery.take(tick, time, e) {
+                    Some(e) => e,
+                    None => continue,
+                },
+                None => e,
+            };
             if e.bones.len() != BONES {
                 // Not the humanoid this brain aims at (a server it does not understand):
                 // every pose it draws has one transform per bone of the rig.
@@ -432,6 +476,10 @@ impl BotBrain {
                     .sample(render, MAX_EXTRAPOLATION, &mut remote.scratch)
             };
         }
+        self.drawn_at = render;
+        if let Some(scenery) = &mut self.scenery {
+            scenery.draw(render, MAX_EXTRAPOLATION);
+        }
         if render - newest_time > MAX_EXTRAPOLATION {
             // No snapshot for longer than it extrapolates (a stalled server, a dead link):
             // what it draws is held where it was, not where the server has it, so an
@@ -466,7 +514,10 @@ impl BotBrain {
         let settled = now - self.target_since > 0.4;
         let protected = self.shown_protected(self.target);
         let allowed = match self.cheat {
-            Some(Cheat::ThroughWalls) => behind_wall(eye, chest, arena),
+            Some(Cheat::ThroughWalls) => self.behind_cover(eye, chest, arena),
+            Some(Cheat::ThroughDoor) => {
+                protected == Some(false) && self.behind_door(eye, chest, arena)
+            }
             Some(Cheat::Invulnerable) => protected == Some(true),
             // An honest player does not waste shots on a target shown as protected, nor
             // shoot past a protected player near the line: the server tests a protected
@@ -593,7 +644,7 @@ impl BotBrain {
         if direction == Vec3::ZERO {
             return None;
         }
-        let hit = self.client_trace(me, eye, direction, arena, rig, true, None);
+        let hit = self.client_trace(me, eye, direction, arena, rig, Stops::All, None);
         let shown = hit.map_or(me, |(i, _, _)| i);
         let view = self.remotes[shown].view?;
         let render_time = match stamp(&view) {
@@ -733,15 +784,28 @@ impl BotBrain {
             }
             match c.cheat {
                 Some(Cheat::ThroughWalls) => {
-                    behind_wall(eye, remote.scratch[body::CHEST as usize].translation, arena)
+                    c.behind_cover(eye, remote.scratch[body::CHEST as usize].translation, arena)
+                }
+                // Unprotected ones only: what stops its shots is the door, nothing else.
+                Some(Cheat::ThroughDoor) => {
+                    c.shown_protected(i) == Some(false)
+                        && c.behind_door(
+                            eye,
+                            remote.scratch[body::CHEST as usize].translation,
+                            arena,
+                        )
                 }
                 Some(Cheat::Invulnerable) => remote.flags.back().is_some_and(|f| f.1),
-                _ => true,
+                // A player picks someone it can see: not behind a wall or the level (a
+                // door or the tram may still slide into the line).
+                _ => !c.behind_cover(eye, remote.scratch[body::CHEST as usize].translation, arena),
             }
         };
         let stale = now - self.target_since > 3.0 || self.target == me;
-        let cheat_needs_new = matches!(self.cheat, Some(Cheat::ThroughWalls | Cheat::Invulnerable))
-            && !wanted(self, self.target);
+        let cheat_needs_new = matches!(
+            self.cheat,
+            Some(Cheat::ThroughWalls | Cheat::ThroughDoor | Cheat::Invulnerable)
+        ) && !wanted(self, self.target);
         if stale || cheat_needs_new {
             let start = self.rng.random_range(0..bots);
             if let Some(next) = (0..bots)
@@ -858,18 +922,31 @@ impl BotBrain {
         } else {
             eye
         };
-        let walls = cheat != Some(Cheat::ThroughWalls);
+        let stops = match cheat {
+            Some(Cheat::ThroughWalls) => Stops::Nothing,
+            Some(Cheat::ThroughDoor) => Stops::CoverOnly,
+            _ => Stops::All,
+        };
         let only = past.map(|_| aimed);
-        let mut hit = self.client_trace(me, origin, direction, arena, rig, walls, only);
+        let mut hit = self.client_trace(me, origin, direction, arena, rig, stops, only);
         if cheat == Some(Cheat::TamperedPoint) {
             hit = Some((aimed, body::HEAD_BOX, point));
         }
         if cheat == Some(Cheat::ThroughWalls)
             && !hit.is_some_and(|(_, _, at)| {
-                wall_distance(arena, origin, direction) < (at - origin).length()
+                self.cover_distance(arena, origin, direction) < (at - origin).length()
             })
         {
             // Only shots whose line really crosses a wall before the hit are this cheat.
+            return None;
+        }
+        if cheat == Some(Cheat::ThroughDoor)
+            && !hit.is_some_and(|(_, _, at)| {
+                self.mover_distance(origin, direction) < (at - origin).length()
+            })
+        {
+            // Only shots whose line really crosses a door drawn shut before the hit are
+            // this cheat.
             return None;
         }
         if cheat == Some(Cheat::Invulnerable) && hit.is_some_and(|(i, _, _)| i != aimed) {
@@ -901,8 +978,8 @@ impl BotBrain {
         Some((claim, shot))
     }
 
-    /// The nearest hitbox of any drawn entity (or only of `only`) along the shot, unless a
-    /// wall comes first (when `walls`).
+    /// The nearest hitbox of any drawn entity (or only of `only`) along the shot, unless
+    /// something in `stops` comes first.
     #[expect(clippy::too_many_arguments, reason = "the cheats bend each of these")]
     fn client_trace(
         &self,
@@ -911,7 +988,7 @@ impl BotBrain {
         direction: Vec3,
         arena: &Arena,
         rig: &Rig,
-        walls: bool,
+        stops: Stops,
         only: Option<usize>,
     ) -> Option<(usize, HitboxId, Vec3)> {
         let mut best: Option<(f32, usize, HitboxId)> = None;
@@ -935,20 +1012,45 @@ impl BotBrain {
             }
         }
         let (distance, i, hitbox) = best?;
-        let wall = if walls {
-            wall_distance(arena, origin, direction)
-        } else {
-            f32::INFINITY
+        let wall = match stops {
+            Stops::All => self
+                .cover_distance(arena, origin, direction)
+                .min(self.mover_distance(origin, direction)),
+            Stops::CoverOnly => self.cover_distance(arena, origin, direction),
+            Stops::Nothing => f32::INFINITY,
         };
         (distance < wall).then(|| (i, hitbox, origin + direction * distance))
     }
-}
 
-/// Whether a wall stands between `eye` and `point`.
-fn behind_wall(eye: Vec3, point: Vec3, arena: &Arena) -> bool {
-    let to = point - eye;
-    let (distance, direction) = (to.length(), to.normalize_or_zero());
-    wall_distance(arena, eye, direction) < distance
+    /// How far along the line the first wall, piece of the level or standing breakable
+    /// wall is (as this client knows them at the moment drawn; infinity when none).
+    fn cover_distance(&self, arena: &Arena, origin: Vec3, direction: Vec3) -> f32 {
+        let scenery = self.scenery.as_ref().map_or(f32::INFINITY, |s| {
+            s.cover_distance(origin, direction, self.drawn_at)
+        });
+        wall_distance(arena, origin, direction).min(scenery)
+    }
+
+    /// How far along the line the first door or tram as drawn is (infinity when none).
+    fn mover_distance(&self, origin: Vec3, direction: Vec3) -> f32 {
+        self.scenery
+            .as_ref()
+            .map_or(f32::INFINITY, |s| s.mover_distance(origin, direction))
+    }
+
+    /// Whether a wall or the level stands between `eye` and `point`.
+    fn behind_cover(&self, eye: Vec3, point: Vec3, arena: &Arena) -> bool {
+        let to = point - eye;
+        self.cover_distance(arena, eye, to.normalize_or_zero()) < to.length()
+    }
+
+    /// Whether a door or the tram as drawn, and nothing else, stands between `eye` and
+    /// `point`.
+    fn behind_door(&self, eye: Vec3, point: Vec3, arena: &Arena) -> bool {
+        let to = point - eye;
+        let direction = to.normalize_or_zero();
+        self.mover_distance(eye, direction) < to.length() && !self.behind_cover(eye, point, arena)
+    }
 }
 
 /// How far along the line the first wall is (infinity when none).

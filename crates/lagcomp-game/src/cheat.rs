@@ -33,6 +33,10 @@ pub enum Cheat {
     /// render times half that (250 ms) older than it drew, which such a round trip would
     /// explain, aiming where the target was.
     FakeLatency,
+    /// Shoots only targets behind a door (or the tram) it draws shut between them,
+    /// claiming hits as if the door were not there. Needs a map with doors
+    /// ([`crate::scenery`]); on one without, it never fires.
+    ThroughDoor,
 }
 
 /// How late a fake-latency cheat answers the server's round-trip probes, seconds.
@@ -40,7 +44,7 @@ pub const FAKE_LATENCY: f64 = 0.5;
 
 impl Cheat {
     /// Every class, in report order.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 11] = [
         Self::TooOld,
         Self::Backtrack,
         Self::RapidFire,
@@ -51,7 +55,15 @@ impl Cheat {
         Self::Replay,
         Self::Invulnerable,
         Self::FakeLatency,
+        Self::ThroughDoor,
     ];
+
+    /// Whether the class needs doors ([`crate::scenery`]) to play: on a map without them
+    /// it never fires.
+    #[must_use]
+    pub const fn needs_doors(self) -> bool {
+        matches!(self, Self::ThroughDoor)
+    }
 
     /// The class's name.
     #[must_use]
@@ -67,6 +79,7 @@ impl Cheat {
             Self::Replay => "replay",
             Self::Invulnerable => "invulnerable",
             Self::FakeLatency => "fake_latency",
+            Self::ThroughDoor => "through_door",
         }
     }
 
@@ -86,6 +99,7 @@ impl Cheat {
             Self::FakeLatency => {
                 "answers probes 500 ms late, claims render times 250 ms older than it drew"
             }
+            Self::ThroughDoor => "shoots only targets behind a shut door, claiming hits",
         }
     }
 }

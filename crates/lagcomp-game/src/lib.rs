@@ -8,6 +8,7 @@
 //! - [`brain`]: [`brain::BotBrain`], a bot's client logic.
 //! - [`server`]: [`server::ServerCore`], the server's game state and per-tick logic.
 //! - [`interest`]: which entities each player is sent (near it, with hysteresis).
+//! - [`scenery`]: doors, a tram, a breakable wall and a mesh level.
 //! - [`cheat`]: the cheat classes.
 //! - [`scorecard`]: what a match's honest and cheating shots came to.
 //!
@@ -93,6 +94,7 @@ pub mod body;
 pub mod brain;
 pub mod cheat;
 pub mod interest;
+pub mod scenery;
 pub mod scorecard;
 pub mod server;
 pub mod traffic;

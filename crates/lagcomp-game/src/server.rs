@@ -22,6 +22,7 @@ use lagcomp_validate::{
 use rand_pcg::Pcg64Mcg;
 
 use crate::body::{self, Arena, BONES, Body, EYE, Stance};
+use crate::scenery::{Scenery, SceneryError, Stage, WallNews};
 use crate::traffic::{ClientInput, fingerprint};
 use crate::weapon::rules;
 
@@ -197,6 +198,8 @@ pub struct ServerCore {
     /// Whether the probes' round trip is held to the acknowledgement echo's (the
     /// fake-latency ceiling of [`lagcomp_validate::latency`]).
     echo_ceiling: bool,
+    /// Doors, the tram and the breakable wall, once [`ServerCore::furnish`]ed.
+    stage: Option<Stage>,
 }
 
 impl ServerCore {
@@ -224,6 +227,7 @@ impl ServerCore {
             ping_id: 0,
             next_team: 0,
             echo_ceiling: true,
+            stage: None,
         })
     }
 
@@ -473,8 +477,16 @@ impl ServerCore {
         dt: f64,
         rng: &mut Pcg64Mcg,
     ) -> Result<Vec<QueuedShot>, RecordError> {
+        if let Some(stage) = &mut self.stage {
+            stage.advance(&mut self.history, time);
+        }
         {
             let mut frame = self.history.begin_frame(tick, time)?;
+            if let Some(stage) = &self.stage {
+                for ((id, _), bones) in stage.movers.iter().zip(&stage.bones) {
+                    frame.record(*id, bones, EntityState::default())?;
+                }
+            }
             for player in &mut self.players {
                 let body = &mut player.body;
                 if tick.0 > 0 {
@@ -506,6 +518,45 @@ impl ServerCore {
             }
         }
         Ok(std::mem::take(&mut self.queue))
+    }
+
+    /// Puts `scenery` on the arena: its level and breakable wall are loaded into the
+    /// history, its doors and tram spawned (each with its role), moved and recorded from the next
+    /// tick on. Returns the movers' entities, in [`Scenery::movers`]' order (what a client
+    /// needs for [`Scenery::view`]). Call it once, before the first tick.
+    ///
+    /// # Errors
+    /// [`SceneryError`] for a level piece or a mover the history refuses; nothing is
+    /// added then.
+    pub fn furnish(&mut self, scenery: &Scenery) -> Result<Vec<EntityId>, SceneryError> {
+        let stage = Stage::build(&mut self.history, scenery)?;
+        let ids = stage.movers.iter().map(|(id, _)| *id).collect();
+        self.stage = Some(stage);
+        Ok(ids)
+    }
+
+    /// The doors and the tram as of the latest tick (none without
+    /// [`ServerCore::furnish`]): sent with the players' snapshot.
+    pub fn props(&self) -> impl Iterator<Item = EntitySnapshot> + '_ {
+        self.stage.iter().flat_map(|stage| {
+            stage
+                .movers
+                .iter()
+                .zip(stage.bones.iter().zip(&stage.velocities))
+                .map(|((id, _), (bones, velocity))| EntitySnapshot {
+                    id: *id,
+                    bones: bones.to_vec(),
+                    velocity: *velocity,
+                    last_teleport: None,
+                    protected: false,
+                })
+        })
+    }
+
+    /// What has happened to the breakable wall so far (nothing without one).
+    #[must_use]
+    pub fn wall_news(&self) -> WallNews {
+        self.stage.as_ref().map(|s| s.news).unwrap_or_default()
     }
 
     /// Every player as of the latest tick, recorded at server time `time`.

@@ -89,6 +89,7 @@ pub fn render_html(result: &SimResult) -> String {
     );
     out.push_str(&agreement::chart(result));
     out.push_str(&tables::results(result));
+    out.push_str(&tables::movers(result));
     out.push_str("</section>\n");
 
     section(
@@ -148,6 +149,7 @@ fn header(out: &mut String, result: &SimResult) {
          <dt>Tick rate</dt><dd>{} Hz</dd>\n\
          <dt>Send rate</dt><dd>{} Hz</dd>\n\
          <dt>Rewind window</dt><dd>{} s{}</dd>\n\
+         <dt>Scenery</dt><dd id=\"scenery\">{}</dd>\n\
          <dt>Network conditions</dt><dd>{}</dd>\n\
          <dt>Cheat classes</dt><dd>{}</dd>\n\
          </dl>\n</header>\n",
@@ -162,6 +164,10 @@ fn header(out: &mut String, result: &SimResult) {
             .no_rewind_above_rtt
             .map(|rtt| format!(", none above {} ms round trip", text::number(rtt * 1000.0)))
             .unwrap_or_default(),
+        esc(result
+            .scenery
+            .as_deref()
+            .unwrap_or("none: the arena's walls only")),
         result.runs.len(),
         result.cheats.len(),
     );

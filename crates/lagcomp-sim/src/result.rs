@@ -71,6 +71,14 @@ pub struct PresetRun {
     /// How far back the honest shots reached: what the rewind window must hold.
     #[serde(default)]
     pub rewind: RewindStats,
+    /// Honest shots the full validator judged `blocked` by a door or the tram: no damage,
+    /// and no rejection either.
+    #[serde(default)]
+    pub blocked_by_movers: u64,
+    /// Of those, the ones whose client had seen a hit (it drew the door elsewhere): each is
+    /// an honest hit lost, counted against agreement.
+    #[serde(default)]
+    pub blocked_by_movers_disputed: u64,
 }
 
 /// How far back honest shots reached under one network condition: from the moment each
@@ -155,6 +163,10 @@ pub struct SimResult {
     /// The rifle's no-rewind threshold, seconds of round trip (`None`: everyone rewound).
     #[serde(default)]
     pub no_rewind_above_rtt: Option<f64>,
+    /// What the arena held besides its walls (doors, a tram, a breakable wall, a mesh
+    /// level), as one line; `None` for the bare arena.
+    #[serde(default)]
+    pub scenery: Option<String>,
     /// One per network condition, in increasing latency.
     pub runs: Vec<PresetRun>,
     /// One per cheat class.

@@ -44,6 +44,9 @@ pub struct Scenario {
     /// acknowledgements (the fake-latency defence, [`lagcomp_validate::latency`]); `true` unless
     /// measuring what it changes.
     pub echo_ceiling: bool,
+    /// Whether the arena has doors, a tram, a breakable wall and a mesh level
+    /// ([`SkirmishConfig::scenery`]); on in every built-in scenario.
+    pub scenery: bool,
 }
 
 /// Why a scenario could not be built.
@@ -80,6 +83,7 @@ impl Scenario {
             cheat_preset: preset("100/25/2%").expect("a built-in preset"),
             respawn_rate: 0.05,
             echo_ceiling: true,
+            scenery: true,
         };
         match name {
             "default" => {}
@@ -117,6 +121,7 @@ impl Scenario {
             respawn_rate: self.respawn_rate,
             cheat,
             echo_ceiling: self.echo_ceiling,
+            scenery: self.scenery,
         };
         let mut out: Vec<_> = self
             .presets
@@ -124,7 +129,12 @@ impl Scenario {
             .enumerate()
             .map(|(i, p)| (p.name.to_owned(), base(*p, None, i as u64)))
             .collect();
-        out.extend(self.cheats.iter().enumerate().map(|(i, c)| {
+        // A class that needs doors never fires on the bare arena: not played there.
+        let cheats = self
+            .cheats
+            .iter()
+            .filter(|c| self.scenery || !c.needs_doors());
+        out.extend(cheats.enumerate().map(|(i, c)| {
             (
                 format!("cheat {}", c.name()),
                 base(self.cheat_preset, Some(*c), 100 + i as u64),
@@ -149,6 +159,9 @@ impl Scenario {
         };
         for (index, (label, config)) in self.matches().into_iter().enumerate() {
             let tally = play(&config, |f| progress(index, &label, f));
+            if result.scenery.is_none() {
+                result.scenery.clone_from(&tally.scenery);
+            }
             match config.cheat {
                 None => {
                     if result.picture.is_none() {
@@ -227,6 +240,15 @@ fn preset_run(preset: &Preset, tally: Tally, window: f64) -> PresetRun {
     let honest_rejected = modes
         .get(&Mode::Full)
         .map_or(0, |m| m.rejections.values().sum());
+    let movers = |claimed_hit| {
+        tally
+            .honest_blocked
+            .get(&("entity", claimed_hit))
+            .copied()
+            .unwrap_or(0)
+    };
+    let blocked_by_movers_disputed = movers(true);
+    let blocked_by_movers = movers(false) + blocked_by_movers_disputed;
     PresetRun {
         preset: preset.name.to_owned(),
         rtt_ms: preset.rtt * 1000.0,
@@ -236,6 +258,8 @@ fn preset_run(preset: &Preset, tally: Tally, window: f64) -> PresetRun {
         reconstruction: error_stats(tally.reconstruction),
         honest_rejected,
         rewind: rewind_stats(tally.rewinds, window),
+        blocked_by_movers,
+        blocked_by_movers_disputed,
     }
 }
 

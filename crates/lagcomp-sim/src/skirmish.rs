@@ -19,6 +19,7 @@ use lagcomp::{EntityId, PlacedShape, Ray, RewindTarget, Tick, WindowPolicy};
 use lagcomp_game::body::{self, Arena, BONES};
 use lagcomp_game::brain::{BotBrain, BrainConfig, WARM_UP};
 use lagcomp_game::cheat::Cheat;
+use lagcomp_game::scenery::{Scenery, WallNews};
 use lagcomp_game::scorecard::ModeResult;
 use lagcomp_game::server::{CoreConfig, EntitySnapshot, QueuedShot, ServerCore};
 use lagcomp_game::traffic::{ClientInput, EntityUpdate, FiredShot, fingerprint};
@@ -60,6 +61,10 @@ pub struct SkirmishConfig {
     /// Whether the server holds probed round trips to its players' snapshot
     /// acknowledgements ([`lagcomp_validate::latency`]; `true` unless measuring the defence).
     pub echo_ceiling: bool,
+    /// Whether the arena has the scenery ([`Scenery::around`]): three sliding doors, a
+    /// tram, a wall that falls a third of the way through the match and is rebuilt at
+    /// two thirds, and a triangle-mesh level.
+    pub scenery: bool,
 }
 
 /// What one match measured.
@@ -80,6 +85,12 @@ pub struct Tally {
     pub cheat_outcomes: BTreeMap<String, u64>,
     /// A confirmed shot worth drawing.
     pub picture: Option<ShotPicture>,
+    /// Honest shots the server judged `Blocked`, by what blocked them (`"wall"`: a wall
+    /// or the level; `"entity"`: a door or the tram) and by whether the client had
+    /// claimed a hit (`true`: the two saw the line differently) or a miss.
+    pub honest_blocked: BTreeMap<(&'static str, bool), u64>,
+    /// What the arena held besides its walls ([`Scenery::describe`]), if anything.
+    pub scenery: Option<String>,
 }
 
 /// A snapshot message: every entity at one tick (shared by all clients).
@@ -88,6 +99,8 @@ struct WorldSnapshot {
     tick: Tick,
     time: f64,
     entities: Vec<EntitySnapshot>,
+    /// What has happened to the breakable wall.
+    wall: WallNews,
 }
 
 /// Server to client.
@@ -125,6 +138,9 @@ impl SimClient {
             self.brain.on_shot_ack(ack);
         }
         if let Some(snapshot) = packet.snapshot {
+            if let Some(scenery) = self.brain.scenery_mut() {
+                scenery.learn(snapshot.wall);
+            }
             let entities = snapshot.entities.iter().map(|e| EntityUpdate {
                 id: e.id,
                 bones: e.bones.clone(),
@@ -166,6 +182,19 @@ pub fn play(config: &SkirmishConfig, mut progress: impl FnMut(f64)) -> Tally {
     let ids: Vec<EntityId> = (0..config.bots)
         .map(|_| server.join(&mut world_rng))
         .collect();
+    let scenery = if config.scenery {
+        Scenery::around(
+            &arena,
+            config.seed ^ 0x5ce4_e000,
+            WARM_UP + config.duration / 3.0,
+            WARM_UP + config.duration * 2.0 / 3.0,
+        )
+    } else {
+        Scenery::empty()
+    };
+    let movers = server
+        .furnish(&scenery)
+        .expect("the scenery's level is valid");
     let rig = Arc::clone(server.rig());
     let (up_link, down_link) = config.preset.links();
     let mut ups: Vec<LinkConditioner<ClientInput>> = (0..config.bots)
@@ -181,7 +210,7 @@ pub fn play(config: &SkirmishConfig, mut progress: impl FnMut(f64)) -> Tally {
             let clock_offset = rng.random_range(-100.0..100.0);
             // A client clock up to 0.1 % fast or slow.
             let clock_rate = 1.0 + rng.random_range(-0.001..0.001);
-            let brain = BotBrain::new(
+            let mut brain = BotBrain::new(
                 BrainConfig {
                     window: config.max_rewind,
                     ..BrainConfig::new(config.tick_rate, (b == 0).then_some(config.cheat).flatten())
@@ -190,6 +219,9 @@ pub fn play(config: &SkirmishConfig, mut progress: impl FnMut(f64)) -> Tally {
                 &ids,
                 rng,
             );
+            if config.scenery {
+                brain.furnish(scenery.view(&movers).expect("the server loaded this level"));
+            }
             SimClient {
                 brain,
                 next_frame,
@@ -199,7 +231,10 @@ pub fn play(config: &SkirmishConfig, mut progress: impl FnMut(f64)) -> Tally {
         })
         .collect();
     let mut fired: BTreeMap<(usize, u64), FiredShot> = BTreeMap::new();
-    let mut tally = Tally::default();
+    let mut tally = Tally {
+        scenery: config.scenery.then(|| scenery.describe()),
+        ..Tally::default()
+    };
     for mode in Mode::ALL {
         tally.modes.insert(mode, ModeResult::default());
     }
@@ -244,7 +279,12 @@ pub fn play(config: &SkirmishConfig, mut progress: impl FnMut(f64)) -> Tally {
                 let snapshot = Arc::new(WorldSnapshot {
                     tick,
                     time,
-                    entities: server.snapshot(time),
+                    entities: server
+                        .snapshot(time)
+                        .into_iter()
+                        .chain(server.props())
+                        .collect(),
+                    wall: server.wall_news(),
                 });
                 let ping = tick
                     .0
@@ -314,14 +354,29 @@ fn judge(
     let verdict = server.validate(claim, received);
     if shot.cheat {
         tally.cheat_attempts += 1;
-        if matches!(verdict.outcome, VerdictOutcome::Confirmed(_)) {
-            tally.cheat_accepted += 1;
-        }
-        *tally
-            .cheat_outcomes
-            .entry(verdict.outcome.label().to_owned())
-            .or_default() += 1;
+        // A claim of a miss the server traced into the tram (a vehicle, a target too) is
+        // confirmed on the tram: the server's own finding, not the cheat's claim, and no
+        // player hurt. Only a player confirmed is a cheat let through.
+        let label = match verdict.outcome {
+            VerdictOutcome::Confirmed(hit) if !ids.contains(&hit.target) => "confirmed_on_vehicle",
+            VerdictOutcome::Confirmed(_) => {
+                tally.cheat_accepted += 1;
+                "confirmed"
+            }
+            ref outcome => outcome.label(),
+        };
+        *tally.cheat_outcomes.entry(label.to_owned()).or_default() += 1;
         return;
+    }
+    if let VerdictOutcome::Blocked { by, .. } = verdict.outcome {
+        let by = match by {
+            lagcomp::Blocker::Wall(_) => "wall",
+            lagcomp::Blocker::Entity(_) => "entity",
+        };
+        *tally
+            .honest_blocked
+            .entry((by, shot.client_hit.is_some()))
+            .or_default() += 1;
     }
     let history = server.history();
     let index_of = |id: EntityId| ids.iter().position(|&i| i == id);

@@ -1,4 +1,4 @@
-//! `lagcomp simulate`'s latency options: the 50 / 150 / 500 ms ladder in one command, the
+//! `lagcomp simulate`'s options: the 50 / 150 / 500 ms ladder in one command, the scenery, the
 //! rewind window and the no-rewind threshold, and what it refuses.
 
 use crate::{lagcomp, text};
@@ -127,4 +127,59 @@ fn bad_latency_options_are_refused_with_a_reason() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn the_scenery_is_named_and_no_scenery_plays_the_bare_arena() {
+    // Every cheat class, briefly, behind one network.
+    let with = |extra: &[&str]| {
+        let name = if extra.is_empty() { "scenery" } else { "bare" };
+        let out_dir =
+            std::env::temp_dir().join(format!("lagcomp-cli-{name}-{}", std::process::id()));
+        let mut args = vec![
+            "simulate",
+            "--scenario",
+            "cheats",
+            "--presets",
+            "40/10/0.2%",
+            "--duration",
+            "2",
+            "--bots",
+            "4",
+            "--json",
+            "--out",
+            out_dir.to_str().expect("a UTF-8 temporary directory"),
+        ];
+        args.extend_from_slice(extra);
+        let out = lagcomp(&args);
+        std::fs::remove_dir_all(&out_dir).ok();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let json: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
+        (json, text(&out.stderr))
+    };
+    let classes = |json: &serde_json::Value| -> Vec<String> {
+        json["cheats"]
+            .as_array()
+            .expect("cheats")
+            .iter()
+            .map(|c| c["class"].as_str().expect("a class").to_owned())
+            .collect()
+    };
+    let (json, table) = with(&[]);
+    let scenery = json["scenery"].as_str().expect("the scenery named");
+    assert!(
+        scenery.starts_with("3 sliding doors, 1 tram, a wall down from"),
+        "{scenery}"
+    );
+    assert!(table.contains(&format!("scenery: {scenery}")), "{table}");
+    assert!(classes(&json).contains(&"through_door".to_owned()));
+
+    let (json, table) = with(&["--no-scenery"]);
+    assert_eq!(json["scenery"], serde_json::Value::Null, "{json}");
+    assert!(!table.contains("scenery:"), "{table}");
+    // The door cheat needs doors: not played on the bare arena; every other class is.
+    let bare = classes(&json);
+    assert!(!bare.contains(&"through_door".to_owned()), "{bare:?}");
+    assert_eq!(bare.len(), 10, "{bare:?}");
 }

@@ -71,6 +71,32 @@ pub(super) fn results(result: &SimResult) -> String {
     out
 }
 
+/// Honest shots a door or the tram stopped, per network condition (nothing when none
+/// did: no scenery).
+pub(super) fn movers(result: &SimResult) -> String {
+    let stopped: Vec<String> = result
+        .runs
+        .iter()
+        .filter(|run| run.blocked_by_movers > 0)
+        .map(|run| {
+            format!(
+                "{}: {} ({} seen as hits by their client)",
+                esc(&run.preset),
+                run.blocked_by_movers,
+                run.blocked_by_movers_disputed
+            )
+        })
+        .collect();
+    if stopped.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<p id=\"movers\" class=\"note\">Honest shots a door or the tram stopped, judged \
+         blocked (no damage, never a rejection): {}.</p>\n",
+        stopped.join("; ")
+    )
+}
+
 /// Reconstruction error figures per network condition.
 pub(super) fn reconstruction(result: &SimResult) -> String {
     if result.runs.is_empty() {

@@ -93,6 +93,8 @@ pub(crate) fn realistic() -> SimResult {
                     max_ms: 1.6 * rtt_ms + 80.0,
                     beyond_window: 0,
                 },
+                blocked_by_movers: 40,
+                blocked_by_movers_disputed: 0,
             }
         })
         .collect();
@@ -105,6 +107,7 @@ pub(crate) fn realistic() -> SimResult {
         send_rate: 32.0,
         max_rewind: 1.0,
         no_rewind_above_rtt: None,
+        scenery: Some("3 sliding doors, 1 tram, a 1272-triangle mesh level".to_owned()),
         runs,
         cheats: vec![
             cheat(

@@ -25,8 +25,9 @@ const SEEDS: [u64; 5] = [1, 2, 3, 4, 5];
 #[test]
 fn full_compensation_agrees_with_honest_clients_up_to_300_ms() {
     let presets = ["LAN", "40/10/0.2%", "100/25/2%", "200/50/4%", "300/75/6%"];
-    // Per preset: client hits, agreed, false confirmations, arrived, honest rejected.
-    let mut pooled = [[0_u64; 5]; 5];
+    // Per preset: client hits, agreed, false confirmations, arrived, honest rejected,
+    // honest shots blocked by a door or the tram, of those seen as hits by the client.
+    let mut pooled = [[0_u64; 7]; 5];
     for seed in SEEDS {
         let mut s = scenario(20.0, &presets, Vec::new());
         s.seed = seed;
@@ -40,6 +41,8 @@ fn full_compensation_agrees_with_honest_clients_up_to_300_ms() {
                 full.false_confirmations,
                 full.shots_arrived,
                 run.honest_rejected,
+                run.blocked_by_movers,
+                run.blocked_by_movers_disputed,
             ]) {
                 *sum += n;
             }
@@ -58,9 +61,32 @@ fn full_compensation_agrees_with_honest_clients_up_to_300_ms() {
             }
         }
     }
-    for (preset, [hits, agreed, false_confirmations, arrived, rejected]) in
-        presets.iter().zip(pooled)
+    for (
+        preset,
+        [
+            hits,
+            agreed,
+            false_confirmations,
+            arrived,
+            rejected,
+            movers,
+            disputed,
+        ],
+    ) in presets.iter().zip(pooled)
     {
+        // The scenery is on (the default scenario's): doors and the tram stop honest shots
+        // as `blocked` (never a rejection), and the clients drew them there too.
+        eprintln!(
+            "{preset}: doors and tram blocked {movers} honest shots, {disputed} seen as hits"
+        );
+        assert!(
+            movers >= 10,
+            "{preset}: only {movers} honest shots met a door or the tram"
+        );
+        assert!(
+            disputed * 50 <= movers,
+            "{preset}: {disputed} of {movers} honest shots a mover blocked were hits to the client"
+        );
         assert!(hits >= 800, "{preset}: too few hits to judge: {hits}");
         let agreement = agreed as f64 / hits as f64;
         // The floor is 99.9 % up to 300/75/6%. The 1 s window holds every rewind

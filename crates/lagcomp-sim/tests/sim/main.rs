@@ -5,3 +5,4 @@ mod fixture;
 mod floors;
 mod report;
 mod report_browser;
+mod scenery;

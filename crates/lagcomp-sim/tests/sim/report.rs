@@ -138,6 +138,8 @@ fn the_header_names_the_run() {
         "32 Hz",
         "Rewind window",
         "1 s",
+        "Scenery",
+        "3 sliding doors, 1 tram",
     ] {
         assert!(header.contains(fact), "the header lacks {fact:?}: {header}");
     }
@@ -665,4 +667,24 @@ fn write_report_creates_the_file() {
         std::fs::read_to_string(&path).expect("read it back"),
         render_html(&SimResult::default())
     );
+}
+
+#[test]
+fn honest_shots_stopped_by_doors_are_counted_under_the_results() {
+    let result = fixture::realistic();
+    let html = renders_cleanly(&result);
+    let doc = parse(&html);
+    let note = text_of(by_id(&doc, "movers"));
+    for run in &result.runs {
+        assert!(
+            note.contains(&format!("{}: 40 (0 seen as hits", run.preset)),
+            "{note}"
+        );
+    }
+    // Without the scenery nothing is stopped by a mover, and nothing is said.
+    let mut bare = result;
+    for run in &mut bare.runs {
+        run.blocked_by_movers = 0;
+    }
+    assert!(!render_html(&bare).contains("id=\"movers\""));
 }
