@@ -74,29 +74,16 @@ pub use kinds::{
 /// use std::collections::BTreeMap;
 ///
 /// use lagcomp::Zone;
-/// use lagcomp_validate::{DamageMultipliers, Policy, RuleSet, WeaponId, WeaponKind, WeaponRules};
+/// use lagcomp_validate::{DamageMultipliers, Policy, RuleSet, WeaponId, WeaponRules};
 ///
+/// // What differs from a rifle's defaults (`WeaponRules::hitscan` lists them).
 /// let pistol = WeaponRules {
-///     id: WeaponId(2),
-///     radius: 0.0,           // a hitscan line
-///     max_range: 80.0,       // metres
-///     min_interval: 0.25,    // seconds between two shots
-///     burst: 0,
-///     aim_tolerance_deg: 5.0,
-///     origin_tolerance: 0.5, // metres from the shooter's aim bone
-///     hit_leeway: 1.25,
-///     hit_leeway_min: 0.05,  // metres
-///     max_rewind: 0.35,      // seconds
-///     no_rewind_above_rtt: None,
-///     friendly_fire: false,
+///     max_range: 80.0,    // metres
+///     min_interval: 0.25, // seconds between two shots
+///     max_rewind: 0.35,   // seconds
 ///     damage: DamageMultipliers { head: 3.0, ..DamageMultipliers::default() },
-///     hit_layers: u32::MAX,  // every layer can be hit
-///     blocked_by: !0b100,    // rounds pass what is on layer 2 (glass)
-///     kind: WeaponKind::Hitscan,
-///     flight: None,          // the tables of the other kinds
-///     pellets: None,
-///     melee: None,
-///     area: None,
+///     blocked_by: !0b100, // rounds pass what is on layer 2 (glass)
+///     ..WeaponRules::hitscan(WeaponId(2))
 /// };
 /// let rules = RuleSet {
 ///     policy: Policy::default(),
@@ -108,7 +95,7 @@ pub use kinds::{
 /// assert_eq!(RuleSet::from_toml(&rules.to_toml())?, rules);
 /// # Ok::<(), lagcomp_validate::RulesError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuleSet {
     /// How borderline timing is judged.
@@ -199,6 +186,56 @@ pub struct WeaponRules {
 /// them.
 const fn every_layer() -> u32 {
     u32::MAX
+}
+
+impl WeaponRules {
+    /// A hitscan rifle with id `id`, every other field at a value that suits one; set what
+    /// differs with struct update syntax (`WeaponRules { max_range: 80.0,
+    /// ..WeaponRules::hitscan(id) }`). The defaults: a line (`radius` 0) reaching 250 m,
+    /// 0.1 s between shots and no burst, 5 degrees of aim tolerance, the muzzle within
+    /// 0.5 m of the aim bone, a claimed point accepted within its hitbox grown 1.25x (at
+    /// least 5 cm), a rewind of up to [`lagcomp::DEFAULT_MAX_REWIND`] (the history's default
+    /// window), always rewound, no friendly fire, damage x1 in every zone, every
+    /// layer hit and every layer blocking. The result passes [`RuleSet::check`].
+    ///
+    /// ```
+    /// use lagcomp_validate::{RuleSet, WeaponId, WeaponKind, WeaponRules};
+    ///
+    /// let sniper = WeaponRules {
+    ///     max_range: 1000.0,
+    ///     min_interval: 1.5,
+    ///     ..WeaponRules::hitscan(WeaponId(3))
+    /// };
+    /// assert_eq!(sniper.kind, WeaponKind::Hitscan);
+    /// let rules = RuleSet::default().with_weapon("sniper", sniper);
+    /// rules.check()?;
+    /// # Ok::<(), lagcomp_validate::RulesError>(())
+    /// ```
+    #[must_use]
+    pub fn hitscan(id: WeaponId) -> Self {
+        Self {
+            id,
+            radius: 0.0,
+            max_range: 250.0,
+            min_interval: 0.1,
+            burst: 0,
+            aim_tolerance_deg: 5.0,
+            origin_tolerance: 0.5,
+            hit_leeway: 1.25,
+            hit_leeway_min: 0.05,
+            max_rewind: lagcomp::DEFAULT_MAX_REWIND,
+            no_rewind_above_rtt: None,
+            friendly_fire: false,
+            damage: DamageMultipliers::default(),
+            hit_layers: every_layer(),
+            blocked_by: every_layer(),
+            kind: WeaponKind::Hitscan,
+            flight: None,
+            pellets: None,
+            melee: None,
+            area: None,
+        }
+    }
 }
 
 /// Whether `mask` is every layer (left out when the rules are written, so rules without
@@ -375,6 +412,15 @@ pub enum RulesError {
 }
 
 impl RuleSet {
+    /// The same rules with `weapon` added under `name` (replacing a weapon of that name).
+    /// Check the result with [`RuleSet::check`]; [`RuleSet::default`] is the default
+    /// [`Policy`] and no weapons.
+    #[must_use]
+    pub fn with_weapon(mut self, name: impl Into<String>, weapon: WeaponRules) -> Self {
+        self.weapons.insert(name.into(), weapon);
+        self
+    }
+
     /// Parses and checks a TOML rule set (the format is in the [module documentation](self);
     /// seconds, metres and degrees). Fields left out take their defaults: no policy table
     /// is the default [`Policy`].
@@ -819,5 +865,27 @@ mod tests {
                 "{extra}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn a_hitscan_weapon_from_its_defaults_is_valid_and_survives_a_file() {
+        let rules = RuleSet::default()
+            .with_weapon("rifle", WeaponRules::hitscan(WeaponId(1)))
+            .with_weapon(
+                "pistol",
+                WeaponRules {
+                    max_range: 80.0,
+                    ..WeaponRules::hitscan(WeaponId(2))
+                },
+            );
+        rules.check().unwrap();
+        assert_eq!(RuleSet::from_toml(&rules.to_toml()).unwrap(), rules);
+        assert_eq!(rules.weapon(WeaponId(2)).unwrap().max_range, 80.0);
+        // Two weapons with one id are still refused.
+        let twice = rules.with_weapon("copy", WeaponRules::hitscan(WeaponId(1)));
+        assert!(matches!(
+            twice.check(),
+            Err(RulesError::DuplicateId { id: 1, .. })
+        ));
     }
 }
