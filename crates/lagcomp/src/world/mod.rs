@@ -42,6 +42,7 @@
 //! destroys thousands of pieces over a match holds them all.
 
 mod level;
+mod material;
 mod mesh;
 #[cfg(feature = "rapier")]
 pub mod rapier;
@@ -58,6 +59,7 @@ use crate::query::Ray;
 use crate::rig::{Shape, ShapeError};
 
 pub use level::Level;
+pub use material::MaterialId;
 
 /// Why static geometry was refused.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
@@ -133,6 +135,40 @@ pub trait StaticWorld {
     /// The nearest piece on a matching layer that a sphere of `radius` metres moving
     /// along the ray touches within its reach.
     fn cast_sphere(&self, ray: &Ray, radius: f32, layers: u32, time: f64) -> Option<WorldHit>;
+
+    /// What piece `id` is made of, for weapons that pass through walls
+    /// ([`crate::Query::penetrate`]). Unless the world says otherwise, every piece is
+    /// [`MaterialId::DEFAULT`].
+    fn material(&self, id: u64) -> MaterialId {
+        let _ = id;
+        MaterialId::DEFAULT
+    }
+
+    /// Where a ray that entered piece `id` at `entry` metres along it leaves that piece
+    /// again (metres along the ray), when that is at most `max_thickness` metres past the
+    /// entry; `None` when it is not (the piece is too thick for the shot to cross, or has
+    /// no far side).
+    ///
+    /// The provided answer casts back at this world from `entry + max_thickness` towards
+    /// the entry: the exit is where that ray first meets a piece, if the piece is `id`. When
+    /// another piece stands nearer from behind (a second wall within reach), the answer is
+    /// `None`: the shot is stopped in `id`, on the client and the server alike. A world
+    /// that knows its pieces' shapes should answer exactly (the history's [`Level`] does).
+    fn exit_distance(
+        &self,
+        id: u64,
+        ray: &Ray,
+        entry: f32,
+        max_thickness: f32,
+        layers: u32,
+        time: f64,
+    ) -> Option<f32> {
+        let far = entry + max_thickness;
+        let back = Ray::new(ray.at(far), -ray.dir(), max_thickness).ok()?;
+        let hit = self.cast_ray(&back, layers, time)?;
+        let exit = far - hit.distance.clamp(0.0, max_thickness);
+        (hit.id == id && hit.distance.is_finite()).then_some(exit)
+    }
 }
 
 impl<W: StaticWorld + ?Sized> StaticWorld for &W {
@@ -142,6 +178,22 @@ impl<W: StaticWorld + ?Sized> StaticWorld for &W {
 
     fn cast_sphere(&self, ray: &Ray, radius: f32, layers: u32, time: f64) -> Option<WorldHit> {
         (**self).cast_sphere(ray, radius, layers, time)
+    }
+
+    fn material(&self, id: u64) -> MaterialId {
+        (**self).material(id)
+    }
+
+    fn exit_distance(
+        &self,
+        id: u64,
+        ray: &Ray,
+        entry: f32,
+        max_thickness: f32,
+        layers: u32,
+        time: f64,
+    ) -> Option<f32> {
+        (**self).exit_distance(id, ray, entry, max_thickness, layers, time)
     }
 }
 
@@ -160,6 +212,33 @@ impl<A: StaticWorld, B: StaticWorld> StaticWorld for (A, B) {
             self.0.cast_sphere(ray, radius, layers, time),
             self.1.cast_sphere(ray, radius, layers, time),
         )
+    }
+
+    /// The first world's material for `id`, or the second's when the first gives the
+    /// default (ids should not collide, so at most one world knows the piece).
+    fn material(&self, id: u64) -> MaterialId {
+        match self.0.material(id) {
+            MaterialId::DEFAULT => self.1.material(id),
+            material => material,
+        }
+    }
+
+    /// The first world's exit for `id`, or the second's (at most one world knows it).
+    fn exit_distance(
+        &self,
+        id: u64,
+        ray: &Ray,
+        entry: f32,
+        max_thickness: f32,
+        layers: u32,
+        time: f64,
+    ) -> Option<f32> {
+        self.0
+            .exit_distance(id, ray, entry, max_thickness, layers, time)
+            .or_else(|| {
+                self.1
+                    .exit_distance(id, ray, entry, max_thickness, layers, time)
+            })
     }
 }
 
