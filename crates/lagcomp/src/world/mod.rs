@@ -150,10 +150,14 @@ pub trait StaticWorld {
     /// no far side).
     ///
     /// The provided answer casts back at this world from `entry + max_thickness` towards
-    /// the entry: the exit is where that ray first meets a piece, if the piece is `id`. When
-    /// another piece stands nearer from behind (a second wall within reach), the answer is
-    /// `None`: the shot is stopped in `id`, on the client and the server alike. A world
-    /// that knows its pieces' shapes should answer exactly (the history's [`Level`] does).
+    /// the entry: the exit is where that ray first meets a piece, if the piece is `id`. A
+    /// back ray that starts inside `id` (it meets it at distance 0) means the piece is
+    /// thicker than `max_thickness`: `None`. One that meets another piece first (a second
+    /// wall within reach, or one it starts inside) is cast again from half as far, up to
+    /// [`BACK_CAST_TRIES`] casts in all, so it starts in the gap between the two; a gap it
+    /// never lands in stops the shot in `id`, on the client and the server alike. A world
+    /// that knows its pieces' shapes should answer exactly, in one cast (the history's
+    /// [`Level`] does).
     fn exit_distance(
         &self,
         id: u64,
@@ -163,13 +167,25 @@ pub trait StaticWorld {
         layers: u32,
         time: f64,
     ) -> Option<f32> {
-        let far = entry + max_thickness;
-        let back = Ray::new(ray.at(far), -ray.dir(), max_thickness).ok()?;
-        let hit = self.cast_ray(&back, layers, time)?;
-        let exit = far - hit.distance.clamp(0.0, max_thickness);
-        (hit.id == id && hit.distance.is_finite()).then_some(exit)
+        let mut reach = max_thickness;
+        for _ in 0..BACK_CAST_TRIES {
+            let far = entry + reach;
+            let back = Ray::new(ray.at(far), -ray.dir(), reach).ok()?;
+            let hit = self.cast_ray(&back, layers, time)?;
+            if hit.id == id {
+                // Met at 0 (or a nonsense answer), the back ray started inside `id`: it is
+                // thicker than `max_thickness`.
+                return (hit.distance > 0.0 && hit.distance <= reach).then(|| far - hit.distance);
+            }
+            reach *= 0.5;
+        }
+        None
     }
 }
+
+/// How many back casts [`StaticWorld::exit_distance`]'s provided answer makes at most for
+/// one wall, each from half as far as the one before.
+pub const BACK_CAST_TRIES: u32 = 8;
 
 impl<W: StaticWorld + ?Sized> StaticWorld for &W {
     fn cast_ray(&self, ray: &Ray, layers: u32, time: f64) -> Option<WorldHit> {
