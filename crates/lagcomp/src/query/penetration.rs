@@ -117,7 +117,11 @@ impl PenetrationRules {
         if costs.len() > usize::from(u16::MAX) + 1 {
             return Err(PenetrationRulesError::TooManyMaterials(costs.len()));
         }
-        if let Some((material, &cost)) = costs.iter().enumerate().find(|(_, c)| !(**c >= 0.0)) {
+        if let Some((material, &cost)) = costs
+            .iter()
+            .enumerate()
+            .find(|(_, c)| c.is_nan() || **c < 0.0)
+        {
             return Err(PenetrationRulesError::Cost {
                 material: material as u16,
                 cost,
@@ -374,13 +378,8 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         let mut layers_crossed = 0_i32;
         let mut start = 0.0_f32;
         let (stop, rewind) = loop {
-            // The stretch from `start` to the next wall: the ordinary trace, on a ray
-            // that shares the shot's direction to the bit.
-            let stretch = Ray {
-                origin: ray.at(start),
-                dir: ray.dir(),
-                max_distance: ray.max_distance() - start,
-            };
+            // The stretch from `start` to the next wall: the ordinary trace.
+            let stretch = stretch(ray, start);
             let mut hits = std::mem::take(&mut chain.scratch);
             let trace = self.ray_all(&stretch, &mut hits);
             let outcome = trace.map(|trace| {
@@ -500,25 +499,15 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                 .filter(|exit| (entry..=entry + max_thickness).contains(exit));
             (material, exit)
         };
-        let damage_factor = rules.layer_damage.powi(*layers_crossed);
-        let Some(exit) = exit else {
-            chain.layers.push(PenetratedLayer {
-                layer: Penetrated::Wall(wall.id),
-                material,
-                entry,
-                exit: entry,
-                power_before: *power,
-                cost: 0.0,
-                damage_factor,
-                crossed: false,
-            });
-            return Stretch::End(PenetrationStop::Wall {
-                id: wall.id,
-                distance: entry,
-            });
+        let (exit, spent, crossed) = match exit {
+            // Within the power by the exit's bound; `min` keeps rounding from going below 0.
+            Some(exit) => (
+                exit,
+                cost(rules.cost_per_metre(material), exit - entry).min(*power),
+                true,
+            ),
+            None => (entry, 0.0, false),
         };
-        // Within the power by the exit's bound; `min` keeps rounding from going below 0.
-        let spent = cost(rules.cost_per_metre(material), exit - entry).min(*power);
         chain.layers.push(PenetratedLayer {
             layer: Penetrated::Wall(wall.id),
             material,
@@ -526,9 +515,15 @@ impl<O: QueryObserver> Query<'_, '_, O> {
             exit,
             power_before: *power,
             cost: spent,
-            damage_factor,
-            crossed: true,
+            damage_factor: rules.layer_damage.powi(*layers_crossed),
+            crossed,
         });
+        if !crossed {
+            return Stretch::End(PenetrationStop::Wall {
+                id: wall.id,
+                distance: entry,
+            });
+        }
         *power -= spent;
         *layers_crossed += 1;
         let next = exit + RESUME_NUDGE;
@@ -560,11 +555,7 @@ impl<O: QueryObserver> Query<'_, '_, O> {
         let Some(world) = self.world else {
             return level;
         };
-        let stretch = Ray {
-            origin: ray.at(start),
-            dir: ray.dir(),
-            max_distance: ray.max_distance() - start,
-        };
+        let stretch = stretch(ray, start);
         let own = (!level.is_empty())
             .then(|| level.first_hit(&stretch, ray_recip(ray.dir()), 0.0, self.blocking, time))
             .flatten();
@@ -572,6 +563,16 @@ impl<O: QueryObserver> Query<'_, '_, O> {
             Some(own) if own.id == wall.id && own.distance == wall.distance => level,
             _ => world,
         }
+    }
+}
+
+/// The part of `ray` from `start` on, on the same line to the bit (`Ray::new` would
+/// normalize the direction again).
+fn stretch(ray: &Ray, start: f32) -> Ray {
+    Ray {
+        origin: ray.at(start),
+        dir: ray.dir(),
+        max_distance: ray.max_distance() - start,
     }
 }
 

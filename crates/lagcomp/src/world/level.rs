@@ -246,7 +246,11 @@ impl StaticWorld for Level {
         time: f64,
     ) -> Option<f32> {
         let piece = self.pieces.get(usize::try_from(id).ok()?)?;
-        if piece.layers & layers == 0 || !piece.exists_at(time) || !(max_thickness >= 0.0) {
+        if piece.layers & layers == 0
+            || !piece.exists_at(time)
+            || max_thickness.is_nan()
+            || max_thickness < 0.0
+        {
             return None;
         }
         let (origin, dir) = (ray.origin(), ray.dir());

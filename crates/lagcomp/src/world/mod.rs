@@ -175,7 +175,7 @@ pub trait StaticWorld {
             if hit.id == id {
                 // Met at 0 (or a nonsense answer), the back ray started inside `id`: it is
                 // thicker than `max_thickness`.
-                return (hit.distance > 0.0 && hit.distance <= reach).then(|| far - hit.distance);
+                return (hit.distance > 0.0 && hit.distance <= reach).then_some(far - hit.distance);
             }
             reach *= 0.5;
         }

@@ -585,3 +585,20 @@ fn a_bad_ray_target_is_an_error_and_the_chain_is_left_usable() {
     assert_eq!(trace.stop, PenetrationStop::Reach);
     assert_eq!(chain.hits().count(), 1);
 }
+
+#[test]
+fn pieces_are_the_default_material_until_told_and_unknown_pieces_are_refused() {
+    let (mut history, _) = scene(&[slab(2.0, 0.1, CONCRETE), slab(4.0, 0.1, CONCRETE)], &[]);
+    let level = history.level();
+    assert_eq!(level.material(StaticId(1)), Some(MaterialId::DEFAULT));
+    assert_eq!(level.material(StaticId(2)), None);
+    history.set_static_material(StaticId(1), METAL).unwrap();
+    assert_eq!(history.level().material(StaticId(1)), Some(METAL));
+    assert_eq!(history.level().material(StaticId(0)), Some(CONCRETE));
+    assert_eq!(StaticWorld::material(history.level(), 1), METAL);
+    assert_eq!(
+        history.set_static_material(StaticId(7), WOOD),
+        Err(lagcomp::StaticError::UnknownPiece(StaticId(7)))
+    );
+    assert_eq!(history.level().material(StaticId(7)), None);
+}
