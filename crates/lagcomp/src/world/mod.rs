@@ -153,11 +153,13 @@ pub trait StaticWorld {
     /// the entry: the exit is where that ray first meets a piece, if the piece is `id`. A
     /// back ray that starts inside `id` (it meets it at distance 0) means the piece is
     /// thicker than `max_thickness`: `None`. One that meets another piece first (a second
-    /// wall within reach, or one it starts inside) is cast again from half as far, up to
-    /// [`BACK_CAST_TRIES`] casts in all, so it starts in the gap between the two; a gap it
-    /// never lands in stops the shot in `id`, on the client and the server alike. A world
-    /// that knows its pieces' shapes should answer exactly, in one cast (the history's
-    /// [`Level`] does).
+    /// wall within reach, or one it starts inside) is cast again from nearer, bisecting
+    /// between the farthest start known to lie inside `id` (at first the entry) and the
+    /// nearest known to lie in or behind another piece, up to [`BACK_CAST_TRIES`] casts in
+    /// all, until one starts in the gap between them; a gap too narrow to land in (or
+    /// none: a piece overlapping `id` where the shot leaves it) stops the shot in `id`,
+    /// on the client and the server alike. A world that knows its
+    /// pieces' shapes should answer exactly, in one cast (the history's [`Level`] does).
     fn exit_distance(
         &self,
         id: u64,
@@ -167,24 +169,33 @@ pub trait StaticWorld {
         layers: u32,
         time: f64,
     ) -> Option<f32> {
+        // Distances past the entry: `inside` lies in `id`, `beyond` in or behind another
+        // piece; the exit is between them.
+        let (mut inside, mut beyond) = (0.0_f32, max_thickness);
         let mut reach = max_thickness;
         for _ in 0..BACK_CAST_TRIES {
             let far = entry + reach;
             let back = Ray::new(ray.at(far), -ray.dir(), reach).ok()?;
             let hit = self.cast_ray(&back, layers, time)?;
-            if hit.id == id {
-                // Met at 0 (or a nonsense answer), the back ray started inside `id`: it is
-                // thicker than `max_thickness`.
-                return (hit.distance > 0.0 && hit.distance <= reach).then_some(far - hit.distance);
+            if hit.id != id {
+                beyond = reach;
+            } else if hit.distance > 0.0 && hit.distance <= reach {
+                return Some(far - hit.distance);
+            } else if reach == max_thickness {
+                // The farthest start is inside `id` (or the answer is nonsense): thicker
+                // than the shot can cross.
+                return None;
+            } else {
+                inside = reach;
             }
-            reach *= 0.5;
+            reach = 0.5 * (inside + beyond);
         }
         None
     }
 }
 
 /// How many back casts [`StaticWorld::exit_distance`]'s provided answer makes at most for
-/// one wall, each from half as far as the one before.
+/// one wall: a gap behind it a 128th of the shot's reach into it wide is always found.
 pub const BACK_CAST_TRIES: u32 = 8;
 
 impl<W: StaticWorld + ?Sized> StaticWorld for &W {

@@ -622,17 +622,21 @@ impl StaticWorld for BackCastOnly<'_> {
 }
 
 #[test]
-fn the_provided_back_cast_agrees_with_the_exact_exits_or_stops_the_shot_sooner() {
+fn the_provided_back_cast_finds_the_exits_the_level_knows_exactly() {
     use rand::{Rng, SeedableRng};
     let mut rng = rand_pcg::Pcg64::seed_from_u64(25);
     let mut chain = PenetrationChain::new();
-    let (mut compared, mut agreed) = (0, 0);
-    for _ in 0..50 {
-        // Two to five walls with gaps between them, of random materials, turned a little.
+    let mut compared = 0;
+    for _ in 0..200 {
+        // Two to five walls of random materials with gaps between them: at least 50 cm
+        // apart and turned by at most 0.05 rad, so where the shot crosses (within 3 m of
+        // the axis) they never touch, and every gap is wider than a 128th of the longest
+        // reach into a wall (2 power / 0.25 per metre = 8 m): the back-cast's bisection
+        // always lands in it.
         let mut walls = Vec::new();
         let mut z = 1.0;
         for _ in 0..rng.random_range(2..=5) {
-            z += rng.random_range(0.2..2.0);
+            z += rng.random_range(0.5..2.0);
             let thickness = rng.random_range(0.02..0.6);
             walls.push((z, thickness, MaterialId(rng.random_range(0..3))));
             z += thickness;
@@ -646,7 +650,7 @@ fn the_provided_back_cast_agrees_with_the_exact_exits_or_stops_the_shot_sooner()
                     Shape::cuboid(Vec3::new(3.0, 3.0, thickness / 2.0)),
                     Pose::new(
                         Vec3::Z * (near + thickness / 2.0),
-                        lagcomp::Quat::from_rotation_y(rng.random_range(-0.2..0.2)),
+                        lagcomp::Quat::from_rotation_y(rng.random_range(-0.05..0.05)),
                     ),
                     1,
                 )
@@ -686,29 +690,30 @@ fn the_provided_back_cast_agrees_with_the_exact_exits_or_stops_the_shot_sooner()
         };
         let exact = walk(level_history.level());
         let back = walk(&BackCastOnly(level_history.level()));
-        // Agreement, or the back-cast stopped the shot at a wall the exact answer let it
-        // through (its search from half as far missed the gap behind that wall): never
-        // the other way round, and every layer before that wall the same.
-        let same = back.2.len();
-        assert!(same <= exact.2.len(), "{walls:?}");
-        for (i, (a, b)) in exact.2.iter().zip(&back.2).enumerate() {
-            assert_eq!(a.0, b.0, "{walls:?}");
-            assert_approx_eq!(a.2, b.2, 1e-4, "{walls:?}");
-            if i + 1 < same || a.1 == b.1 {
-                assert_eq!(a.1, b.1, "{walls:?}");
-                assert_approx_eq!(a.3, b.3, 1e-4, "{walls:?}");
-            } else {
-                assert!(a.1 && !b.1, "only the back-cast stops early: {walls:?}");
-                assert!(matches!(back.0, PenetrationStop::Wall { .. }));
+        // The same stop; a wall's distance may differ in the last bits (the walk resumes
+        // past an exit found two ways).
+        match (exact.0, back.0) {
+            (
+                PenetrationStop::Wall { id, distance },
+                PenetrationStop::Wall {
+                    id: back_id,
+                    distance: back_distance,
+                },
+            ) => {
+                assert_eq!(id, back_id, "{walls:?} {ray:?}");
+                assert_approx_eq!(distance, back_distance, 1e-4, "{walls:?}");
             }
+            (exact_stop, back_stop) => assert_eq!(exact_stop, back_stop, "{walls:?} {ray:?}"),
         }
-        if exact.0 == back.0 {
-            assert_approx_eq!(exact.1, back.1, 1e-4, "{walls:?}");
-            agreed += 1;
+        assert_approx_eq!(exact.1, back.1, 1e-4, "{walls:?}");
+        assert_eq!(exact.2.len(), back.2.len(), "{walls:?}");
+        for (a, b) in exact.2.iter().zip(&back.2) {
+            assert_eq!((a.0, a.1), (b.0, b.1), "{walls:?}");
+            assert_approx_eq!(a.2, b.2, 1e-4, "{walls:?}");
+            assert_approx_eq!(a.3, b.3, 1e-4, "{walls:?}");
         }
         compared += exact.2.len();
     }
-    // Seed 25: 49 of the 50 agree (150 layers).
-    assert!(agreed >= 45, "{agreed} of 50 shots agree");
+    assert!(compared > 400, "{compared} layers compared");
     assert!(compared > 100, "{compared} layers compared");
 }
