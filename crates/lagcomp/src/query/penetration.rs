@@ -202,6 +202,7 @@ impl PenetrationRules {
 
 /// What one layer of a penetrating shot was.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Penetrated {
     /// A static piece: of the history's level, or of the server's [`StaticWorld`].
     Wall(StaticId),
@@ -211,6 +212,7 @@ pub enum Penetrated {
 
 /// One layer a penetrating shot met, in the order it met them.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct PenetratedLayer {
     /// The wall or hitbox.
     pub layer: Penetrated,
@@ -287,6 +289,7 @@ impl PenetrationChain {
 
 /// Why a penetrating shot ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum PenetrationStop {
     /// It reached the end of its ray with power left.
     Reach,
@@ -312,6 +315,7 @@ pub enum PenetrationStop {
 
 /// How a penetrating shot ended; its layers are in the [`PenetrationChain`].
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct PenetrationTrace {
     /// Why it ended.
     pub stop: PenetrationStop,
