@@ -86,6 +86,6 @@ pub use query::{ShapeSweep, ShapeSweepError, SweepPath};
 pub use rig::{Axis, Hitbox, HitboxId, Rig, RigError, Shape, ShapeError, Zone};
 pub use time::{RewindError, RewindTarget, Tick, WindowPolicy, WindowSide};
 pub use world::{
-    Level, LevelError, LevelPiece, PieceError, StaticCollider, StaticError, StaticId, StaticWorld,
-    WorldHit,
+    Level, LevelError, LevelPiece, MaterialId, PieceError, StaticCollider, StaticError, StaticId,
+    StaticWorld, WorldHit,
 };

@@ -667,3 +667,72 @@ fn steady_state_pellet_fans_and_splashes_allocate_nothing() {
         "{splashed} caught, {covered} covered"
     );
 }
+
+#[test]
+fn penetrating_shots_allocate_nothing_once_the_chain_has_grown() {
+    use lagcomp::MaterialId;
+    use lagcomp::query::penetration::{PenetrationChain, PenetrationRules};
+    let mut h = history(RATE, 0.25);
+    let rig = humanoid_rig();
+    let ids: Vec<EntityId> = (0..8).map(|_| h.spawn(rig.clone())).collect();
+    // A wooden wall in front of the arena, a mesh wall across it and the far wall: shots
+    // cross walls of two kinds and the bodies between them.
+    let wood = h
+        .add_static(
+            Shape::cuboid(Vec3::new(40.0, 3.0, 0.1)),
+            Pose::from_translation(Vec3::new(15.0, 1.5, -5.0)),
+            u32::MAX,
+        )
+        .unwrap();
+    h.set_static_material(wood, MaterialId(1)).unwrap();
+    h.load_level([LevelPiece::Mesh {
+        vertices: vec![
+            Vec3::new(-10.0, 0.0, 20.0),
+            Vec3::new(40.0, 0.0, 20.0),
+            Vec3::new(40.0, 4.0, 20.0),
+            Vec3::new(-10.0, 4.0, 20.0),
+        ],
+        triangles: vec![[0, 1, 2], [0, 2, 3]],
+        layers: u32::MAX,
+    }])
+    .unwrap();
+    add_far_wall(&mut h);
+    let mut bones = vec![BoneTransform::IDENTITY; HUMANOID_BONES];
+    for tick in 0..20 {
+        record_tick(&mut h, &ids, tick, &mut bones);
+    }
+    let rules = PenetrationRules::new(3.0, 0.75, vec![1.0, 0.25])
+        .unwrap()
+        .with_body_material(MaterialId(1));
+    let mut chain = PenetrationChain::new();
+    let shots: Vec<Ray> = (0..8)
+        .flat_map(|i| {
+            let (root, _) = root_of(i, 15);
+            [1.0_f32, 1.3, 1.6].map(|y| {
+                Ray::new(
+                    root + Vec3::new(0.0, y, -10.0),
+                    Vec3::new(0.01, 0.0, 1.0),
+                    60.0,
+                )
+                .unwrap()
+            })
+        })
+        .collect();
+    let target = RewindTarget::between(Tick(15), Tick(16), 0.4);
+    let walk = |chain: &mut PenetrationChain| {
+        let mut layers = 0;
+        for ray in &shots {
+            h.query(target).penetrate(ray, &rules, chain).unwrap();
+            layers += chain.layers().len();
+        }
+        layers
+    };
+    let warm = walk(&mut chain);
+    let (layers, allocs, frees) = counted(|| walk(&mut chain));
+    assert_eq!((allocs, frees), (0, 0));
+    assert_eq!(layers, warm);
+    assert!(
+        layers > 2 * shots.len(),
+        "the shots cross walls and bodies: {layers} layers"
+    );
+}

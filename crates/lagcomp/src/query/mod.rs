@@ -19,6 +19,7 @@
 mod fan;
 pub mod observer;
 mod overlap;
+pub mod penetration;
 mod shape_sweep;
 pub mod splash;
 mod trace;

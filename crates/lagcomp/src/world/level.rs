@@ -9,7 +9,7 @@ use parry3d::shape::TriMesh;
 
 use super::mesh::{self, Terrain};
 use super::{LevelError, LevelPiece, PieceError, StaticCollider, StaticError, StaticId};
-use super::{StaticWorld, WorldHit};
+use super::{MaterialId, StaticWorld, WorldHit};
 use crate::bvh::Bvh;
 use crate::math::{Aabb, ray_recip};
 use crate::narrow::PlacedShape;
@@ -29,6 +29,9 @@ pub struct Level {
     bvh: Bvh,
     /// Whether any piece has a finite lifetime: only then is a piece's lifetime looked at.
     changing: bool,
+    /// What each piece is made of, by id, up to the highest piece given a material; the
+    /// rest are [`MaterialId::DEFAULT`].
+    pub(super) materials: Vec<MaterialId>,
 }
 
 #[derive(Debug, Clone)]
@@ -222,7 +225,53 @@ impl StaticWorld for Level {
     fn cast_sphere(&self, ray: &Ray, radius: f32, layers: u32, time: f64) -> Option<WorldHit> {
         self.world_hit(ray, radius, layers, time)
     }
+
+    fn material(&self, id: u64) -> MaterialId {
+        Level::material(self, StaticId(id)).unwrap_or_default()
+    }
+
+    /// Exact for primitives (the line's exit from the shape). A mesh is searched forward
+    /// from just past the entry, within that one mesh: the next triangle is the exit face.
+    /// (Casting back from `entry + max_thickness` would find the far face of whatever
+    /// part of the same mesh lies nearest that point, and a level mesh with two walls in a
+    /// row would count the air between them as wall.) Terrain is never crossed: below its
+    /// surface counts as inside, so it has no exit face to find.
+    fn exit_distance(
+        &self,
+        id: u64,
+        ray: &Ray,
+        entry: f32,
+        max_thickness: f32,
+        layers: u32,
+        time: f64,
+    ) -> Option<f32> {
+        let piece = self.pieces.get(usize::try_from(id).ok()?)?;
+        if piece.layers & layers == 0
+            || !piece.exists_at(time)
+            || max_thickness.is_nan()
+            || max_thickness < 0.0
+        {
+            return None;
+        }
+        let (origin, dir) = (ray.origin(), ray.dir());
+        let exit = match &piece.geometry {
+            Geometry::Primitive(placed) => placed.cast_sphere_line(origin, dir, 0.0)?.exit,
+            Geometry::Mesh(mesh) => {
+                let start = entry + MESH_EXIT_NUDGE;
+                let reach = (max_thickness - MESH_EXIT_NUDGE).max(0.0);
+                let (distance, _) = mesh::cast_mesh(mesh, ray.at(start), dir, 0.0, reach)?;
+                start + distance
+            }
+            Geometry::Terrain(_) => return None,
+        };
+        (exit.is_finite() && exit - entry <= max_thickness).then_some(exit.max(entry))
+    }
 }
+
+/// How far past a mesh's entry face the search for its exit face starts, in metres: far
+/// enough that rounding cannot put the start back on the entry face (a point 1 km out
+/// is placed to about 0.06 mm), and thinner than any wall a game builds.
+const MESH_EXIT_NUDGE: f32 = 1e-4;
 
 /// A piece checked and built, with its layers and padded bounds.
 fn build(piece: LevelPiece) -> Result<(Geometry, u32, Aabb), PieceError> {

@@ -42,6 +42,7 @@
 //! destroys thousands of pieces over a match holds them all.
 
 mod level;
+mod material;
 mod mesh;
 #[cfg(feature = "rapier")]
 pub mod rapier;
@@ -58,6 +59,7 @@ use crate::query::Ray;
 use crate::rig::{Shape, ShapeError};
 
 pub use level::Level;
+pub use material::MaterialId;
 
 /// Why static geometry was refused.
 #[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
@@ -133,7 +135,68 @@ pub trait StaticWorld {
     /// The nearest piece on a matching layer that a sphere of `radius` metres moving
     /// along the ray touches within its reach.
     fn cast_sphere(&self, ray: &Ray, radius: f32, layers: u32, time: f64) -> Option<WorldHit>;
+
+    /// What piece `id` is made of, for weapons that pass through walls
+    /// ([`crate::Query::penetrate`]). Unless the world says otherwise, every piece is
+    /// [`MaterialId::DEFAULT`].
+    fn material(&self, id: u64) -> MaterialId {
+        let _ = id;
+        MaterialId::DEFAULT
+    }
+
+    /// Where a ray that entered piece `id` at `entry` metres along it leaves that piece
+    /// again (metres along the ray), when that is at most `max_thickness` metres past the
+    /// entry; `None` when it is not (the piece is too thick for the shot to cross, or has
+    /// no far side).
+    ///
+    /// The provided answer casts back at this world from `entry + max_thickness` towards
+    /// the entry: the exit is where that ray first meets a piece, if the piece is `id`. A
+    /// back ray that starts inside `id` (it meets it at distance 0) means the piece is
+    /// thicker than `max_thickness`: `None`. One that meets another piece first (a second
+    /// wall within reach, or one it starts inside) is cast again from nearer, bisecting
+    /// between the farthest start known to lie inside `id` (at first the entry) and the
+    /// nearest known to lie in or behind another piece, up to [`BACK_CAST_TRIES`] casts in
+    /// all, until one starts in the gap between them; a gap too narrow to land in (or
+    /// none: a piece overlapping `id` where the shot leaves it) stops the shot in `id`,
+    /// on the client and the server alike. A world that knows its
+    /// pieces' shapes should answer exactly, in one cast (the history's [`Level`] does).
+    fn exit_distance(
+        &self,
+        id: u64,
+        ray: &Ray,
+        entry: f32,
+        max_thickness: f32,
+        layers: u32,
+        time: f64,
+    ) -> Option<f32> {
+        // Distances past the entry: `inside` lies in `id`, `beyond` in or behind another
+        // piece; the exit is between them.
+        let (mut inside, mut beyond) = (0.0_f32, max_thickness);
+        let mut reach = max_thickness;
+        for _ in 0..BACK_CAST_TRIES {
+            let far = entry + reach;
+            let back = Ray::new(ray.at(far), -ray.dir(), reach).ok()?;
+            let hit = self.cast_ray(&back, layers, time)?;
+            if hit.id != id {
+                beyond = reach;
+            } else if hit.distance > 0.0 && hit.distance <= reach {
+                return Some(far - hit.distance);
+            } else if reach == max_thickness {
+                // The farthest start is inside `id` (or the answer is nonsense): thicker
+                // than the shot can cross.
+                return None;
+            } else {
+                inside = reach;
+            }
+            reach = 0.5 * (inside + beyond);
+        }
+        None
+    }
 }
+
+/// How many back casts [`StaticWorld::exit_distance`]'s provided answer makes at most for
+/// one wall: a gap behind it a 128th of the shot's reach into it wide is always found.
+pub const BACK_CAST_TRIES: u32 = 8;
 
 impl<W: StaticWorld + ?Sized> StaticWorld for &W {
     fn cast_ray(&self, ray: &Ray, layers: u32, time: f64) -> Option<WorldHit> {
@@ -142,6 +205,22 @@ impl<W: StaticWorld + ?Sized> StaticWorld for &W {
 
     fn cast_sphere(&self, ray: &Ray, radius: f32, layers: u32, time: f64) -> Option<WorldHit> {
         (**self).cast_sphere(ray, radius, layers, time)
+    }
+
+    fn material(&self, id: u64) -> MaterialId {
+        (**self).material(id)
+    }
+
+    fn exit_distance(
+        &self,
+        id: u64,
+        ray: &Ray,
+        entry: f32,
+        max_thickness: f32,
+        layers: u32,
+        time: f64,
+    ) -> Option<f32> {
+        (**self).exit_distance(id, ray, entry, max_thickness, layers, time)
     }
 }
 
@@ -160,6 +239,33 @@ impl<A: StaticWorld, B: StaticWorld> StaticWorld for (A, B) {
             self.0.cast_sphere(ray, radius, layers, time),
             self.1.cast_sphere(ray, radius, layers, time),
         )
+    }
+
+    /// The first world's material for `id`, or the second's when the first gives the
+    /// default (ids should not collide, so at most one world knows the piece).
+    fn material(&self, id: u64) -> MaterialId {
+        match self.0.material(id) {
+            MaterialId::DEFAULT => self.1.material(id),
+            material => material,
+        }
+    }
+
+    /// The first world's exit for `id`, or the second's (at most one world knows it).
+    fn exit_distance(
+        &self,
+        id: u64,
+        ray: &Ray,
+        entry: f32,
+        max_thickness: f32,
+        layers: u32,
+        time: f64,
+    ) -> Option<f32> {
+        self.0
+            .exit_distance(id, ray, entry, max_thickness, layers, time)
+            .or_else(|| {
+                self.1
+                    .exit_distance(id, ray, entry, max_thickness, layers, time)
+            })
     }
 }
 

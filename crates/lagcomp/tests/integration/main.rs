@@ -15,6 +15,7 @@ mod culling;
 mod differential_parry;
 mod entity_at;
 mod interpolation;
+mod penetration;
 mod properties;
 mod roles;
 mod shape_sweeps;
