@@ -67,8 +67,8 @@ pub struct SkirmishConfig {
 pub struct Tally {
     /// Per mode, honest shots only.
     pub modes: BTreeMap<Mode, ModeResult>,
-    /// Reconstruction error per honest shot that claimed a hit, metres (teleport and
-    /// extrapolated views excluded).
+    /// Reconstruction error per honest shot that claimed a hit, metres (teleport views
+    /// excluded).
     pub reconstruction: Vec<f64>,
     /// How far back each honest shot reached (arrival minus claimed time), seconds.
     pub rewinds: Vec<f64>,
@@ -361,12 +361,7 @@ fn judge(
     }
     // How far the pose the server rebuilt is from the one the client drew.
     if let (Some((target, _)), true) = (shot.client_hit, shot.clean_view)
-        && let Some(rebuilt) = rewind_target(claim).and_then(|t| {
-            history
-                .entity_at(target, t, WindowPolicy::Reject)
-                .ok()
-                .flatten()
-        })
+        && let Some(rebuilt) = rebuilt_as_drawn(history, claim, target)
     {
         if !rebuilt.sample().rewound() {
             // Lag compensation was off then: the present pose was used on purpose.
@@ -501,6 +496,7 @@ fn claimed_time(claim: &ShotClaim, tick_dt: f64) -> f64 {
             a + (b - a) * f64::from(fraction)
         }
         RenderTime::Time(t) => t,
+        RenderTime::Extrapolated { from, by } => f64::from(from.0) * tick_dt + by,
     }
 }
 
@@ -508,5 +504,20 @@ fn rewind_target(claim: &ShotClaim) -> Option<RewindTarget> {
     match claim.render_time {
         RenderTime::Ticks { from, to, fraction } => Some(RewindTarget::between(from, to, fraction)),
         RenderTime::Time(t) => Some(RewindTarget::Time(t)),
+        // The frame extrapolated from; the picture is rebuilt by `rebuilt_as_drawn`.
+        RenderTime::Extrapolated { from, .. } => Some(RewindTarget::between(from, from, 0.0)),
     }
+}
+
+/// The claimed target as the server rebuilds what the client drew.
+fn rebuilt_as_drawn<'h>(
+    history: &'h lagcomp::History,
+    claim: &ShotClaim,
+    target: EntityId,
+) -> Option<lagcomp::EntityAt<'h>> {
+    let rebuilt = match claim.render_time {
+        RenderTime::Extrapolated { from, by } => history.entity_extrapolated(target, from, by),
+        _ => history.entity_at(target, rewind_target(claim)?, WindowPolicy::Reject),
+    };
+    rebuilt.ok().flatten()
 }

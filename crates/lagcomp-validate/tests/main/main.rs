@@ -5,6 +5,7 @@
 mod audit;
 mod doors;
 mod examine;
+mod extrapolated;
 mod fixture;
 mod level_geometry;
 mod melee;
