@@ -72,6 +72,8 @@ pub struct Tally {
     pub reconstruction: Vec<f64>,
     /// How far back each honest shot reached (arrival minus claimed time), seconds.
     pub rewinds: Vec<f64>,
+    /// Honest shots claiming an extrapolated view, and their rejections.
+    pub extrapolated: crate::result::ExtrapolatedShots,
     /// Cheating shots that reached the server.
     pub cheat_attempts: u64,
     /// Of those, confirmed.
@@ -322,6 +324,12 @@ fn judge(
             .entry(verdict.outcome.label().to_owned())
             .or_default() += 1;
         return;
+    }
+    if matches!(claim.render_time, RenderTime::Extrapolated { .. }) {
+        tally.extrapolated.shots += 1;
+        if verdict.outcome.reason().is_some() {
+            tally.extrapolated.rejected += 1;
+        }
     }
     let history = server.history();
     let index_of = |id: EntityId| ids.iter().position(|&i| i == id);
