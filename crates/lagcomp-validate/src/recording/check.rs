@@ -425,24 +425,22 @@ impl Checker {
     /// layer masks, verdicts blocked by an entity).
     fn member_since(&self, member: &'static str) -> Result<(), RecordingErrorKind> {
         const ROLES_SINCE: u32 = 3;
-        if self.version < u64::from(ROLES_SINCE) {
-            return Err(RecordingErrorKind::MemberNotInVersion {
-                member,
-                needs: ROLES_SINCE,
-                version: self.version,
-            });
-        }
-        Ok(())
+        self.member_in(member, ROLES_SINCE)
     }
 
     /// Refuses a member newer than the header's version (format 4: entity velocities,
     /// extrapolated render times).
     fn member_since_extrapolation(&self, member: &'static str) -> Result<(), RecordingErrorKind> {
         const VELOCITIES_SINCE: u32 = 4;
-        if self.version < u64::from(VELOCITIES_SINCE) {
+        self.member_in(member, VELOCITIES_SINCE)
+    }
+
+    /// Refuses `member` when the header's version is older than `needs`.
+    fn member_in(&self, member: &'static str, needs: u32) -> Result<(), RecordingErrorKind> {
+        if self.version < u64::from(needs) {
             return Err(RecordingErrorKind::MemberNotInVersion {
                 member,
-                needs: VELOCITIES_SINCE,
+                needs,
                 version: self.version,
             });
         }

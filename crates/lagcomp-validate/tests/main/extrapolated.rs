@@ -63,6 +63,18 @@ pub(crate) fn shot(target: Role, hitbox: lagcomp::HitboxId, from: u32, by: f64) 
     }
 }
 
+/// The hit, after asserting `scene` confirms `shot` on alpha's head.
+#[track_caller]
+fn alpha_headshot(scene: &Scene, shot: &Shot) -> lagcomp_validate::Confirmed {
+    confirmed(
+        &scene.judge(&mut scene.validator(), shot),
+        scene.id(Role::Alpha),
+        HEAD,
+        Zone::Head,
+        4.0,
+    )
+}
+
 /// The same shot claiming `render_time` instead.
 fn stamped(shot: Shot, render_time: RenderTime) -> Shot {
     Shot {
@@ -92,13 +104,7 @@ fn an_honest_extrapolated_headshot_is_confirmed_where_a_plain_time_was_refused()
     let shot = shot(Role::Alpha, HEAD, FROM, 0.2);
     let scene = scene_for(&shot);
     let alpha = scene.id(Role::Alpha);
-    let hit = confirmed(
-        &scene.judge(&mut scene.validator(), &shot),
-        alpha,
-        HEAD,
-        Zone::Head,
-        4.0,
-    );
+    let hit = alpha_headshot(&scene, &shot);
     assert!(
         hit.by_leeway,
         "judged on the picture, not the frame's trace"
@@ -136,13 +142,7 @@ fn an_extrapolated_claim_without_a_point_is_judged_on_the_picture() {
     let scene = scene_for(&shot);
     let mut pointless = shot;
     pointless.claim.hit.as_mut().expect("claimed").point = None;
-    let hit = confirmed(
-        &scene.judge(&mut scene.validator(), &pointless),
-        scene.id(Role::Alpha),
-        HEAD,
-        Zone::Head,
-        4.0,
-    );
+    let hit = alpha_headshot(&scene, &pointless);
     assert!(hit.point.distance(shot.claimed_point()) < 1e-4, "{hit:?}");
     let mut unclaimed = shot;
     unclaimed.claim.hit = None;
@@ -159,13 +159,7 @@ fn honest_extrapolations_up_to_the_limit_are_confirmed() {
     for by in [0.0, 0.016, 0.05, 0.1, 0.25] {
         let shot = shot(Role::Alpha, HEAD, 62, by);
         let scene = scene_for(&shot);
-        confirmed(
-            &scene.judge(&mut scene.validator(), &shot),
-            scene.id(Role::Alpha),
-            HEAD,
-            Zone::Head,
-            4.0,
-        );
+        alpha_headshot(&scene, &shot);
     }
 }
 
@@ -174,13 +168,7 @@ fn honest_extrapolations_up_to_the_limit_are_confirmed() {
 pub(crate) fn extrapolated_too_far() -> RejectReason {
     let honest = shot(Role::Alpha, HEAD, 62, 0.25);
     let scene = scene_for(&honest);
-    confirmed(
-        &scene.judge(&mut scene.validator(), &honest),
-        scene.id(Role::Alpha),
-        HEAD,
-        Zone::Head,
-        4.0,
-    );
+    alpha_headshot(&scene, &honest);
     let cheat = shot(Role::Alpha, HEAD, 58, 0.3);
     let scene = scene_for(&cheat);
     let verdict = scene.judge(&mut scene.validator(), &cheat);
@@ -222,13 +210,7 @@ fn an_extrapolation_from_a_tick_the_client_could_not_have_had_is_refused() {
         rejected(&scene.judge(&mut scene.validator(), &unseen)),
         RejectReason::Backtrack
     );
-    confirmed(
-        &scene.judge(&mut scene.validator(), &honest),
-        scene.id(Role::Alpha),
-        HEAD,
-        Zone::Head,
-        4.0,
-    );
+    alpha_headshot(&scene, &honest);
 }
 
 /// Numbers that are not an extrapolation: negative, NaN, infinite, absurd.
