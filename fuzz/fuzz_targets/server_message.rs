@@ -15,6 +15,9 @@ fuzz_target!(|data: &[u8]| {
     message
         .encode(&mut bytes)
         .expect("a decoded message encodes");
-    assert_eq!(bytes, data, "re-encoding changed the bytes of {message:?}");
+    // An older version this build still reads is written back as today's.
+    let mut written = data.to_vec();
+    written[2..4].copy_from_slice(&lagcomp_wire::PROTOCOL_VERSION.to_le_bytes());
+    assert_eq!(bytes, written, "re-encoding changed the bytes of {message:?}");
     assert_eq!(ServerMessage::decode(&bytes).as_ref(), Ok(&message));
 });

@@ -510,6 +510,10 @@ fn record_failure(error: RecordError) -> Failure {
             | lagcomp::TransformError::NonFiniteRotation => LAGCOMP_NOT_FINITE,
             _ => LAGCOMP_INVALID_ARGUMENT,
         },
+        RecordError::InvalidVelocity { velocity, .. } if !velocity.is_finite() => {
+            LAGCOMP_NOT_FINITE
+        }
+        RecordError::InvalidVelocity { .. } => LAGCOMP_INVALID_ARGUMENT,
     };
     Failure::new(status, error)
 }

@@ -254,9 +254,14 @@ pub(crate) fn query_failure(error: QueryError) -> Failure {
     let status = match error {
         QueryError::Rewind(RewindError::InvalidTime(t)) if !t.is_finite() => LAGCOMP_NOT_FINITE,
         QueryError::Rewind(RewindError::InvalidFraction(f)) if !f.is_finite() => LAGCOMP_NOT_FINITE,
-        QueryError::Rewind(RewindError::InvalidTime(_) | RewindError::InvalidFraction(_)) => {
-            LAGCOMP_INVALID_ARGUMENT
+        QueryError::Rewind(RewindError::InvalidExtrapolation(by)) if !by.is_finite() => {
+            LAGCOMP_NOT_FINITE
         }
+        QueryError::Rewind(
+            RewindError::InvalidTime(_)
+            | RewindError::InvalidFraction(_)
+            | RewindError::InvalidExtrapolation(_),
+        ) => LAGCOMP_INVALID_ARGUMENT,
         QueryError::Rewind(_) => LAGCOMP_REWIND,
         QueryError::Ray(lagcomp::RayError::NonFiniteDirection)
         | QueryError::Ray(lagcomp::RayError::Origin(

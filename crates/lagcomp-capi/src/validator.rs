@@ -226,7 +226,7 @@ pub struct LagcompVerdict {
 }
 
 /// The labels a verdict can carry, NUL-terminated for C.
-const LABELS: [&CStr; 35] = [
+const LABELS: [&CStr; 36] = [
     c"confirmed",
     c"miss",
     c"blocked",
@@ -242,6 +242,7 @@ const LABELS: [&CStr; 35] = [
     c"time_in_future",
     c"time_too_old",
     c"backtrack",
+    c"extrapolated_too_far",
     c"origin_too_far",
     c"angle_too_far",
     c"tampered_claim",

@@ -35,7 +35,7 @@ use lagcomp_net::clock::{ClockConfig, ClockSync, Pong};
 use lagcomp_net::interp::{
     InterpolationConfig, InterpolationDelay, Snapshot, SnapshotBuffer, View,
 };
-use lagcomp_net::shot::{ShotSender, Stamp, stamp};
+use lagcomp_net::shot::{ShotSender, stamp};
 use lagcomp_validate::{ClaimedHit, RenderTime, ShotClaim};
 use rand::Rng;
 use rand_pcg::Pcg64Mcg;
@@ -647,10 +647,8 @@ impl BotBrain {
         let hit = self.client_trace(me, eye, direction, arena, rig, Stops::All, None);
         let shown = hit.map_or(me, |(i, _, _)| i);
         let view = self.remotes[shown].view?;
-        let render_time = match stamp(&view) {
-            Stamp::Ticks { from, to, fraction } => RenderTime::Ticks { from, to, fraction },
-            Stamp::Extrapolated { .. } => return None,
-        };
+        // An extrapolated view says so: the server rebuilds the picture it drew.
+        let render_time = RenderTime::from(stamp(&view));
         let at = self.claimed_at(shown, render_time);
         if !self.spaced(at) {
             return None;
@@ -658,7 +656,10 @@ impl BotBrain {
         let seq = self.next_seq;
         self.next_seq += 1;
         let claim = self.claim(seq, render_time, eye, direction, hit);
-        let clean_view = matches!(view, View::Exact { .. } | View::Interpolated { .. });
+        let clean_view = matches!(
+            view,
+            View::Exact { .. } | View::Interpolated { .. } | View::Extrapolated { .. }
+        );
         let shot = self.fired(&claim, hit, shown, clean_view, false);
         Some((claim, shot))
     }
@@ -673,6 +674,9 @@ impl BotBrain {
                 let buffer = &self.remotes[shown].buffer;
                 let (a, b) = (buffer.time_of(from)?, buffer.time_of(to)?);
                 Some(a + (b - a) * f64::from(fraction))
+            }
+            RenderTime::Extrapolated { from, by } => {
+                Some(self.remotes[shown].buffer.time_of(from)? + by)
             }
         }
     }
@@ -958,14 +962,16 @@ impl BotBrain {
         let view = self.remotes[shown].view?;
         let render_time = match (past, stamp(&view)) {
             (Some(past), _) => RenderTime::Time(past),
-            (None, Stamp::Ticks { from, to, fraction }) => RenderTime::Ticks { from, to, fraction },
-            (None, Stamp::Extrapolated { .. }) => RenderTime::Time(render),
+            (None, stamp) => RenderTime::from(stamp),
         };
         let at = self.claimed_at(shown, render_time);
         if cheat.is_none() && !self.spaced(at) {
             return None;
         }
-        let clean_view = matches!(view, View::Exact { .. } | View::Interpolated { .. });
+        let clean_view = matches!(
+            view,
+            View::Exact { .. } | View::Interpolated { .. } | View::Extrapolated { .. }
+        );
         let seq = if cheat == Some(Cheat::Replay) {
             1
         } else {

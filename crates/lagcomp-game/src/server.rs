@@ -397,6 +397,16 @@ impl ServerCore {
             .map(|p| (p.id, p.state, p.bones.as_slice()))
     }
 
+    /// [`ServerCore::recorded`] with each player's velocity as recorded (and sent in the
+    /// tick's snapshot), for a recording that re-validates extrapolated claims.
+    pub fn recorded_moving(
+        &self,
+    ) -> impl Iterator<Item = (EntityId, EntityState, &[BoneTransform], Vec3)> {
+        self.players
+            .iter()
+            .map(|p| (p.id, p.state, p.bones.as_slice(), p.body.velocity))
+    }
+
     /// An input from player `id` that arrived at server time `now`: its view (unless an
     /// input with a later frame was applied), its probe reply (a round-trip sample), its
     /// interpolation delay, and its shots (new ones and conflicting copies are queued).
@@ -506,6 +516,9 @@ impl ServerCore {
                     ..EntityState::default()
                 };
                 frame.record(player.id, &player.bones, player.state)?;
+                // The velocity the snapshot of this tick carries: clients extrapolate with
+                // it, and the validator rebuilds their extrapolated picture from it.
+                frame.record_velocity(player.id, player.body.velocity)?;
             }
         }
         for player in &mut self.players {

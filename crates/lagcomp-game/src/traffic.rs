@@ -64,7 +64,8 @@ pub struct FiredShot {
     pub client_hit: Option<(EntityId, HitboxId)>,
     /// The target's bones as the client drew them (for the reconstruction error).
     pub drawn: Vec<BoneTransform>,
-    /// Whether the view was a plain blend or exact frame (not teleport, not extrapolated).
+    /// Whether the view was a plain blend, an exact frame or an extrapolation (not a
+    /// teleport's nearer frame).
     pub clean_view: bool,
     /// Whether this shot is a cheat's.
     pub cheat: bool,
@@ -94,6 +95,7 @@ pub fn fingerprint(claim: &ShotClaim) -> u64 {
     let f = match claim.render_time {
         RenderTime::Ticks { from, to, fraction } => f.u32(0).u32(from.0).u32(to.0).f32(fraction),
         RenderTime::Time(time) => f.u32(1).f64(time),
+        RenderTime::Extrapolated { from, by } => f.u32(2).u32(from.0).f64(by),
     };
     let f = vec3(vec3(f, claim.origin), claim.direction);
     let f = match claim.hit {

@@ -17,4 +17,6 @@ pub mod skirmish;
 // A run's counts per mode and per cheat class are the game's scorecards; they are fields
 // of `SimResult`, so they are named here too.
 pub use lagcomp_game::scorecard::{CheatResult, ModeResult};
-pub use result::{DistanceStats, Mode, Outline, PresetRun, RewindStats, ShotPicture, SimResult};
+pub use result::{
+    DistanceStats, ExtrapolatedShots, Mode, Outline, PresetRun, RewindStats, ShotPicture, SimResult,
+};

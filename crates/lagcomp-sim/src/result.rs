@@ -68,6 +68,10 @@ pub struct PresetRun {
     pub reconstruction: DistanceStats,
     /// Honest shots the full validator rejected, all reasons.
     pub honest_rejected: u64,
+    /// Honest shots that arrived claiming an extrapolated view (fired while the client
+    /// had run out of snapshots), and how many of those the full validator rejected.
+    #[serde(default)]
+    pub extrapolated: ExtrapolatedShots,
     /// How far back the honest shots reached: what the rewind window must hold.
     #[serde(default)]
     pub rewind: RewindStats,
@@ -79,6 +83,15 @@ pub struct PresetRun {
     /// an honest hit lost, counted against agreement.
     #[serde(default)]
     pub blocked_by_movers_disputed: u64,
+}
+
+/// Honest shots claiming an extrapolated view, and their rejections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtrapolatedShots {
+    /// Arrived at the server.
+    pub shots: u64,
+    /// Of those, rejected (any reason).
+    pub rejected: u64,
 }
 
 /// How far back honest shots reached under one network condition: from the moment each

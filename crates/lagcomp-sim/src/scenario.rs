@@ -257,6 +257,7 @@ fn preset_run(preset: &Preset, tally: Tally, window: f64) -> PresetRun {
         modes,
         reconstruction: error_stats(tally.reconstruction),
         honest_rejected,
+        extrapolated: tally.extrapolated,
         rewind: rewind_stats(tally.rewinds, window),
         blocked_by_movers,
         blocked_by_movers_disputed,

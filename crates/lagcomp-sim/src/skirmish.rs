@@ -72,11 +72,13 @@ pub struct SkirmishConfig {
 pub struct Tally {
     /// Per mode, honest shots only.
     pub modes: BTreeMap<Mode, ModeResult>,
-    /// Reconstruction error per honest shot that claimed a hit, metres (teleport and
-    /// extrapolated views excluded).
+    /// Reconstruction error per honest shot that claimed a hit, metres (teleport views
+    /// excluded).
     pub reconstruction: Vec<f64>,
     /// How far back each honest shot reached (arrival minus claimed time), seconds.
     pub rewinds: Vec<f64>,
+    /// Honest shots claiming an extrapolated view, and their rejections.
+    pub extrapolated: crate::result::ExtrapolatedShots,
     /// Cheating shots that reached the server.
     pub cheat_attempts: u64,
     /// Of those, confirmed.
@@ -378,6 +380,12 @@ fn judge(
             .entry((by, shot.client_hit.is_some()))
             .or_default() += 1;
     }
+    if matches!(claim.render_time, RenderTime::Extrapolated { .. }) {
+        tally.extrapolated.shots += 1;
+        if verdict.outcome.reason().is_some() {
+            tally.extrapolated.rejected += 1;
+        }
+    }
     let history = server.history();
     let index_of = |id: EntityId| ids.iter().position(|&i| i == id);
     let client_hit = shot.client_hit.and_then(|(id, _)| index_of(id));
@@ -416,12 +424,7 @@ fn judge(
     }
     // How far the pose the server rebuilt is from the one the client drew.
     if let (Some((target, _)), true) = (shot.client_hit, shot.clean_view)
-        && let Some(rebuilt) = rewind_target(claim).and_then(|t| {
-            history
-                .entity_at(target, t, WindowPolicy::Reject)
-                .ok()
-                .flatten()
-        })
+        && let Some(rebuilt) = rebuilt_as_drawn(history, claim, target)
     {
         if !rebuilt.sample().rewound() {
             // Lag compensation was off then: the present pose was used on purpose.
@@ -556,6 +559,7 @@ fn claimed_time(claim: &ShotClaim, tick_dt: f64) -> f64 {
             a + (b - a) * f64::from(fraction)
         }
         RenderTime::Time(t) => t,
+        RenderTime::Extrapolated { from, by } => f64::from(from.0) * tick_dt + by,
     }
 }
 
@@ -563,5 +567,20 @@ fn rewind_target(claim: &ShotClaim) -> Option<RewindTarget> {
     match claim.render_time {
         RenderTime::Ticks { from, to, fraction } => Some(RewindTarget::between(from, to, fraction)),
         RenderTime::Time(t) => Some(RewindTarget::Time(t)),
+        // The frame extrapolated from; the picture is rebuilt by `rebuilt_as_drawn`.
+        RenderTime::Extrapolated { from, .. } => Some(RewindTarget::between(from, from, 0.0)),
     }
+}
+
+/// The claimed target as the server rebuilds what the client drew.
+fn rebuilt_as_drawn<'h>(
+    history: &'h lagcomp::History,
+    claim: &ShotClaim,
+    target: EntityId,
+) -> Option<lagcomp::EntityAt<'h>> {
+    let rebuilt = match claim.render_time {
+        RenderTime::Extrapolated { from, by } => history.entity_extrapolated(target, from, by),
+        _ => history.entity_at(target, rewind_target(claim)?, WindowPolicy::Reject),
+    };
+    rebuilt.ok().flatten()
 }

@@ -23,6 +23,46 @@ pub enum RenderTime {
     },
     /// A server time, seconds.
     Time(f64),
+    /// Past the newest snapshot the client had (the ones after it were late or lost): the
+    /// snapshot of tick `from` moved `by` seconds along the velocity it carried, the
+    /// picture `lagcomp-net`'s snapshot buffer draws. The server rebuilds that picture
+    /// ([`lagcomp::History::entity_extrapolated`]); the claimed moment is the tick's server
+    /// time plus `by`, and `by` is bounded by the policy's
+    /// [`max_extrapolation`](crate::Policy::max_extrapolation).
+    Extrapolated {
+        /// The newest snapshot's tick.
+        from: Tick,
+        /// How far past it, seconds.
+        by: f64,
+    },
+}
+
+/// What a shot fired while a `lagcomp-net` view was on screen claims
+/// ([`lagcomp_net::stamp`]).
+///
+/// ```
+/// use lagcomp::Tick;
+/// use lagcomp_net::{Stamp, View, stamp};
+/// use lagcomp_validate::RenderTime;
+///
+/// let view = View::Extrapolated { from: Tick(40), by: 0.05 };
+/// assert_eq!(
+///     RenderTime::from(stamp(&view)),
+///     RenderTime::Extrapolated { from: Tick(40), by: 0.05 }
+/// );
+/// let blended = Stamp::Ticks { from: Tick(40), to: Tick(41), fraction: 0.5 };
+/// assert_eq!(
+///     RenderTime::from(blended),
+///     RenderTime::Ticks { from: Tick(40), to: Tick(41), fraction: 0.5 }
+/// );
+/// ```
+impl From<lagcomp_net::Stamp> for RenderTime {
+    fn from(stamp: lagcomp_net::Stamp) -> Self {
+        match stamp {
+            lagcomp_net::Stamp::Ticks { from, to, fraction } => Self::Ticks { from, to, fraction },
+            lagcomp_net::Stamp::Extrapolated { from, by } => Self::Extrapolated { from, by },
+        }
+    }
 }
 
 /// The hit a client believes it made.

@@ -106,6 +106,7 @@
 pub mod audit;
 pub mod claim;
 pub mod explain;
+mod extrapolated;
 mod fired;
 mod folded;
 mod jsonl;

@@ -12,7 +12,8 @@ pub struct Measurement {
     /// (`time_too_old`, `backtrack`), how far after it (`time_in_future`), the muzzle's
     /// distance from the aim bone (`origin_too_far`), the angle between the shot and the
     /// recorded view (`angle_too_far`), how far behind the highest sequence number seen
-    /// (`sequence_too_old`).
+    /// (`sequence_too_old`), how far past its snapshot the client extrapolated
+    /// (`extrapolated_too_far`).
     pub value: f64,
     /// The least the check allows, when it has a lower bound (`backtrack`: the expected
     /// rewind minus the tolerance).

@@ -343,6 +343,10 @@ pub struct Policy {
     /// delivery): with 4, after 20 the numbers 16 to 19 are; older ones are rejected as
     /// too old. At most 1024.
     pub sequence_window: u32,
+    /// How far past its newest snapshot a client may extrapolate, seconds
+    /// ([`RenderTime::Extrapolated`](crate::RenderTime::Extrapolated)); a claim beyond is
+    /// rejected `extrapolated_too_far`. `lagcomp-net`'s default limit.
+    pub max_extrapolation: f64,
 }
 
 impl Default for Policy {
@@ -358,6 +362,7 @@ impl Default for Policy {
             fire_rate_slack: 0.05,
             arrival_slack: 0.1,
             sequence_window: 256,
+            max_extrapolation: lagcomp_net::DEFAULT_MAX_EXTRAPOLATION,
         }
     }
 }
@@ -488,6 +493,7 @@ impl RuleSet {
             ("rewind_late_slack", p.rewind_late_slack),
             ("future_tolerance", p.future_tolerance),
             ("arrival_slack", p.arrival_slack),
+            ("max_extrapolation", p.max_extrapolation),
         ] {
             range(
                 format!("policy.{name}"),

@@ -5,8 +5,8 @@
 
 use lagcomp::math::MAX_COORDINATE;
 use lagcomp::{
-    History, PlacedShape, QueryError, Ray, RewindError, RewindTarget, Shape, Vec3, WindowPolicy,
-    WindowSide,
+    History, PlacedShape, QueryError, Ray, RewindError, RewindTarget, Shape, Tick, Vec3,
+    WindowPolicy, WindowSide,
 };
 
 use crate::claim::{ClientTiming, RenderTime, ShotClaim};
@@ -37,6 +37,7 @@ pub(crate) fn check_numbers(claim: &ShotClaim, received_at: f64) -> Result<(), R
         RenderTime::Ticks { from, to, fraction } => {
             fraction.is_finite() && (0.0..=1.0).contains(&fraction) && from <= to
         }
+        RenderTime::Extrapolated { by, .. } => by.is_finite() && (0.0..1e12).contains(&by),
     };
     if !(time_ok
         && received_at.is_finite()
@@ -56,7 +57,9 @@ pub(crate) fn check_numbers(claim: &ShotClaim, received_at: f64) -> Result<(), R
     }
 }
 
-/// The server time a render time names, and the rewind target that rebuilds exactly it.
+/// The server time a render time names, and the rewind target that rebuilds exactly it
+/// (for an extrapolated one, the frame it was extrapolated from: the picture itself is
+/// rebuilt with [`History::entity_extrapolated`]).
 pub(crate) fn claimed_time(
     history: &History,
     render_time: RenderTime,
@@ -64,21 +67,47 @@ pub(crate) fn claimed_time(
     match render_time {
         RenderTime::Time(t) => Ok((t, RewindTarget::Time(t))),
         RenderTime::Ticks { from, to, fraction } => {
-            let newest = history.newest_tick().ok_or(RejectReason::TimeTooOld)?;
-            let (Some(a), Some(b)) = (history.time_of(from), history.time_of(to)) else {
-                // A tick the server never had: newer than its newest or one it skipped
-                // (no client can have drawn it), or one long gone.
-                let oldest = history.span().map_or(newest, |((tick, _), _)| tick);
-                return Err(if from >= oldest || to > newest {
-                    RejectReason::TimeInFuture
-                } else {
-                    RejectReason::TimeTooOld
-                });
-            };
+            let (a, b) = (tick_time(history, from, to)?, tick_time(history, to, to)?);
             let t = a + (b - a) * f64::from(fraction);
             Ok((t, RewindTarget::between(from, to, fraction)))
         }
+        RenderTime::Extrapolated { from, by } => {
+            let a = tick_time(history, from, from)?;
+            Ok((a + by, RewindTarget::between(from, from, 0.0)))
+        }
     }
+}
+
+/// The server time of tick `tick`, one of a claim's ticks whose newest is `newest_claimed`;
+/// a tick the history does not hold is either one the server never had (newer than its
+/// newest, or one it skipped: no client can have drawn it) or one long gone.
+fn tick_time(history: &History, tick: Tick, newest_claimed: Tick) -> Result<f64, RejectReason> {
+    let newest = history.newest_tick().ok_or(RejectReason::TimeTooOld)?;
+    history.time_of(tick).ok_or_else(|| {
+        let oldest = history.span().map_or(newest, |((tick, _), _)| tick);
+        if tick >= oldest || newest_claimed > newest {
+            RejectReason::TimeInFuture
+        } else {
+            RejectReason::TimeTooOld
+        }
+    })
+}
+
+/// The extrapolation a claim names, within the policy's limit: `Ok(None)` for a claim that
+/// is not extrapolated, `ExtrapolatedTooFar` (the limit in the basis) past the limit.
+pub(crate) fn check_extrapolation(
+    claim: &ShotClaim,
+    policy: &Policy,
+    basis: &mut Basis,
+) -> Result<Option<(Tick, f64)>, RejectReason> {
+    let RenderTime::Extrapolated { from, by } = claim.render_time else {
+        return Ok(None);
+    };
+    if by > policy.max_extrapolation {
+        basis.measured = Measurement::at_most(by, policy.max_extrapolation);
+        return Err(RejectReason::ExtrapolatedTooFar);
+    }
+    Ok(Some((from, by)))
 }
 
 /// The reason for a query refused over its target time.

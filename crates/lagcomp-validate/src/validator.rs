@@ -36,9 +36,12 @@ use lagcomp::{
 };
 
 use crate::claim::{ClaimedHit, ClientTiming, ShotClaim, TimingError};
+use crate::extrapolated::{Extrapolation, in_front_in_the_picture, line_point_on};
 use crate::measurement::Measurement;
 use crate::rules::{Policy, RuleSet, ShooterReference, WeaponKind, WeaponRules};
-use crate::screening::{ClaimedMoment, check_numbers, claimed_time, leeway, time_reason};
+use crate::screening::{
+    ClaimedMoment, check_extrapolation, check_numbers, claimed_time, leeway, time_reason,
+};
 use crate::shot_memory::{FiredShots, SequenceWindow, spacing_allows};
 use crate::verdict::{Basis, Confirmed, RejectReason, Verdict, VerdictOutcome};
 
@@ -156,7 +159,8 @@ fn counts_as_fired(outcome: &Result<VerdictOutcome, RejectReason>) -> bool {
         Err(RejectReason::NoTiming
             | RejectReason::TimeInFuture
             | RejectReason::TimeTooOld
-            | RejectReason::Backtrack)
+            | RejectReason::Backtrack
+            | RejectReason::ExtrapolatedTooFar)
     )
 }
 
@@ -669,6 +673,7 @@ impl Validator {
             basis.measured = Measurement::at_most(t - received_at, policy.future_tolerance);
             return Err(RejectReason::TimeInFuture);
         }
+        let extrapolation = check_extrapolation(claim, policy, basis)?;
         let no_rewind = weapon
             .no_rewind_above_rtt
             .is_some_and(|limit| timing.srtt > limit);
@@ -694,6 +699,16 @@ impl Validator {
             (target, window_policy, target)
         };
         basis.rewound = !no_rewind;
+        // The client's extrapolated picture is what is checked when the claimed moment is
+        // the one looked at (not the server's estimate in its place).
+        let extrapolation = extrapolation.filter(|_| !no_rewind && target == target_of_claim);
+        // An extrapolating client drew itself where it was at the claimed moment (its own
+        // movement is not extrapolated), which the history holds: look it up there.
+        let shooter_target = if extrapolation.is_some() {
+            RewindTarget::Time(t)
+        } else {
+            shooter_target
+        };
 
         // 5. Origin and 6. angle, from the shooter's own history (each at its reference
         //    moment).
@@ -790,8 +805,7 @@ impl Validator {
                 weapon,
                 team,
                 &ray,
-                target,
-                window_policy,
+                (target, window_policy, extrapolation),
                 &traced,
                 &claimed,
                 basis,
@@ -865,14 +879,17 @@ impl Validator {
         weapon: &WeaponRules,
         team: u16,
         ray: &Ray,
-        target: RewindTarget,
-        window_policy: WindowPolicy,
+        (target, window_policy, extrapolation): (RewindTarget, WindowPolicy, Extrapolation),
         traced: &Trace,
         claimed: &ClaimedHit,
         basis: &mut Basis,
     ) -> Result<VerdictOutcome, RejectReason> {
-        let then = history
-            .entity_at(claimed.target, target, window_policy)
+        let then = match extrapolation {
+            // The target as the client drew it past its newest snapshot.
+            Some((from, by)) => history.entity_extrapolated(claimed.target, from, by),
+            None => history.entity_at(claimed.target, target, window_policy),
+        };
+        let then = then
             .map_err(|e| match e {
                 QueryError::Entity(_) => RejectReason::TamperedClaim,
                 other => time_reason(&other),
@@ -901,8 +918,10 @@ impl Validator {
         }
 
         // The trace agrees: same entity, same hitbox if named, and a named point on (or
-        // within the leeway of) the hitbox the trace hit.
-        if let Some(hit) = traced.hit
+        // within the leeway of) the hitbox the trace hit. (Not for an extrapolated
+        // picture: the trace sees the frame it was extrapolated from.)
+        if extrapolation.is_none()
+            && let Some(hit) = traced.hit
             && hit.entity == claimed.target
             && claimed.hitbox.is_none_or(|h| h == hit.hitbox)
             && claimed.point.is_none_or(|p| {
@@ -914,10 +933,15 @@ impl Validator {
 
         // Otherwise the claimed point must lie on the shot's line and on the claimed
         // hitbox, both within the leeway, with nothing in front of it.
-        let point = claimed.point.ok_or(RejectReason::TamperedClaim)?;
         let rig = history
             .rig(claimed.target)
             .map_err(|_| RejectReason::TamperedClaim)?;
+        // In an extrapolated picture a claim without a point hits where the shot's line
+        // first crosses the claimed hitbox as drawn.
+        let point = claimed
+            .point
+            .or_else(|| extrapolation.and_then(|_| line_point_on(&then, rig, ray, claimed.hitbox)))
+            .ok_or(RejectReason::TamperedClaim)?;
         // The named hitbox (ids are unique within a rig; one the rig lacks matches none),
         // or any, in the rig's order.
         let (hitbox, _, margin) = rig
@@ -951,6 +975,9 @@ impl Validator {
         if let Some(hit) = traced.hit
             && hit.entity != claimed.target
             && hit.distance < along - margin
+            && extrapolation.is_none_or(|picture| {
+                in_front_in_the_picture(history, hit.entity, picture, ray, along - margin)
+            })
         {
             // Someone else stood in front of the claimed point.
             return Err(RejectReason::TamperedClaim);

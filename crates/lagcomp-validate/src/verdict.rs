@@ -43,6 +43,10 @@ pub enum RejectReason {
     /// The claimed time does not match the rewind measured for this client
     /// (backtracking: a client claiming an older moment than it could have seen).
     Backtrack,
+    /// The claim says its client extrapolated further past its newest snapshot than the
+    /// policy's `max_extrapolation` allows (a client drawing targets where they were
+    /// going, not where they were).
+    ExtrapolatedTooFar,
     /// The claimed muzzle is too far from the shooter's aim bone.
     OriginTooFar,
     /// The direction is outside the shooter's view plus the weapon's tolerance.
@@ -91,7 +95,7 @@ pub enum RejectReason {
 
 impl RejectReason {
     /// Every reason, in code order.
-    pub const ALL: [Self; 32] = [
+    pub const ALL: [Self; 33] = [
         Self::NonFinite,
         Self::ZeroDirection,
         Self::UnknownWeapon,
@@ -105,6 +109,7 @@ impl RejectReason {
         Self::TimeInFuture,
         Self::TimeTooOld,
         Self::Backtrack,
+        Self::ExtrapolatedTooFar,
         Self::OriginTooFar,
         Self::AngleTooFar,
         Self::TamperedClaim,
@@ -145,6 +150,7 @@ impl RejectReason {
             Self::TimeInFuture => 402,
             Self::TimeTooOld => 403,
             Self::Backtrack => 404,
+            Self::ExtrapolatedTooFar => 405,
             Self::OriginTooFar => 501,
             Self::AngleTooFar => 601,
             Self::TamperedClaim => 801,
@@ -184,6 +190,7 @@ impl RejectReason {
             Self::TimeInFuture => "time_in_future",
             Self::TimeTooOld => "time_too_old",
             Self::Backtrack => "backtrack",
+            Self::ExtrapolatedTooFar => "extrapolated_too_far",
             Self::OriginTooFar => "origin_too_far",
             Self::AngleTooFar => "angle_too_far",
             Self::TamperedClaim => "tampered_claim",

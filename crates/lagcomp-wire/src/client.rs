@@ -95,6 +95,8 @@ const INPUT_VERDICTS_RECEIVED: u8 = 1 << 3;
 
 const RENDER_TIME: u8 = 0;
 const RENDER_TICKS: u8 = 1;
+/// Since version 5.
+const RENDER_EXTRAPOLATED: u8 = 2;
 
 const HIT: u8 = 1 << 0;
 const HIT_HITBOX: u8 = 1 << 1;
@@ -226,6 +228,11 @@ fn write_claim(w: &mut Writer<'_>, claim: &ShotClaim) -> Result<(), EncodeError>
             w.u32(to.0);
             w.f32(fraction, "input.shots.claim.render_time.fraction")?;
         }
+        RenderTime::Extrapolated { from, by } => {
+            w.u8(RENDER_EXTRAPOLATED);
+            w.u32(from.0);
+            w.f64(by, "input.shots.claim.render_time.by")?;
+        }
     }
     w.vec3(claim.origin, "input.shots.claim.origin")?;
     w.vec3(claim.direction, "input.shots.claim.direction")?;
@@ -262,6 +269,10 @@ fn read_claim(r: &mut Reader<'_>) -> Result<ShotClaim, DecodeError> {
             from: Tick(r.u32("input.shots.claim.render_time.from")?),
             to: Tick(r.u32("input.shots.claim.render_time.to")?),
             fraction: r.f32("input.shots.claim.render_time.fraction")?,
+        },
+        RENDER_EXTRAPOLATED => RenderTime::Extrapolated {
+            from: Tick(r.u32("input.shots.claim.render_time.from")?),
+            by: r.f64("input.shots.claim.render_time.by")?,
         },
         tag => {
             return Err(DecodeError::UnknownTag {

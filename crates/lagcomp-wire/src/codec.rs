@@ -11,7 +11,7 @@
 use glam::{Quat, Vec3};
 
 use crate::error::{DecodeError, Direction, EncodeError};
-use crate::{MAGIC, MAX_MESSAGE_BYTES, PROTOCOL_VERSION};
+use crate::{MAGIC, MAX_MESSAGE_BYTES, OLDEST_READ_VERSION, PROTOCOL_VERSION};
 
 /// Bytes of the header every message starts with: magic, version, kind.
 pub(crate) const HEADER_BYTES: usize = 5;
@@ -53,7 +53,7 @@ impl<'a> Reader<'a> {
             return Err(DecodeError::BadMagic { found: magic });
         }
         let version = reader.u16("header.version")?;
-        if version != PROTOCOL_VERSION {
+        if !(OLDEST_READ_VERSION..=PROTOCOL_VERSION).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 found: version,
                 expected: PROTOCOL_VERSION,

@@ -35,7 +35,7 @@
 //! - [`guard`]: the per-sender malformed-message guard.
 //! - [`error`]: decode and encode errors.
 //!
-//! # Byte layout (version 4)
+//! # Byte layout (version 5)
 //!
 //! All integers and floats little-endian; floats are IEEE 754 bits as they are (never
 //! quantized, never NaN or infinite). Every message starts with a 5-byte header:
@@ -121,9 +121,16 @@ pub use verdicts::{MAX_VERDICTS_PER_MESSAGE, VerdictInbox, VerdictOutbox, Verdic
 /// The first two bytes of every message.
 pub const MAGIC: [u8; 2] = *b"LW";
 
-/// The protocol version this build speaks; a message of any other version is refused.
-/// Bump it with any change to a message's layout (including a new rejection reason).
-pub const PROTOCOL_VERSION: u16 = 4;
+/// The protocol version this build writes. Bump it with any change to a message's layout
+/// (including a new rejection reason). Version 5 added the extrapolated render time
+/// (tag 2: from tick `u32`, by `f64` seconds) and the rejection code 405
+/// (`extrapolated_too_far`).
+pub const PROTOCOL_VERSION: u16 = 5;
+
+/// The oldest version this build reads: every message of a version from this one to
+/// [`PROTOCOL_VERSION`] decodes (version 4's messages are version 5's without the
+/// extrapolated render time and code 405); any other is refused.
+pub const OLDEST_READ_VERSION: u16 = 4;
 
 /// No message is longer than this, bytes; a longer one is refused before it is read.
 /// A snapshot entity with [`MAX_BONES`] scaled bones still fits in one part.

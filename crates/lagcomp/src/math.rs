@@ -402,6 +402,40 @@ pub fn ray_recip(dir: Vec3) -> Vec3 {
     Vec3::new(guard(dir.x), guard(dir.y), guard(dir.z)).recip()
 }
 
+/// How far an entity moves when a client extrapolates it `by` seconds at `velocity` (units
+/// per second): `velocity * (by as f32)`, the one formula a client's snapshot buffer
+/// (`lagcomp-net`) and the server's rebuild of that picture
+/// ([`History::entity_extrapolated`](crate::History::entity_extrapolated)) both use, so
+/// they agree bit for bit. Every bone is then moved by it with [`extrapolate`].
+#[must_use]
+#[inline]
+pub fn extrapolation_shift(velocity: Vec3, by: f64) -> Vec3 {
+    velocity * by as f32
+}
+
+/// `bone` moved by `shift` (from [`extrapolation_shift`]): translated only, rotation and
+/// scale kept (bones are world transforms, so every bone moves by the same shift and the
+/// skeleton stays whole).
+///
+/// ```
+/// use lagcomp::math::{extrapolate, extrapolation_shift};
+/// use lagcomp::{BoneTransform, Vec3};
+///
+/// // 40 ms past the newest snapshot at 20 m/s along x.
+/// let shift = extrapolation_shift(Vec3::new(20.0, 0.0, 0.0), 0.04);
+/// let bone = extrapolate(&BoneTransform::from_translation(Vec3::new(11.0, 1.5, 0.0)), shift);
+/// assert!((bone.translation.x - 11.8).abs() < 1e-5);
+/// assert_eq!(bone.translation.y, 1.5);
+/// ```
+#[must_use]
+#[inline]
+pub fn extrapolate(bone: &BoneTransform, shift: Vec3) -> BoneTransform {
+    BoneTransform {
+        translation: bone.translation + shift,
+        ..*bone
+    }
+}
+
 /// Linear interpolation of two vectors, exact at both ends.
 #[must_use]
 #[inline]

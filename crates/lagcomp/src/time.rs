@@ -108,6 +108,10 @@ pub enum RewindError {
     /// A time, latency or fraction was NaN or infinite, or a latency was negative.
     #[error("rewind target is not a finite, non-negative time: {0}")]
     InvalidTime(f64),
+    /// An extrapolation ([`History::entity_extrapolated`](crate::History::entity_extrapolated))
+    /// by a number of seconds that is NaN, infinite or negative.
+    #[error("extrapolation by {0} s is not a finite, non-negative time")]
+    InvalidExtrapolation(f64),
     /// A tick fraction outside `[0, 1]` or not finite.
     #[error("tick fraction {0} is outside [0, 1]")]
     InvalidFraction(f32),

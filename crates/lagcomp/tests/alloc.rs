@@ -130,6 +130,9 @@ fn record_tick(h: &mut History, ids: &[EntityId], tick: u32, bones: &mut [BoneTr
             ..EntityState::default()
         };
         frame.record(id, bones, state).expect("record");
+        // The velocity its snapshot carries (what clients extrapolate with).
+        let velocity = Vec3::new(yaw.cos(), 0.0, yaw.sin()) * 5.0;
+        frame.record_velocity(id, velocity).expect("velocity");
     }
 }
 

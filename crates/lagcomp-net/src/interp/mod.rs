@@ -37,7 +37,7 @@ pub fn teleported_since(last_teleport: Option<Tick>, newest_held: Option<Tick>) 
 use std::collections::VecDeque;
 
 use glam::Vec3;
-use lagcomp::math::{MAX_COORDINATE, lerp, slerp};
+use lagcomp::math::{MAX_COORDINATE, extrapolate, extrapolation_shift, lerp, slerp};
 use lagcomp::{BoneTransform, Tick};
 
 pub use delay::{InterpolationConfig, InterpolationDelay};
@@ -362,11 +362,9 @@ impl SnapshotBuffer {
             return View::Held { tick: newest.tick };
         }
         let by = past.min(limit);
-        let shift = newest.velocity * by as f32;
-        out.extend(newest.bones.iter().map(|bone| BoneTransform {
-            translation: bone.translation + shift,
-            ..*bone
-        }));
+        // The core's formula, which the server rebuilds this picture with.
+        let shift = extrapolation_shift(newest.velocity, by);
+        out.extend(newest.bones.iter().map(|bone| extrapolate(bone, shift)));
         View::Extrapolated {
             from: newest.tick,
             by,

@@ -36,8 +36,9 @@ pub enum Stamp {
         /// Progress from `from` to `to`, in `[0, 1]`.
         fraction: f32,
     },
-    /// Past the newest snapshot, extrapolated by `by` seconds. The server core does not
-    /// extrapolate; such a shot can be judged at the server time of `from` plus `by`
+    /// Past the newest snapshot, extrapolated by `by` seconds. The server rebuilds this
+    /// picture with [`lagcomp::History::entity_extrapolated`] (the same formula the buffer
+    /// draws with); its moment is the server time of `from` plus `by`
     /// ([`crate::SnapshotBuffer::time_of`] gives the first).
     Extrapolated {
         /// The newest snapshot the client had.
@@ -48,7 +49,8 @@ pub enum Stamp {
 }
 
 impl Stamp {
-    /// The server's rewind target for a tick-pair stamp; `None` for an extrapolated one.
+    /// The server's rewind target for a tick-pair stamp; `None` for an extrapolated one
+    /// (no rewind target names it: see [`lagcomp::History::entity_extrapolated`]).
     #[must_use]
     pub fn rewind_target(&self) -> Option<lagcomp::RewindTarget> {
         match *self {

@@ -86,6 +86,7 @@ pub(crate) fn realistic() -> SimResult {
                     histogram,
                 },
                 honest_rejected,
+                extrapolated: lagcomp_sim::ExtrapolatedShots::default(),
                 rewind: RewindStats {
                     shots: 3_000,
                     median_ms: 1.2 * rtt_ms + 60.0,

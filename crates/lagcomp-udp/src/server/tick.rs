@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use lagcomp::{BoneTransform, EntityId, EntityState, Tick};
+use lagcomp::{BoneTransform, EntityId, EntityState, Tick, Vec3};
 use lagcomp_service::batch::validate_batch;
 use lagcomp_validate::{ShotClaim, Verdict};
 use lagcomp_wire::WireOutcome;
@@ -190,10 +190,10 @@ impl GameServer {
         let Some(writer) = &mut self.recording else {
             return Ok(());
         };
-        let entities: Vec<(EntityId, EntityState, &[BoneTransform])> =
-            self.core.recorded().collect();
+        let entities: Vec<(EntityId, EntityState, &[BoneTransform], Vec3)> =
+            self.core.recorded_moving().collect();
         writer
-            .frame(tick, time, &entities)
+            .frame_moving(tick, time, &entities)
             .map_err(ServeError::Recording)?;
         // The core gives the validator every measured player's timing each tick; only
         // changes need a line, since setting the same timing again changes nothing.

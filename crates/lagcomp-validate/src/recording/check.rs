@@ -17,7 +17,7 @@ use super::RecordType;
 use super::error::RecordingErrorKind;
 use super::limits;
 use super::record::{check_rig_size, level_piece};
-use super::wire::{Line, OutcomeLabel, ParticipantLine, PieceLine};
+use super::wire::{Line, OutcomeLabel, ParticipantLine, PieceLine, RenderTimeLine};
 
 /// Server times beyond this many seconds are corrupt (the history refuses them).
 const MAX_TIME: f64 = 1.0e12;
@@ -263,6 +263,17 @@ impl Checker {
                             got: e.bones.len(),
                         });
                     }
+                    if let Some(velocity) = e.velocity {
+                        self.member_since_extrapolation("frame.entities.velocity")?;
+                        if !(velocity.is_finite()
+                            && velocity.abs().max_element() <= lagcomp::math::MAX_COORDINATE)
+                        {
+                            return Err(RecordingErrorKind::BadVelocity {
+                                entity: e.entity,
+                                velocity,
+                            });
+                        }
+                    }
                     for (bone, transform) in e.bones.iter().enumerate() {
                         transform
                             .validate()
@@ -298,6 +309,9 @@ impl Checker {
                 // A shooter that has been despawned may still have shots in flight; the
                 // validator decides what they come to.
                 self.known_entity(c.shooter, "claim (shooter)")?;
+                if matches!(c.render_time, RenderTimeLine::Extrapolated { .. }) {
+                    self.member_since_extrapolation("claim.render_time.extrapolated")?;
+                }
                 self.first_claim.get_or_insert(at);
                 claim = Some((c.shooter, c.seq, c.weapon));
             }
@@ -411,10 +425,22 @@ impl Checker {
     /// layer masks, verdicts blocked by an entity).
     fn member_since(&self, member: &'static str) -> Result<(), RecordingErrorKind> {
         const ROLES_SINCE: u32 = 3;
-        if self.version < u64::from(ROLES_SINCE) {
+        self.member_in(member, ROLES_SINCE)
+    }
+
+    /// Refuses a member newer than the header's version (format 4: entity velocities,
+    /// extrapolated render times).
+    fn member_since_extrapolation(&self, member: &'static str) -> Result<(), RecordingErrorKind> {
+        const VELOCITIES_SINCE: u32 = 4;
+        self.member_in(member, VELOCITIES_SINCE)
+    }
+
+    /// Refuses `member` when the header's version is older than `needs`.
+    fn member_in(&self, member: &'static str, needs: u32) -> Result<(), RecordingErrorKind> {
+        if self.version < u64::from(needs) {
             return Err(RecordingErrorKind::MemberNotInVersion {
                 member,
-                needs: ROLES_SINCE,
+                needs,
                 version: self.version,
             });
         }

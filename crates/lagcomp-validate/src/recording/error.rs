@@ -263,6 +263,15 @@ pub enum RecordingErrorKind {
         /// What is wrong with it.
         error: TransformError,
     },
+    /// An entity velocity in a frame that is not finite or beyond the world's range
+    /// (format 4).
+    #[error("entity {entity} velocity {velocity} is not a finite velocity")]
+    BadVelocity {
+        /// The entity number.
+        entity: u64,
+        /// The velocity recorded, units per second.
+        velocity: lagcomp::Vec3,
+    },
     /// A number that must be finite is not (JSON cannot hold it).
     #[error("{what} is not a finite number")]
     NonFinite {

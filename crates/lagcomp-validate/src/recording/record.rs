@@ -217,6 +217,10 @@ pub struct FrameEntity {
     pub state: EntityState,
     /// One world transform per bone of its rig, in bone order.
     pub bones: Vec<BoneTransform>,
+    /// Its linear velocity, units per second, as the tick's snapshot sent it
+    /// ([`lagcomp::FrameRecorder::record_velocity`]; format 4): what extrapolated claims are
+    /// rebuilt with. `None`: not recorded (extrapolated as standing still).
+    pub velocity: Option<Vec3>,
 }
 
 impl RecordingEntry {
@@ -307,6 +311,7 @@ impl RecordingEntry {
                         entity: e.entity.to_bits(),
                         state: e.state,
                         bones: Cow::Borrowed(&e.bones),
+                        velocity: e.velocity,
                     })
                     .collect(),
             }),
@@ -377,6 +382,7 @@ impl RecordingEntry {
                         entity: EntityId::from_bits(e.entity),
                         state: e.state,
                         bones: e.bones.into_owned(),
+                        velocity: e.velocity,
                     })
                     .collect(),
             }),
@@ -606,6 +612,10 @@ pub(super) fn claim_line(received_at: f64, c: &ShotClaim) -> ClaimLine {
                 fraction: Num32(fraction),
             },
             RenderTime::Time(t) => RenderTimeLine::Time(Num64(t)),
+            RenderTime::Extrapolated { from, by } => RenderTimeLine::Extrapolated {
+                from: from.0,
+                by: Num64(by),
+            },
         },
         origin: num3(c.origin),
         direction: num3(c.direction),
@@ -629,6 +639,10 @@ fn claim_of(c: &ClaimLine) -> ShotClaim {
                 fraction: fraction.0,
             },
             RenderTimeLine::Time(t) => RenderTime::Time(t.0),
+            RenderTimeLine::Extrapolated { from, by } => RenderTime::Extrapolated {
+                from: Tick(from),
+                by: by.0,
+            },
         },
         origin: vec3(c.origin),
         direction: vec3(c.direction),

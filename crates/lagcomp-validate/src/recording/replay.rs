@@ -234,9 +234,15 @@ fn replay(
                     .begin_frame(frame.tick, frame.time)
                     .map_err(|e| refused(&e))?;
                 for e in &frame.entities {
+                    let id = ids.replayed(e.entity);
                     recorder
-                        .record(ids.replayed(e.entity), &e.bones, e.state)
+                        .record(id, &e.bones, e.state)
                         .map_err(|e| refused(&e))?;
+                    if let Some(velocity) = e.velocity {
+                        recorder
+                            .record_velocity(id, velocity)
+                            .map_err(|e| refused(&e))?;
+                    }
                 }
                 recorder.finish();
             }

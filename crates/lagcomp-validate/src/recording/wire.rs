@@ -368,6 +368,9 @@ pub(super) struct FrameEntityLine<'a> {
     pub(super) entity: u64,
     pub(super) state: EntityState,
     pub(super) bones: Cow<'a, [BoneTransform]>,
+    /// Format 4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) velocity: Option<Vec3>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -401,8 +404,17 @@ pub(super) struct ClaimLine {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub(super) enum RenderTimeLine {
-    Ticks { from: u32, to: u32, fraction: Num32 },
+    Ticks {
+        from: u32,
+        to: u32,
+        fraction: Num32,
+    },
     Time(Num64),
+    /// Format 4.
+    Extrapolated {
+        from: u32,
+        by: Num64,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use lagcomp::{
     BoneTransform, EntityId, EntityRole, EntityState, HistoryConfig, LevelPiece, Pose, Rig, Shape,
-    StaticId, Tick,
+    StaticId, Tick, Vec3,
 };
 
 use super::check::Checker;
@@ -204,16 +204,49 @@ impl<W: Write> RecordingWriter<W> {
         time: f64,
         entities: &[(EntityId, EntityState, &[BoneTransform])],
     ) -> io::Result<()> {
+        self.frame_line(
+            tick,
+            time,
+            entities.iter().map(|&(e, s, b)| (e, s, b, None)),
+        )
+    }
+
+    /// [`RecordingWriter::frame`] with each entity's velocity as the tick's snapshot sent
+    /// it ([`lagcomp::FrameRecorder::record_velocity`]), which extrapolated claims are
+    /// re-validated with.
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::frame`], and a velocity that is not finite or beyond the
+    /// world's range.
+    pub fn frame_moving(
+        &mut self,
+        tick: Tick,
+        time: f64,
+        entities: &[(EntityId, EntityState, &[BoneTransform], Vec3)],
+    ) -> io::Result<()> {
+        self.frame_line(
+            tick,
+            time,
+            entities.iter().map(|&(e, s, b, v)| (e, s, b, Some(v))),
+        )
+    }
+
+    fn frame_line<'b>(
+        &mut self,
+        tick: Tick,
+        time: f64,
+        entities: impl Iterator<Item = (EntityId, EntityState, &'b [BoneTransform], Option<Vec3>)>,
+    ) -> io::Result<()> {
         self.line(&Line::Frame(FrameLine {
             kind: RecordType::Frame,
             tick: tick.0,
             time,
             entities: entities
-                .iter()
-                .map(|&(entity, state, bones)| FrameEntityLine {
+                .map(|(entity, state, bones, velocity)| FrameEntityLine {
                     entity: entity.to_bits(),
                     state,
                     bones: Cow::Borrowed(bones),
+                    velocity,
                 })
                 .collect(),
         }))

@@ -6,6 +6,7 @@ mod allocations;
 mod audit;
 mod doors;
 mod examine;
+mod extrapolated;
 mod fixture;
 mod kinds;
 mod level_geometry;

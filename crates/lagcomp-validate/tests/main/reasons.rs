@@ -610,6 +610,12 @@ mod cases {
     fn melee(reason: MeleeReason) -> RejectReason {
         crate::melee::melee_cheat_next_to_its_honest_twin(reason)
     }
+
+    /// A claim extrapolated past the policy's limit, next to its honest twin at the limit
+    /// (in `extrapolated`, with the scene those need).
+    pub(super) fn extrapolated_too_far() -> RejectReason {
+        crate::extrapolated::extrapolated_too_far()
+    }
 }
 
 /// A test per case, and the list of every case with the reason it must produce.
@@ -641,6 +647,7 @@ reason_cases! {
     time_in_future => TimeInFuture,
     time_too_old => TimeTooOld,
     backtrack => Backtrack,
+    extrapolated_too_far => ExtrapolatedTooFar,
     origin_too_far => OriginTooFar,
     angle_too_far => AngleTooFar,
     tampered_claim => TamperedClaim,

@@ -63,6 +63,30 @@ fn welcome() -> ServerMessage {
     })
 }
 
+/// Version 5 only added values: a version 4 message (every claim a time or ticks) still
+/// decodes to the same message, and an extrapolated claim is read back as sent.
+#[test]
+fn version_4_messages_still_decode_and_extrapolated_claims_round_trip() {
+    let message = ClientMessage::Input(input(2));
+    let mut old = encoded(&message);
+    assert_eq!(old[2..4], PROTOCOL_VERSION.to_le_bytes());
+    old[2..4].copy_from_slice(&4_u16.to_le_bytes());
+    assert_eq!(ClientMessage::decode(&old), Ok(message));
+    let mut extrapolating = input(1);
+    extrapolating.shots[0].1.render_time = RenderTime::Extrapolated {
+        from: Tick(812),
+        by: 0.0625,
+    };
+    let message = ClientMessage::Input(extrapolating);
+    assert_eq!(ClientMessage::decode(&encoded(&message)), Ok(message));
+    // A version 3 message is refused as before.
+    old[2..4].copy_from_slice(&3_u16.to_le_bytes());
+    assert!(matches!(
+        ClientMessage::decode(&old),
+        Err(DecodeError::UnsupportedVersion { found: 3, .. })
+    ));
+}
+
 #[test]
 fn another_version_is_refused_by_both_decoders() {
     let mut client = encoded(&ClientMessage::Input(input(1)));
@@ -263,13 +287,13 @@ fn tags_and_flags_outside_the_version_are_refused() {
     let tag_at = 5 + 4 + 1 + 16 + 8 + 1 + 4 + 8 + 2 + 4;
     assert_eq!(one[tag_at], 0);
     let mut bad = one.clone();
-    bad[tag_at] = 2;
+    bad[tag_at] = 3;
     assert_eq!(
         ClientMessage::decode(&bad),
         Err(DecodeError::UnknownTag {
             offset: tag_at,
             field: "input.shots.claim.render_time.tag",
-            tag: 2
+            tag: 3
         })
     );
     // The hit flags: a point without a hit.

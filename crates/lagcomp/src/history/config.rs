@@ -1,6 +1,6 @@
 //! How a history is sized ([`HistoryConfig`]) and why a size is refused ([`ConfigError`]).
 
-use super::{EntityFrame, StoredRotation, StoredTranslation};
+use super::{EntityFrame, EntityVelocity, StoredRotation, StoredTranslation};
 
 /// How the history is sized: [`History::new`](super::History::new) shows one in use.
 ///
@@ -9,8 +9,8 @@ use super::{EntityFrame, StoredRotation, StoredTranslation};
 ///
 /// // The default: a 64 Hz server keeping one second, Source's default (`sv_maxunlag 1`).
 /// assert_eq!(HistoryConfig::default(), HistoryConfig { tick_rate: 64.0, max_rewind: 1.0 });
-/// // What that window holds for one 8-bone body: 73 frames of 260 bytes.
-/// assert_eq!(HistoryConfig::default().bytes_per_entity(8), 18_980);
+/// // What that window holds for one 8-bone body: 73 frames of 276 bytes.
+/// assert_eq!(HistoryConfig::default().bytes_per_entity(8), 20_148);
 /// ```
 ///
 /// # Choosing `max_rewind`
@@ -25,11 +25,11 @@ use super::{EntityFrame, StoredRotation, StoredTranslation};
 /// default second serves round trips up to about 800 ms.
 ///
 /// The window costs two things:
-/// - **Memory**: [`HistoryConfig::bytes_per_entity`] per entity (28 bytes per bone and 36
+/// - **Memory**: [`HistoryConfig::bytes_per_entity`] per entity (28 bytes per bone and 52
 ///   per entity for every frame held), 24 bytes per frame header, and the broadphase's
 ///   boxes ([`History::broadphase_bytes`](super::History::broadphase_bytes)). Linear in the
-///   window: at 64 Hz a second costs 18,980 bytes for an 8-bone body and 43,508 for a
-///   20-bone one, 4.3 MB for 100 such players.
+///   window: at 64 Hz a second costs 20,148 bytes for an 8-bone body and 44,676 for a
+///   20-bone one, 4.5 MB for 100 such players.
 /// - **Backtracking room**: the window is the furthest back any shot can reach. A shot
 ///   whose claimed moment does not fit the shooter's measured round trip is refused
 ///   (`backtrack`) whatever the window, so a client faking its stamps gains only the
@@ -71,8 +71,9 @@ impl HistoryConfig {
     }
 
     /// Bytes the history holds for one entity of `bones` bones over the whole window: its
-    /// bones' poses (a 12-byte translation and a 16-byte rotation each) and its per-frame
-    /// record (flags, layers, bounds: 36 bytes) for every frame of the ring. What
+    /// bones' poses (a 12-byte translation and a 16-byte rotation each), its per-frame
+    /// record (flags, layers, bounds: 36 bytes) and its velocity (16 bytes) for every frame
+    /// of the ring. What
     /// [`History::history_bytes`](super::History::history_bytes) grows by per entity spawned
     /// before the first frame, when the rig's bone count is a multiple of four (other rigs
     /// share a few padding places); a bone recorded with a non-unit scale adds 12 bytes
@@ -80,7 +81,8 @@ impl HistoryConfig {
     #[must_use]
     pub fn bytes_per_entity(&self, bones: usize) -> usize {
         let per_frame = bones * (size_of::<StoredTranslation>() + size_of::<StoredRotation>())
-            + size_of::<EntityFrame>();
+            + size_of::<EntityFrame>()
+            + size_of::<EntityVelocity>();
         self.capacity() * per_frame
     }
 }
@@ -164,7 +166,7 @@ mod tests {
             max_rewind: 2.0,
             ..one
         };
-        assert_eq!(one.bytes_per_entity(8), 73 * 260);
-        assert_eq!(two.bytes_per_entity(8), 143 * 260);
+        assert_eq!(one.bytes_per_entity(8), 73 * 276);
+        assert_eq!(two.bytes_per_entity(8), 143 * 276);
     }
 }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::layout::IDENTITY_ROTATION;
 use super::{
-    EntityError, EntityFrame, EntityId, EntityRole, EntitySlot, EntityState, History, Life,
-    RecordError,
+    EntityError, EntityFrame, EntityId, EntityRole, EntitySlot, EntityState, EntityVelocity,
+    History, Life, RecordError,
 };
 use crate::rig::Rig;
 
@@ -131,6 +131,7 @@ impl History {
                 lanes.rotations[row..row + slot.bone_count].fill(IDENTITY_ROTATION);
                 let frame = lanes.frame(index, ring);
                 lanes.frames[frame] = EntityFrame::NEVER;
+                lanes.velocities[frame] = EntityVelocity::NEVER;
             }
         }
         lanes.pending.clear();

@@ -3,7 +3,7 @@
 //! The lanes' memory and the allocation of bone places are `lane`'s.
 
 use super::lane::{self, BoneRanges, Lane};
-use super::{EntityFrame, EntitySlot, StoredRotation, StoredTranslation};
+use super::{EntityFrame, EntitySlot, EntityVelocity, StoredRotation, StoredTranslation};
 
 /// The rings of every entity, one allocation per lane.
 ///
@@ -23,6 +23,9 @@ pub(super) struct Lanes {
     pub(super) rotations: Lane<StoredRotation>,
     /// Per-entity frame records.
     pub(super) frames: Lane<EntityFrame>,
+    /// Per-entity velocities, record for record with `frames` (written only by
+    /// `FrameRecorder::record_velocity`).
+    pub(super) velocities: Lane<EntityVelocity>,
     /// Bone places per ring slot block (at least `ranges.end()`).
     pub(super) row_stride: usize,
     /// Frame records per ring slot block (at least the number of entity slots).
@@ -89,6 +92,13 @@ impl Lanes {
         if self.frame_stride < slots {
             let strides = (self.frame_stride, stride(self.frame_stride, slots));
             self.frames = restrided(&self.frames, capacity, strides, 0, EntityFrame::NEVER);
+            self.velocities = restrided(
+                &self.velocities,
+                capacity,
+                strides,
+                0,
+                EntityVelocity::NEVER,
+            );
             self.frame_stride = strides.1;
         }
         self.stream =

@@ -56,6 +56,7 @@ mod record_tests;
 mod recorder;
 mod sample;
 mod stamp;
+mod velocity;
 
 pub(crate) use bone_pass::{BonePass, assert_one_length};
 pub use config::{ConfigError, DEFAULT_MAX_REWIND, HistoryConfig};
@@ -123,6 +124,31 @@ impl EntityFrame {
             Vec3::from_array(self.bounds_max),
         )
     }
+}
+
+/// One entity's linear velocity in one frame, as the server sent it in that tick's
+/// snapshot: what a client extrapolates with ([`History::entity_extrapolated`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[repr(C)]
+struct EntityVelocity {
+    /// Low bits of the frame sequence number this was written at, as
+    /// [`EntityFrame::seq`]: a mismatch means no velocity was recorded in the frame now
+    /// occupying this slot.
+    seq: u32,
+    /// Units per second.
+    velocity: [f32; 3],
+}
+
+// PERF: its own lane, not a field of `EntityFrame`: a trace never reads it, so the frame
+// records it scans stay 36 bytes; 16 bytes per entity per frame (one byte per hitbox-frame
+// for a 16-hitbox rig).
+const _: () = assert!(std::mem::size_of::<EntityVelocity>() == 16);
+
+impl EntityVelocity {
+    const NEVER: Self = Self {
+        seq: 0,
+        velocity: [0.0; 3],
+    };
 }
 
 /// A frame header, shared by all entities.
@@ -359,6 +385,7 @@ impl History {
         lanes.translations.held_bytes()
             + lanes.rotations.held_bytes()
             + lanes.frames.held_bytes()
+            + lanes.velocities.held_bytes()
             + scales
             + self.frames.capacity() * std::mem::size_of::<FrameMeta>()
     }

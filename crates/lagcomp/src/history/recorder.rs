@@ -70,6 +70,15 @@ pub enum RecordError {
         /// What is wrong with it.
         error: TransformError,
     },
+    /// A velocity ([`FrameRecorder::record_velocity`]) with a component that is NaN,
+    /// infinite or beyond [`MAX_COORDINATE`](crate::math::MAX_COORDINATE) units per second.
+    #[error("{entity} velocity {velocity} is not a finite velocity")]
+    InvalidVelocity {
+        /// The entity.
+        entity: EntityId,
+        /// The velocity offered, units per second.
+        velocity: glam::Vec3,
+    },
 }
 
 /// Server times beyond this many seconds are treated as corrupt.

@@ -16,6 +16,7 @@
 //! per-hitbox reach test instead of the ball, so debug output shows every hitbox near the
 //! trace. Nothing is written: queries take `&History`.
 
+mod extrapolated;
 mod fan;
 pub mod observer;
 mod overlap;
@@ -484,6 +485,8 @@ pub struct EntityAt<'h> {
     entity: EntityId,
     sample: EntitySample,
     rewind: Rewind,
+    /// Set when extrapolated ([`History::entity_extrapolated`]): every bone moved by it.
+    shift: Option<Vec3>,
 }
 
 impl EntityAt<'_> {
@@ -518,10 +521,23 @@ impl EntityAt<'_> {
     #[must_use]
     pub fn bone(&self, bone: u16) -> Option<BoneTransform> {
         let rig = self.history.rig(self.entity).ok()?;
-        (bone < rig.bone_count()).then(|| {
-            self.history
-                .bone(self.index, &self.sample, usize::from(bone))
-        })
+        (bone < rig.bone_count()).then(|| self.bone_then(usize::from(bone)))
+    }
+
+    /// Bone `bone` as sampled, moved when extrapolated.
+    fn bone_then(&self, bone: usize) -> BoneTransform {
+        let sampled = self.history.bone(self.index, &self.sample, bone);
+        match self.shift {
+            Some(shift) => crate::math::extrapolate(&sampled, shift),
+            None => sampled,
+        }
+    }
+
+    /// What the entity's pose was moved by, when extrapolated
+    /// ([`History::entity_extrapolated`]); `None` for a rewound or present pose.
+    #[must_use]
+    pub fn extrapolation_shift(&self) -> Option<Vec3> {
+        self.shift
     }
 
     /// Hitbox `hitbox` as placed then; `None` if the rig has no such hitbox.
@@ -529,10 +545,7 @@ impl EntityAt<'_> {
     pub fn hitbox(&self, hitbox: HitboxId) -> Option<PlacedShape> {
         let rig = self.history.rig(self.entity).ok()?;
         let hb = &rig.hitboxes()[rig.hitbox_index(hitbox)?];
-        let bone = self
-            .history
-            .bone(self.index, &self.sample, usize::from(hb.bone));
-        Some(hb.placed(&bone))
+        Some(hb.placed(&self.bone_then(usize::from(hb.bone))))
     }
 }
 
@@ -615,6 +628,7 @@ impl History {
             entity,
             sample,
             rewind: Rewind::from(&bracket),
+            shift: None,
         }))
     }
 }

@@ -74,6 +74,10 @@ pub(crate) fn render_time() -> impl Strategy<Value = RenderTime> {
                 fraction,
             }
         }),
+        (any::<u32>(), f64_finite()).prop_map(|(from, by)| RenderTime::Extrapolated {
+            from: Tick(from),
+            by,
+        }),
     ]
 }
 

@@ -126,7 +126,7 @@ fn entities_spawned_and_despawned_keep_their_own_rows() {
 /// nothing more while despawned entities' places are reused.
 #[test]
 fn the_lanes_are_sized_to_the_spawned_entities_and_counted() {
-    use crate::history::{EntityFrame, FrameMeta};
+    use crate::history::{EntityFrame, EntityVelocity, FrameMeta};
     let mut history = History::new(HistoryConfig::default()).expect("config");
     let capacity = history.capacity();
     let rig = rig(16);
@@ -135,6 +135,7 @@ fn the_lanes_are_sized_to_the_spawned_entities_and_counted() {
         (capacity * places + 1) * 12
             + capacity * places * 16
             + capacity * slots * size_of::<EntityFrame>()
+            + capacity * slots * size_of::<EntityVelocity>()
             + capacity * size_of::<FrameMeta>()
     };
     let mut tick = 0;
