@@ -14,6 +14,7 @@ mod bad_input;
 mod culling;
 mod differential_parry;
 mod entity_at;
+mod evasion;
 mod interpolation;
 mod properties;
 mod roles;
