@@ -105,6 +105,7 @@
 
 pub mod audit;
 pub mod claim;
+pub mod evasion;
 pub mod explain;
 mod fired;
 mod jsonl;
@@ -123,6 +124,7 @@ mod window;
 
 pub use audit::AuditLog;
 pub use claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim, TimingError, WeaponId};
+pub use evasion::{DodgeRule, Refusal};
 pub use explain::Rejection;
 pub use jsonl::TornTail;
 pub use latency::{LatencyError, LatencyTracker};

@@ -27,6 +27,7 @@ use lagcomp::Zone;
 use serde::{Deserialize, Serialize};
 
 use crate::claim::WeaponId;
+use crate::evasion::DodgeRule;
 
 /// Everything the validator is configured with: the weapons and the policy.
 ///
@@ -248,6 +249,9 @@ pub struct Policy {
     /// delivery): with 4, after 20 the numbers 16 to 19 are; older ones are rejected as
     /// too old. At most 1024.
     pub sequence_window: u32,
+    /// Who wins when a shot meets a target's registered dodge (`evasive`): the dodge
+    /// (default; the hit is refused) or the shooter (the rewound hit stands).
+    pub dodge: DodgeRule,
 }
 
 impl Default for Policy {
@@ -263,6 +267,7 @@ impl Default for Policy {
             fire_rate_slack: 0.05,
             arrival_slack: 0.1,
             sequence_window: 256,
+            dodge: DodgeRule::DodgeWins,
         }
     }
 }

@@ -6,6 +6,7 @@ use lagcomp::{Blocker, EntityId, HitboxId, SampleKind, Vec3, Zone};
 use serde::{Deserialize, Serialize};
 
 use crate::claim::WeaponId;
+use crate::evasion::Refusal;
 use crate::measurement::Measurement;
 
 /// Why a claim was rejected. Stable across versions: variants are only ever added, each
@@ -188,11 +189,21 @@ pub enum VerdictOutcome {
         /// Why.
         reason: RejectReason,
     },
+    /// The hit is good, but the game's rules on the target deny it damage (spawn
+    /// protection, a registered dodge): a miss with a reason, not a cheat.
+    Refused {
+        /// The entity the shot hit.
+        target: EntityId,
+        /// Why it takes no damage.
+        refusal: Refusal,
+        /// Where along the shot it was hit, metres.
+        distance: f32,
+    },
 }
 
 impl VerdictOutcome {
-    /// A short stable label: `confirmed`, `miss`, `blocked`, or the rejection reason's
-    /// name.
+    /// A short stable label: `confirmed`, `miss`, `blocked`, the rejection reason's name
+    /// or the refusal's name.
     #[must_use]
     pub fn label(&self) -> &'static str {
         match self {
@@ -200,6 +211,16 @@ impl VerdictOutcome {
             Self::Miss => "miss",
             Self::Blocked { .. } => "blocked",
             Self::Rejected { reason } => reason.name(),
+            Self::Refused { refusal, .. } => refusal.name(),
+        }
+    }
+
+    /// The refusal, if the hit was refused.
+    #[must_use]
+    pub fn refusal(&self) -> Option<Refusal> {
+        match self {
+            Self::Refused { refusal, .. } => Some(*refusal),
+            _ => None,
         }
     }
 

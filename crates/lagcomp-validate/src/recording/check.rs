@@ -256,6 +256,9 @@ impl Checker {
                     if !self.in_frame.insert(e.entity) {
                         return Err(RecordingErrorKind::RecordedTwice { entity: e.entity });
                     }
+                    if e.state.invulnerable || e.state.evasive {
+                        self.evasion_since("frame state invulnerable / evasive")?;
+                    }
                     if e.bones.len() as u64 != known.bone_count {
                         return Err(RecordingErrorKind::BoneCount {
                             entity: e.entity,
@@ -307,6 +310,9 @@ impl Checker {
                 };
                 if v.entity.is_some() {
                     self.member_since("verdict.entity")?;
+                }
+                if v.refusal.is_some() {
+                    self.evasion_since("verdict.refusal")?;
                 }
                 if (v.shooter, v.seq, v.weapon) != (shooter, seq, weapon) {
                     return Err(RecordingErrorKind::VerdictMismatch {
@@ -415,6 +421,21 @@ impl Checker {
             return Err(RecordingErrorKind::MemberNotInVersion {
                 member,
                 needs: ROLES_SINCE,
+                version: self.version,
+            });
+        }
+        Ok(())
+    }
+
+    /// Refuses a member newer than the header's version (format 4: the entity states
+    /// `invulnerable` and `evasive`, refused verdicts). A reader of format 3 would take
+    /// those hits for confirmed ones.
+    fn evasion_since(&self, member: &'static str) -> Result<(), RecordingErrorKind> {
+        const EVASION_SINCE: u32 = 4;
+        if self.version < u64::from(EVASION_SINCE) {
+            return Err(RecordingErrorKind::MemberNotInVersion {
+                member,
+                needs: EVASION_SINCE,
                 version: self.version,
             });
         }

@@ -63,8 +63,10 @@ pub use write::RecordingWriter;
 ///
 /// Version 2 added level geometry (`level`, `level_add`, `level_remove`: triangle meshes,
 /// heightfields, pieces with lifetimes); version 1 files still read and re-validate the
-/// same.
-pub const FORMAT_VERSION: u32 = 3;
+/// same. Version 3 added entity roles. Version 4 added the entity states `invulnerable`
+/// and `evasive` and the `refused` verdict; older files, which have neither, read and
+/// re-validate the same.
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The versions this crate reads: every version up to [`FORMAT_VERSION`].
 pub const READS_VERSIONS: std::ops::RangeInclusive<u64> = 1..=FORMAT_VERSION as u64;

@@ -4,6 +4,7 @@
 
 mod audit;
 mod doors;
+mod evasion;
 mod examine;
 mod fixture;
 mod level_geometry;
