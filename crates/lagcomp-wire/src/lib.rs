@@ -123,7 +123,8 @@ pub const MAGIC: [u8; 2] = *b"LW";
 
 /// The protocol version this build speaks; a message of any other version is refused.
 /// Bump it with any change to a message's layout (including a new rejection reason).
-pub const PROTOCOL_VERSION: u16 = 4;
+/// Version 5: a shot result can be refused (spawn protection, a dodge).
+pub const PROTOCOL_VERSION: u16 = 5;
 
 /// No message is longer than this, bytes; a longer one is refused before it is read.
 /// A snapshot entity with [`MAX_BONES`] scaled bones still fits in one part.
