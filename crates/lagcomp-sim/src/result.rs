@@ -68,6 +68,11 @@ pub struct PresetRun {
     pub reconstruction: DistanceStats,
     /// Honest shots the full validator rejected, all reasons.
     pub honest_rejected: u64,
+    /// Honest hits the full validator refused, by refusal name (`invulnerable`: spawn
+    /// protection; `dodged`: a dodge registered before the shot arrived). Not rejections:
+    /// the server's trace agreed (they count as agreed), the game's rules denied damage.
+    #[serde(default)]
+    pub refused: BTreeMap<String, u64>,
     /// How far back the honest shots reached: what the rewind window must hold.
     #[serde(default)]
     pub rewind: RewindStats,

@@ -235,6 +235,7 @@ fn preset_run(preset: &Preset, tally: Tally, window: f64) -> PresetRun {
         modes,
         reconstruction: error_stats(tally.reconstruction),
         honest_rejected,
+        refused: tally.refused,
         rewind: rewind_stats(tally.rewinds, window),
     }
 }
