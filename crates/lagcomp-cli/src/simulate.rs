@@ -217,6 +217,14 @@ fn print_table(out: &mut impl Write, result: &SimResult, page: &std::path::Path)
                 "{:<12} rewind needed: median {:.0} ms, p99 {:.0} ms, max {:.0} ms; {} of {} shots beyond the window",
                 "", w.median_ms, w.p99_ms, w.max_ms, w.beyond_window, w.shots
             )?;
+            let count = |name: &str| run.refused.get(name).copied().unwrap_or(0);
+            writeln!(
+                out,
+                "{:<12} refused honestly (agreed, no damage): {} spawn-protected, {} dodged",
+                "",
+                count("invulnerable"),
+                count("dodged")
+            )?;
         }
         writeln!(out)?;
         out.write_all(NETWORK_LEGEND.as_bytes())?;
