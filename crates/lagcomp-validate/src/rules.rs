@@ -3,6 +3,7 @@
 //! ```toml
 //! [policy]
 //! time_mismatch = "reject"        # or "use_server_estimate"
+//! dodge = "dodge_wins"            # or "shooter_wins": see `DodgeRule`
 //!
 //! [weapons.rifle]
 //! id = 1

@@ -13,6 +13,7 @@ mod properties;
 mod readable;
 mod reasons;
 mod recording;
+mod recording_evasion;
 mod recording_level;
 mod recording_roles;
 mod recording_support;

@@ -173,7 +173,6 @@ fn a_match_with_a_door_and_layer_masks_revalidates_to_the_live_verdicts() {
 
     let text = String::from_utf8(bytes.clone()).unwrap();
     assert!(text.contains(&format!("\"version\":{FORMAT_VERSION}")));
-    assert!(FORMAT_VERSION >= 3);
     assert!(text.contains("\"role\":\"blocker\""), "{text}");
     assert!(text.contains("\"blocked_by\":4294967293"), "{text}");
     let recording = Recording::read(&bytes[..]).expect("reads");
