@@ -417,14 +417,7 @@ impl Checker {
     /// layer masks, verdicts blocked by an entity).
     fn member_since(&self, member: &'static str) -> Result<(), RecordingErrorKind> {
         const ROLES_SINCE: u32 = 3;
-        if self.version < u64::from(ROLES_SINCE) {
-            return Err(RecordingErrorKind::MemberNotInVersion {
-                member,
-                needs: ROLES_SINCE,
-                version: self.version,
-            });
-        }
-        Ok(())
+        self.member_needs(member, ROLES_SINCE)
     }
 
     /// Refuses a member newer than the header's version (format 4: the entity states
@@ -432,10 +425,15 @@ impl Checker {
     /// those hits for confirmed ones.
     fn evasion_since(&self, member: &'static str) -> Result<(), RecordingErrorKind> {
         const EVASION_SINCE: u32 = 4;
-        if self.version < u64::from(EVASION_SINCE) {
+        self.member_needs(member, EVASION_SINCE)
+    }
+
+    /// Refuses `member` unless the header's version is `needs` or later.
+    fn member_needs(&self, member: &'static str, needs: u32) -> Result<(), RecordingErrorKind> {
+        if self.version < u64::from(needs) {
             return Err(RecordingErrorKind::MemberNotInVersion {
                 member,
-                needs: EVASION_SINCE,
+                needs,
                 version: self.version,
             });
         }

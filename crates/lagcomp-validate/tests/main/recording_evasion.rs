@@ -11,11 +11,12 @@ use lagcomp_validate::recording::{
     FORMAT_VERSION, Recording, RecordingEntry, RecordingErrorKind, RecordingWriter, revalidate,
 };
 use lagcomp_validate::{
-    ClaimedHit, Participant, Refusal, RenderTime, RuleSet, ShotClaim, Validator, Verdict,
-    VerdictOutcome, WeaponId,
+    ClaimedHit, Refusal, RenderTime, RuleSet, ShotClaim, Validator, Verdict, VerdictOutcome,
+    WeaponId,
 };
 
 use crate::doors::{RATE, TIMING};
+use crate::recording_roles::spawn_duel;
 use crate::weapon_layers::weapon;
 
 /// The target's state at `tick`: dodging over 20..=24, spawn-protected over 36..=40.
@@ -47,21 +48,7 @@ fn evasion_match() -> (Vec<u8>, Vec<Verdict>) {
         Shape::sphere(0.12),
     )]);
     let ball = Arc::new(ball.unwrap());
-    let mut players = Vec::new();
-    for (team, forward) in [(1, Vec3::NEG_Z), (2, Vec3::Z)] {
-        let id = history.spawn(Arc::clone(&ball));
-        let participant = Participant {
-            team,
-            aim_bone: 0,
-            aim_forward: forward,
-        };
-        validator.register(id, participant);
-        out.spawn(id, &ball, &participant).unwrap();
-        players.push(id);
-    }
-    let (shooter, target) = (players[0], players[1]);
-    validator.set_timing(shooter, TIMING).unwrap();
-    out.timing(shooter, &TIMING).unwrap();
+    let (shooter, target) = spawn_duel(&mut history, &mut validator, &mut out, &ball);
     let mut live = Vec::new();
     for tick in 0..48_u32 {
         let time = f64::from(tick) / RATE;
