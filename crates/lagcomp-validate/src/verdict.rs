@@ -306,7 +306,9 @@ pub struct Basis {
 /// match verdict.outcome {
 ///     VerdictOutcome::Confirmed(hit) => println!("hit {:?}, damage x{}", hit.zone, hit.damage_multiplier),
 ///     VerdictOutcome::Miss | VerdictOutcome::Blocked { .. } => println!("no damage"),
-///     VerdictOutcome::Rejected { reason } => println!("refused: {reason} (code {})", reason.code()),
+///     VerdictOutcome::Rejected { reason } => println!("rejected: {reason} (code {})", reason.code()),
+///     // Spawn protection or a dodge: a good shot the game denies damage, not a cheat.
+///     VerdictOutcome::Refused { refusal, .. } => println!("no damage: {refusal}"),
 /// }
 /// assert_eq!(verdict.outcome.reason(), Some(RejectReason::OriginTooFar));
 /// // For a person: how far off, against what the weapon allows.
