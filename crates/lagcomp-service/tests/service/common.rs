@@ -143,8 +143,8 @@ impl World {
             alive: phase >= 12,
             lag_compensated: !(100..112).contains(&phase),
             teleported: phase == 12,
-            invulnerable: (12..16).contains(&phase),
-            evasive: (200..204).contains(&phase),
+            invulnerable: false,
+            evasive: false,
             layers: 1 << (e % 3),
             user: e as u16,
         })
