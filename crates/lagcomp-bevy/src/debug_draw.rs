@@ -167,7 +167,9 @@ impl ShotSketches {
         sketch.direction = judged.direction.normalize_or_zero();
         sketch.length = match judged.verdict.outcome {
             VerdictOutcome::Confirmed(hit) => hit.distance,
-            VerdictOutcome::Blocked { distance, .. } => distance,
+            VerdictOutcome::Blocked { distance, .. } | VerdictOutcome::Refused { distance, .. } => {
+                distance
+            }
             _ => judged.range.unwrap_or(UNRANGED_RAY),
         };
         sketch.present.clear();

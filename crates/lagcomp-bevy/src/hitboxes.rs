@@ -141,14 +141,22 @@ impl Hitboxes {
 }
 
 /// What is recorded about an entity besides its pose, each tick. Without this component
-/// an entity is recorded alive, lag compensated, on layer 1, with user bits 0.
+/// an entity is recorded alive, lag compensated, neither invulnerable nor evasive, on
+/// layer 1, with user bits 0.
 #[derive(Component, Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HitboxState {
     /// Alive and hittable.
     pub alive: bool,
-    /// Lag compensation applies; off while invulnerable or evading (shots are then
-    /// tested against its present pose, and shot validation rejects hits on it).
+    /// Lag compensation applies. Off: shots are tested against its present pose and shot
+    /// validation rejects hits on it (`target_not_compensated`). For spawn protection or
+    /// a dodge leave it on and set `invulnerable` or `evasive`.
     pub lag_compensated: bool,
+    /// Spawn protection: rewound as usual, and shot validation refuses hits on it
+    /// honestly (`invulnerable`), not as a cheat.
+    pub invulnerable: bool,
+    /// A dodge the server registered this tick: rewound as usual; under the validator's
+    /// default policy (`dodge_wins`) hits on it are refused honestly (`dodged`).
+    pub evasive: bool,
     /// Collision layers, matched against a query's mask.
     pub layers: u32,
     /// Game-defined bits (team, stance) carried through to hits.
@@ -161,6 +169,8 @@ impl Default for HitboxState {
         Self {
             alive: state.alive,
             lag_compensated: state.lag_compensated,
+            invulnerable: state.invulnerable,
+            evasive: state.evasive,
             layers: state.layers,
             user: state.user,
         }
@@ -174,6 +184,8 @@ impl HitboxState {
             alive: self.alive,
             lag_compensated: self.lag_compensated,
             teleported,
+            invulnerable: self.invulnerable,
+            evasive: self.evasive,
             layers: self.layers,
             user: self.user,
         }

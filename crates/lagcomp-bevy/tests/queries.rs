@@ -160,6 +160,8 @@ fn the_recorded_state_comes_from_the_hitbox_state_component() {
     let alive = lagcomp_bevy::HitboxState {
         alive: true,
         lag_compensated: true,
+        invulnerable: true,
+        evasive: false,
         layers: 0b100,
         user: 7,
     };
@@ -168,11 +170,15 @@ fn the_recorded_state_comes_from_the_hitbox_state_component() {
         .spawn((Transform::default(), support::player(), alive))
         .id();
     support::tick(&mut app);
-    // It dies at tick 1: the past still sees it alive, the present does not.
-    app.world_mut()
+    // It dies at tick 1, dodging: the past still sees it alive, spawn-protected and not
+    // dodging; the present does not.
+    let mut now = app
+        .world_mut()
         .get_mut::<lagcomp_bevy::HitboxState>(player)
-        .expect("a state")
-        .alive = false;
+        .expect("a state");
+    now.alive = false;
+    now.invulnerable = false;
+    now.evasive = true;
     support::tick(&mut app);
     let mut state = SystemState::<RewoundHitboxes>::new(app.world_mut());
     let rewound = state.get(app.world()).expect("the plugin's resources");
@@ -190,6 +196,7 @@ fn the_recorded_state_comes_from_the_hitbox_state_component() {
         (recorded.alive, recorded.layers, recorded.user),
         (true, 0b100, 7)
     );
+    assert!(recorded.invulnerable && !recorded.evasive && recorded.lag_compensated);
     // A mask without its layer does not see it.
     assert!(
         rewound

@@ -50,13 +50,24 @@
 // `LagcompEntityState::flags`: alive and hittable.
 #define LAGCOMP_STATE_ALIVE 1
 
-// `LagcompEntityState::flags`: lag compensation applies (clear while invulnerable or
-// dodging: the entity is then tested at its present pose).
+// `LagcompEntityState::flags`: lag compensation applies. Clear: the entity is tested at
+// its present pose and hits on it are rejected (`target_not_compensated`); for spawn
+// protection or a dodge keep it set and use `LAGCOMP_STATE_INVULNERABLE` or
+// `LAGCOMP_STATE_EVASIVE`.
 #define LAGCOMP_STATE_LAG_COMPENSATED 2
 
 // `LagcompEntityState::flags`: the entity jumped to this tick's pose (respawn,
 // teleporter); never interpolated into from the tick before.
 #define LAGCOMP_STATE_TELEPORTED 4
+
+// `LagcompEntityState::flags`: spawn protection. The pose is rewound as usual; a good hit
+// on it is refused (`LAGCOMP_OUTCOME_REFUSED`, `"invulnerable"`), not rejected.
+#define LAGCOMP_STATE_INVULNERABLE 8
+
+// `LagcompEntityState::flags`: a dodge the server registered this tick. The pose is
+// rewound as usual; under the policy's `dodge = "dodge_wins"` (the default) a good hit on
+// it is refused (`LAGCOMP_OUTCOME_REFUSED`, `"dodged"`).
+#define LAGCOMP_STATE_EVASIVE 16
 
 // `LagcompShape::kind`: a ball of `radius`.
 #define LAGCOMP_SHAPE_SPHERE 0
@@ -135,6 +146,11 @@
 
 // `LagcompVerdict::outcome`: the claim was refused (`reason_code`, `label`).
 #define LAGCOMP_OUTCOME_REJECTED 3
+
+// `LagcompVerdict::outcome`: a good hit on `target`, `distance` away, that the game's
+// rules deny damage; not a cheat. `reason_code` holds the refusal's code (1001
+// invulnerable: spawn protection; 1002 dodged) and `label` its name.
+#define LAGCOMP_OUTCOME_REFUSED 4
 
 // A history of every entity's hitboxes over the rewind window, and the static world.
 // Opaque: created by `lagcomp_history_new`, freed by `lagcomp_history_free`.
@@ -551,7 +567,8 @@ typedef struct LagcompVerdict {
   // `LAGCOMP_OUTCOME_*`.
   uint32_t outcome;
   // The rejection's stable code (1xx malformed, 2xx replay, 3xx fire rate, 4xx time,
-  // 5xx origin, 6xx angle, 8xx claim, 9xx target); 0 unless rejected.
+  // 5xx origin, 6xx angle, 8xx claim, 9xx target), or the refusal's (1001
+  // invulnerable, 1002 dodged); 0 unless rejected or refused.
   uint16_t reason_code;
   // The claim's weapon.
   uint16_t weapon;
@@ -584,7 +601,7 @@ typedef struct LagcompVerdict {
   uint32_t wall;
   // Blocked: where along the shot.
   float wall_distance;
-  // `"confirmed"`, `"miss"`, `"blocked"` or the rejection's stable name
+  // `"confirmed"`, `"miss"`, `"blocked"`, the rejection's or the refusal's stable name
   // (`"backtrack"`): a static NUL-terminated string, never freed, never null.
   const char *label;
   // What it was decided on.
@@ -874,8 +891,9 @@ const char *lagcomp_last_error(void);
 // A static string: never freed, never null.
 const char *lagcomp_status_name(LagcompStatus status);
 
-// The stable name of a rejection code (`404` -> `"backtrack"`), or null for a code
-// that names no reason. A static string: never freed.
+// The stable name of a rejection code (`404` -> `"backtrack"`) or of a refusal code
+// (`1002` -> `"dodged"`), or null for a code that names neither. A static string: never
+// freed.
 const char *lagcomp_reject_reason_name(uint16_t code);
 
 // Creates a validator bound to `history`, with the rules in `rules_toml` (the format of

@@ -68,14 +68,26 @@ pub struct LagcompBoneTransform {
 
 /// `LagcompEntityState::flags`: alive and hittable.
 pub const LAGCOMP_STATE_ALIVE: u32 = 1;
-/// `LagcompEntityState::flags`: lag compensation applies (clear while invulnerable or
-/// dodging: the entity is then tested at its present pose).
+/// `LagcompEntityState::flags`: lag compensation applies. Clear: the entity is tested at
+/// its present pose and hits on it are rejected (`target_not_compensated`); for spawn
+/// protection or a dodge keep it set and use `LAGCOMP_STATE_INVULNERABLE` or
+/// `LAGCOMP_STATE_EVASIVE`.
 pub const LAGCOMP_STATE_LAG_COMPENSATED: u32 = 2;
 /// `LagcompEntityState::flags`: the entity jumped to this tick's pose (respawn,
 /// teleporter); never interpolated into from the tick before.
 pub const LAGCOMP_STATE_TELEPORTED: u32 = 4;
-const STATE_FLAGS: u32 =
-    LAGCOMP_STATE_ALIVE | LAGCOMP_STATE_LAG_COMPENSATED | LAGCOMP_STATE_TELEPORTED;
+/// `LagcompEntityState::flags`: spawn protection. The pose is rewound as usual; a good hit
+/// on it is refused (`LAGCOMP_OUTCOME_REFUSED`, `"invulnerable"`), not rejected.
+pub const LAGCOMP_STATE_INVULNERABLE: u32 = 8;
+/// `LagcompEntityState::flags`: a dodge the server registered this tick. The pose is
+/// rewound as usual; under the policy's `dodge = "dodge_wins"` (the default) a good hit on
+/// it is refused (`LAGCOMP_OUTCOME_REFUSED`, `"dodged"`).
+pub const LAGCOMP_STATE_EVASIVE: u32 = 16;
+const STATE_FLAGS: u32 = LAGCOMP_STATE_ALIVE
+    | LAGCOMP_STATE_LAG_COMPENSATED
+    | LAGCOMP_STATE_TELEPORTED
+    | LAGCOMP_STATE_INVULNERABLE
+    | LAGCOMP_STATE_EVASIVE;
 
 /// Per-tick facts about an entity, recorded with its bones.
 #[repr(C)]
@@ -104,6 +116,8 @@ impl LagcompEntityState {
             alive: self.flags & LAGCOMP_STATE_ALIVE != 0,
             lag_compensated: self.flags & LAGCOMP_STATE_LAG_COMPENSATED != 0,
             teleported: self.flags & LAGCOMP_STATE_TELEPORTED != 0,
+            invulnerable: self.flags & LAGCOMP_STATE_INVULNERABLE != 0,
+            evasive: self.flags & LAGCOMP_STATE_EVASIVE != 0,
             layers: self.layers,
             user: self.user,
         })
@@ -113,7 +127,9 @@ impl LagcompEntityState {
         Self {
             flags: (u32::from(state.alive) * LAGCOMP_STATE_ALIVE)
                 | (u32::from(state.lag_compensated) * LAGCOMP_STATE_LAG_COMPENSATED)
-                | (u32::from(state.teleported) * LAGCOMP_STATE_TELEPORTED),
+                | (u32::from(state.teleported) * LAGCOMP_STATE_TELEPORTED)
+                | (u32::from(state.invulnerable) * LAGCOMP_STATE_INVULNERABLE)
+                | (u32::from(state.evasive) * LAGCOMP_STATE_EVASIVE),
             layers: state.layers,
             user: state.user,
             reserved: 0,

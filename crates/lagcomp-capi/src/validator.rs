@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use lagcomp::{Blocker, HitboxId, Tick};
 use lagcomp_validate::{
-    AuditLog, ClaimedHit, ClientTiming, Participant, RejectReason, RenderTime, RuleSet, ShotClaim,
-    Validator, Verdict, VerdictOutcome, WeaponId,
+    AuditLog, ClaimedHit, ClientTiming, Participant, Refusal, RejectReason, RenderTime, RuleSet,
+    ShotClaim, Validator, Verdict, VerdictOutcome, WeaponId,
 };
 
 use crate::args::{input, output};
@@ -147,6 +147,10 @@ pub const LAGCOMP_OUTCOME_MISS: u32 = 1;
 pub const LAGCOMP_OUTCOME_BLOCKED: u32 = 2;
 /// `LagcompVerdict::outcome`: the claim was refused (`reason_code`, `label`).
 pub const LAGCOMP_OUTCOME_REJECTED: u32 = 3;
+/// `LagcompVerdict::outcome`: a good hit on `target`, `distance` away, that the game's
+/// rules deny damage; not a cheat. `reason_code` holds the refusal's code (1001
+/// invulnerable: spawn protection; 1002 dodged) and `label` its name.
+pub const LAGCOMP_OUTCOME_REFUSED: u32 = 4;
 
 /// What a verdict was decided on. Times are server seconds; NaN when the check that would
 /// set them was not reached.
@@ -185,7 +189,8 @@ pub struct LagcompVerdict {
     /// `LAGCOMP_OUTCOME_*`.
     pub outcome: u32,
     /// The rejection's stable code (1xx malformed, 2xx replay, 3xx fire rate, 4xx time,
-    /// 5xx origin, 6xx angle, 8xx claim, 9xx target); 0 unless rejected.
+    /// 5xx origin, 6xx angle, 8xx claim, 9xx target), or the refusal's (1001
+    /// invulnerable, 1002 dodged); 0 unless rejected or refused.
     pub reason_code: u16,
     /// The claim's weapon.
     pub weapon: u16,
@@ -218,7 +223,7 @@ pub struct LagcompVerdict {
     pub wall: u32,
     /// Blocked: where along the shot.
     pub wall_distance: f32,
-    /// `"confirmed"`, `"miss"`, `"blocked"` or the rejection's stable name
+    /// `"confirmed"`, `"miss"`, `"blocked"`, the rejection's or the refusal's stable name
     /// (`"backtrack"`): a static NUL-terminated string, never freed, never null.
     pub label: *const c_char,
     /// What it was decided on.
@@ -226,7 +231,7 @@ pub struct LagcompVerdict {
 }
 
 /// The labels a verdict can carry, NUL-terminated for C.
-const LABELS: [&CStr; 36] = [
+const LABELS: [&CStr; 38] = [
     c"confirmed",
     c"miss",
     c"blocked",
@@ -263,6 +268,8 @@ const LABELS: [&CStr; 36] = [
     c"melee_swing_too_large",
     c"melee_out_of_reach",
     c"melee_outside_arc",
+    c"invulnerable",
+    c"dodged",
 ];
 
 fn c_label(label: &str) -> *const c_char {
@@ -272,14 +279,22 @@ fn c_label(label: &str) -> *const c_char {
         .map_or(c"unknown".as_ptr(), |l| l.as_ptr())
 }
 
-/// The stable name of a rejection code (`404` -> `"backtrack"`), or null for a code
-/// that names no reason. A static string: never freed.
+/// The stable name of a rejection code (`404` -> `"backtrack"`) or of a refusal code
+/// (`1002` -> `"dodged"`), or null for a code that names neither. A static string: never
+/// freed.
 #[unsafe(no_mangle)]
 pub extern "C" fn lagcomp_reject_reason_name(code: u16) -> *const c_char {
-    RejectReason::ALL
+    let rejection = RejectReason::ALL
         .iter()
         .find(|r| r.code() == code)
-        .map_or(std::ptr::null(), |r| c_label(r.name()))
+        .map(|r| r.name());
+    let refusal = || {
+        Refusal::ALL
+            .iter()
+            .find(|r| r.code() == code)
+            .map(|r| r.name())
+    };
+    rejection.or_else(refusal).map_or(std::ptr::null(), c_label)
 }
 
 fn c_verdict(v: &Verdict) -> LagcompVerdict {
@@ -358,6 +373,16 @@ fn c_verdict(v: &Verdict) -> LagcompVerdict {
         VerdictOutcome::Rejected { reason } => {
             out.outcome = LAGCOMP_OUTCOME_REJECTED;
             out.reason_code = reason.code();
+        }
+        VerdictOutcome::Refused {
+            target,
+            refusal,
+            distance,
+        } => {
+            out.outcome = LAGCOMP_OUTCOME_REFUSED;
+            out.reason_code = refusal.code();
+            out.target = target.to_bits();
+            out.distance = distance;
         }
     }
     out

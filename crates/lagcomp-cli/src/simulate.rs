@@ -233,6 +233,14 @@ fn print_table(out: &mut impl Write, result: &SimResult, page: &std::path::Path)
                     "", run.blocked_by_movers, run.blocked_by_movers_disputed
                 )?;
             }
+            let count = |name: &str| run.refused.get(name).copied().unwrap_or(0);
+            writeln!(
+                out,
+                "{:<12} refused honestly (agreed, no damage): {} spawn-protected, {} dodged",
+                "",
+                count("invulnerable"),
+                count("dodged")
+            )?;
         }
         writeln!(out)?;
         out.write_all(NETWORK_LEGEND.as_bytes())?;

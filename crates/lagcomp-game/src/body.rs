@@ -108,9 +108,15 @@ pub struct Body {
     next_change: f64,
     /// Server time until which the bot is invulnerable (after a respawn).
     pub invulnerable_until: f64,
+    /// Server time until which the bot's dodge lasts (registered by the server when it
+    /// started).
+    pub evasive_until: f64,
     /// Set for the one frame after a respawn.
     pub teleported: bool,
 }
+
+/// A dodging body's dash speed, m/s: a sprinter's, the top of a run.
+const DODGE_SPEED: f32 = 6.5;
 
 impl Body {
     /// A body at a random spot of the arena.
@@ -127,6 +133,7 @@ impl Body {
             crouch_target: 0.0,
             next_change: 0.0,
             invulnerable_until: f64::NEG_INFINITY,
+            evasive_until: f64::NEG_INFINITY,
             teleported: false,
         };
         body.aim = Quat::from_rotation_y(body.yaw);
@@ -134,14 +141,15 @@ impl Body {
     }
 
     /// Advances the body by `dt` at server time `now`: strafing with random reversals,
-    /// bursts of running, crouching, and now and then a respawn elsewhere (a teleport,
-    /// followed by a second of invulnerability).
+    /// bursts of running, crouching, now and then a respawn elsewhere (a teleport,
+    /// followed by a second of invulnerability), and `dodge_rate` times a second on
+    /// average a dodge: a dash the other way, evasive for 0.3 to 0.5 s.
     pub fn step(
         &mut self,
         arena: &Arena,
         now: f64,
         dt: f64,
-        respawn_rate: f64,
+        (respawn_rate, dodge_rate): (f64, f64),
         rng: &mut Pcg64Mcg,
     ) {
         self.teleported = false;
@@ -151,6 +159,18 @@ impl Body {
             self.teleported = true;
             self.invulnerable_until = now + 1.0;
             return;
+        }
+        // No draw at a zero rate: a match without dodges plays as it did before they
+        // existed, seed for seed.
+        if dodge_rate > 0.0
+            && !self.evasive(now)
+            && rng.random_bool((dodge_rate * dt).clamp(0.0, 1.0))
+        {
+            self.evasive_until = now + rng.random_range(0.3..0.5);
+            self.strafe = -self.strafe;
+            self.speed = DODGE_SPEED;
+            // The dash lasts the dodge; the next change of mind comes after it.
+            self.next_change = self.evasive_until - now;
         }
         self.next_change -= dt;
         if self.next_change <= 0.0 {
@@ -182,10 +202,16 @@ impl Body {
         self.phase += self.velocity.length() * dt32 * 4.0;
     }
 
-    /// Whether the bot is invulnerable at server time `now` (lag compensation off).
+    /// Whether the bot is invulnerable (spawn-protected) at server time `now`.
     #[must_use]
     pub fn invulnerable(&self, now: f64) -> bool {
         now < self.invulnerable_until
+    }
+
+    /// Whether the bot is dodging at server time `now`.
+    #[must_use]
+    pub fn evasive(&self, now: f64) -> bool {
+        now < self.evasive_until
     }
 
     /// What its bones are computed from.
@@ -480,7 +506,13 @@ mod tests {
         let mut bones = vec![BoneTransform::IDENTITY; BONES];
         let mut heads = Vec::new();
         for tick in 0..64 * 30 {
-            body.step(&arena, f64::from(tick) / 64.0, 1.0 / 64.0, 0.05, &mut rng);
+            body.step(
+                &arena,
+                f64::from(tick) / 64.0,
+                1.0 / 64.0,
+                (0.05, 0.5),
+                &mut rng,
+            );
             assert!(arena.contains(body.position));
             body.pose(&mut bones);
             assert!(bones.iter().all(|b| b.validate().is_ok()));

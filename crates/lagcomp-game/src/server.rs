@@ -39,6 +39,8 @@ pub struct CoreConfig {
     pub max_rewind: f64,
     /// Respawns (teleports) per body per second.
     pub respawn_rate: f64,
+    /// Dodges per body per second (each 0.3 to 0.5 s, recorded `evasive`).
+    pub dodge_rate: f64,
     /// The rifle's no-rewind threshold
     /// ([`WeaponRules::no_rewind_above_rtt`](lagcomp_validate::WeaponRules::no_rewind_above_rtt)),
     /// seconds of round trip: above it a player's shots are judged against the present,
@@ -48,12 +50,14 @@ pub struct CoreConfig {
 
 impl Default for CoreConfig {
     /// 64 Hz, the history's default window ([`lagcomp::DEFAULT_MAX_REWIND`]), a respawn
-    /// per body every 20 s on average, rewind for every round trip.
+    /// per body every 20 s and a dodge every 10 s on average, rewind for every round
+    /// trip.
     fn default() -> Self {
         Self {
             tick_rate: 64.0,
             max_rewind: lagcomp::DEFAULT_MAX_REWIND,
             respawn_rate: 0.05,
+            dodge_rate: 0.1,
             no_rewind_above_rtt: None,
         }
     }
@@ -84,7 +88,7 @@ pub struct EntitySnapshot {
     pub velocity: Vec3,
     /// The tick of its latest teleport (respawn).
     pub last_teleport: Option<Tick>,
-    /// Whether its lag compensation is off (invulnerable after a respawn).
+    /// Whether it is spawn-protected (invulnerable after a respawn).
     pub protected: bool,
 }
 
@@ -104,7 +108,7 @@ pub struct BodyView<'a> {
     pub velocity: Vec3,
     /// The tick of its latest teleport (respawn).
     pub last_teleport: Option<Tick>,
-    /// Whether its lag compensation is off (invulnerable after a respawn).
+    /// Whether it is spawn-protected (invulnerable after a respawn).
     pub protected: bool,
 }
 
@@ -500,7 +504,8 @@ impl ServerCore {
             for player in &mut self.players {
                 let body = &mut player.body;
                 if tick.0 > 0 {
-                    body.step(&self.arena, time, dt, self.config.respawn_rate, rng);
+                    let rates = (self.config.respawn_rate, self.config.dodge_rate);
+                    body.step(&self.arena, time, dt, rates, rng);
                 }
                 // The stance is kept as well as the bones: an input between this tick and
                 // the snapshot may change the body's aim, and what is sent must be what
@@ -510,9 +515,12 @@ impl ServerCore {
                 if body.teleported {
                     player.last_teleport = Some(tick);
                 }
+                // Spawn protection and dodges are the validator's to refuse; the body is
+                // rewound like any other.
                 player.state = EntityState {
-                    lag_compensated: !body.invulnerable(time),
                     teleported: body.teleported,
+                    invulnerable: body.invulnerable(time),
+                    evasive: body.evasive(time),
                     ..EntityState::default()
                 };
                 frame.record(player.id, &player.bones, player.state)?;

@@ -22,7 +22,7 @@ pub struct EntityUpdate {
     /// holds: a teleport in frames it never received (a lost snapshot) still forbids the
     /// blend, as the core's rebuild does.
     pub last_teleport: Option<Tick>,
-    /// Whether its lag compensation is off (just respawned, invulnerable).
+    /// Whether it is spawn-protected (just respawned, invulnerable).
     pub protected: bool,
     /// The tick since which the server has sent this entity to this client without a
     /// break (`None`: always, as the simulator's server sends everyone). When it is newer

@@ -132,7 +132,9 @@ pub fn scene_of_claim(replayed: &ReplayedClaim<'_>) -> Result<VerdictScene, Scen
     };
     let stopped_at = match verdict.outcome {
         VerdictOutcome::Confirmed(hit) => Some(hit.distance),
-        VerdictOutcome::Blocked { distance, .. } => Some(distance),
+        VerdictOutcome::Blocked { distance, .. } | VerdictOutcome::Refused { distance, .. } => {
+            Some(distance)
+        }
         _ => None,
     };
     let mut scene = VerdictScene::new(

@@ -90,6 +90,7 @@ pub fn render_html(result: &SimResult) -> String {
     out.push_str(&agreement::chart(result));
     out.push_str(&tables::results(result));
     out.push_str(&tables::movers(result));
+    out.push_str(&tables::refused(result));
     out.push_str("</section>\n");
 
     section(

@@ -72,6 +72,11 @@ pub struct PresetRun {
     /// had run out of snapshots), and how many of those the full validator rejected.
     #[serde(default)]
     pub extrapolated: ExtrapolatedShots,
+    /// Honest hits the full validator refused, by refusal name (`invulnerable`: spawn
+    /// protection; `dodged`: a dodge registered before the shot arrived). Not rejections:
+    /// the server's trace agreed (they count as agreed), the game's rules denied damage.
+    #[serde(default)]
+    pub refused: BTreeMap<String, u64>,
     /// How far back the honest shots reached: what the rewind window must hold.
     #[serde(default)]
     pub rewind: RewindStats,

@@ -258,6 +258,7 @@ fn preset_run(preset: &Preset, tally: Tally, window: f64) -> PresetRun {
         reconstruction: error_stats(tally.reconstruction),
         honest_rejected,
         extrapolated: tally.extrapolated,
+        refused: tally.refused,
         rewind: rewind_stats(tally.rewinds, window),
         blocked_by_movers,
         blocked_by_movers_disputed,

@@ -85,6 +85,8 @@ pub struct Tally {
     pub cheat_accepted: u64,
     /// Their outcomes by label.
     pub cheat_outcomes: BTreeMap<String, u64>,
+    /// Honest hits the full validator refused (spawn protection, dodges), by refusal name.
+    pub refused: BTreeMap<String, u64>,
     /// A confirmed shot worth drawing.
     pub picture: Option<ShotPicture>,
     /// Honest shots the server judged `Blocked`, by what blocked them (`"wall"`: a wall
@@ -176,6 +178,7 @@ pub fn play(config: &SkirmishConfig, mut progress: impl FnMut(f64)) -> Tally {
             max_rewind: config.max_rewind,
             respawn_rate: config.respawn_rate,
             no_rewind_above_rtt: config.no_rewind_above_rtt,
+            ..CoreConfig::default()
         },
         arena.clone(),
     )
@@ -388,6 +391,17 @@ fn judge(
     }
     let history = server.history();
     let index_of = |id: EntityId| ids.iter().position(|&i| i == id);
+    // A refused hit is one the server's trace agreed with and the game's rules denied
+    // damage: agreement, not a confirmation and not a rejection.
+    let refused_on = match verdict.outcome {
+        VerdictOutcome::Refused {
+            target, refusal, ..
+        } => {
+            *tally.refused.entry(refusal.name().to_owned()).or_default() += 1;
+            index_of(target)
+        }
+        _ => None,
+    };
     let client_hit = shot.client_hit.and_then(|(id, _)| index_of(id));
     let srtt = server.srtt(queued.shooter).unwrap_or(0.0);
     let reported_delay = server.reported_delay(queued.shooter).unwrap_or(0.0);
@@ -410,7 +424,8 @@ fn judge(
         if server_hit.is_some() {
             m.confirmed += 1;
         }
-        if client_hit.is_some() && server_hit == client_hit {
+        let refused_agrees = mode == Mode::Full && refused_on.is_some() && refused_on == client_hit;
+        if client_hit.is_some() && (server_hit == client_hit || refused_agrees) {
             m.agreed += 1;
         }
         if client_hit.is_none() && server_hit.is_some() {

@@ -16,7 +16,8 @@
 //!
 //! The tally is the simulator's for its full mode: every shot whose verdict came back
 //! counts as arrived; an honest one is a client hit when the bot drew a hit, agreed when
-//! the server confirmed it on the same entity, a false confirmation when the server
+//! the server confirmed it on the same entity (or refused it there: a spawn-protected or
+//! dodging target, the hit agreed on and denied damage), a false confirmation when the server
 //! confirmed a shot the bot saw miss. Cheating shots (per [`Cheat`], the first bots of
 //! the process) are counted apart, with how many were accepted.
 
@@ -644,7 +645,13 @@ fn tally(outcome: &mut BotTally, shot: &FiredShot, verdict: &WireOutcome) {
     if server_hit.is_some() {
         m.confirmed += 1;
     }
-    if client_hit.is_some() && server_hit == client_hit {
+    // A refused hit is one the server's trace agreed with and the game's rules denied
+    // damage: agreement, not a confirmation and not a rejection.
+    let refused_on = match *verdict {
+        WireOutcome::Refused { target, .. } => Some(target),
+        _ => None,
+    };
+    if client_hit.is_some() && (server_hit == client_hit || refused_on == client_hit) {
         m.agreed += 1;
     }
     if client_hit.is_none() && server_hit.is_some() {

@@ -336,6 +336,8 @@ impl GameServer {
                 tick_rate: config.tick_rate,
                 max_rewind: config.max_rewind,
                 respawn_rate: config.respawn_rate,
+                // Served bodies do not dodge: the server's settings have no knob for it.
+                dodge_rate: 0.0,
                 no_rewind_above_rtt: None,
             },
             config.arena.build()?,

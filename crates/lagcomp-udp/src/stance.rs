@@ -62,6 +62,7 @@ mod tests {
                 tick_rate: 64.0,
                 max_rewind: 0.5,
                 respawn_rate: 0.5,
+                dodge_rate: 0.5,
                 no_rewind_above_rtt: None,
             },
             ArenaSpec::STANDARD.build().expect("valid"),

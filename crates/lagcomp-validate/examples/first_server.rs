@@ -237,6 +237,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("blocked by a wall {distance:.2} m out")
         }
         VerdictOutcome::Rejected { reason } => println!("rejected: {reason}"),
+        // Spawn protection or a dodge: a good shot, but no damage.
+        VerdictOutcome::Refused { refusal, .. } => println!("refused: {refusal}"),
     }
     // ANCHOR_END: validate
     let VerdictOutcome::Confirmed(hit) = verdict.outcome else {

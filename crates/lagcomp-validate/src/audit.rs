@@ -53,6 +53,23 @@ pub fn emit(verdict: &Verdict) {
             latency,
             "shot confirmed"
         ),
+        // Not a cheat: info, as a miss is, with the refusal's stable name and code.
+        VerdictOutcome::Refused {
+            target, refusal, ..
+        } => tracing::info!(
+            target: "lagcomp::verdict",
+            shooter,
+            seq = verdict.seq,
+            weapon = verdict.weapon.0,
+            outcome = "refused",
+            refusal = refusal.name(),
+            code = refusal.code(),
+            target_entity = target.to_bits(),
+            requested,
+            used,
+            latency,
+            "shot refused: {refusal}"
+        ),
         other => tracing::info!(
             target: "lagcomp::verdict",
             shooter,

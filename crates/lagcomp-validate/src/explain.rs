@@ -9,6 +9,7 @@ use std::fmt;
 
 use lagcomp::Blocker;
 
+use crate::evasion::Refusal;
 use crate::measurement::Measurement;
 use crate::verdict::{RejectReason, Verdict, VerdictOutcome};
 
@@ -134,6 +135,22 @@ impl fmt::Display for Verdict {
                 measured: self.basis.measured,
             }
             .fmt(f),
+            VerdictOutcome::Refused {
+                target,
+                refusal: Refusal::Invulnerable,
+                distance,
+            } => write!(
+                f,
+                "refused (invulnerable): {target} {distance:.2} m away was spawn-protected"
+            ),
+            VerdictOutcome::Refused {
+                target,
+                refusal: Refusal::Dodged,
+                distance,
+            } => write!(
+                f,
+                "refused (dodged): {target} {distance:.2} m away dodged before the shot arrived"
+            ),
         }
     }
 }

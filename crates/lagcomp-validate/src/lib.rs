@@ -105,6 +105,7 @@
 
 pub mod audit;
 pub mod claim;
+pub mod evasion;
 pub mod explain;
 mod extrapolated;
 mod fired;
@@ -125,6 +126,7 @@ mod window;
 
 pub use audit::AuditLog;
 pub use claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim, TimingError, WeaponId};
+pub use evasion::{DodgeRule, Refusal};
 pub use explain::Rejection;
 pub use jsonl::TornTail;
 pub use latency::{LatencyError, LatencyTracker};

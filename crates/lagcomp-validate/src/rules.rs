@@ -3,6 +3,7 @@
 //! ```toml
 //! [policy]
 //! time_mismatch = "reject"        # or "use_server_estimate"
+//! dodge = "dodge_wins"            # or "shooter_wins": see `DodgeRule`
 //!
 //! [weapons.rifle]
 //! id = 1
@@ -58,6 +59,7 @@ use lagcomp::Zone;
 use serde::{Deserialize, Serialize};
 
 use crate::claim::WeaponId;
+use crate::evasion::DodgeRule;
 
 pub mod kinds;
 
@@ -347,6 +349,9 @@ pub struct Policy {
     /// ([`RenderTime::Extrapolated`](crate::RenderTime::Extrapolated)); a claim beyond is
     /// rejected `extrapolated_too_far`. `lagcomp-net`'s default limit.
     pub max_extrapolation: f64,
+    /// Who wins when a shot meets a target's registered dodge (`evasive`): the dodge
+    /// (default; the hit is refused) or the shooter (the rewound hit stands).
+    pub dodge: DodgeRule,
 }
 
 impl Default for Policy {
@@ -363,6 +368,7 @@ impl Default for Policy {
             arrival_slack: 0.1,
             sequence_window: 256,
             max_extrapolation: lagcomp_net::DEFAULT_MAX_EXTRAPOLATION,
+            dodge: DodgeRule::DodgeWins,
         }
     }
 }

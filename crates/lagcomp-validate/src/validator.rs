@@ -796,7 +796,7 @@ impl Validator {
         let outcome = match claim.hit {
             // Without rewind the client's picture is not what is checked: the present
             // trace alone decides (a claim on where the target was then is a miss).
-            Some(_) if no_rewind => self.judge_trace(weapon, team, &traced, basis)?,
+            Some(_) if no_rewind => self.judge_trace(history, weapon, team, &traced, basis)?,
             Some(claimed) if claimed.target == claim.shooter => {
                 return Err(RejectReason::TamperedClaim);
             }
@@ -810,7 +810,7 @@ impl Validator {
                 &claimed,
                 basis,
             )?,
-            None => self.judge_trace(weapon, team, &traced, basis)?,
+            None => self.judge_trace(history, weapon, team, &traced, basis)?,
         };
         Ok(outcome)
     }
@@ -818,6 +818,7 @@ impl Validator {
     /// The trace's own result, with the hit target's state checked.
     fn judge_trace(
         &self,
+        history: &History,
         weapon: &WeaponRules,
         team: u16,
         traced: &Trace,
@@ -831,6 +832,13 @@ impl Validator {
         };
         basis.sample = Some(hit.sample.kind);
         self.check_target(weapon, team, hit.entity, hit.state, hit.sample.rewound())?;
+        if let Some(refusal) = self.refusal(history, hit.entity, hit.state) {
+            return Ok(VerdictOutcome::Refused {
+                target: hit.entity,
+                refusal,
+                distance: hit.distance,
+            });
+        }
         Ok(VerdictOutcome::Confirmed(Confirmed {
             target: hit.entity,
             hitbox: hit.hitbox,
@@ -928,7 +936,7 @@ impl Validator {
                 hit.placement.distance_to_point(p) <= leeway(weapon, &hit.placement)
             })
         {
-            return self.judge_trace(weapon, team, traced, basis);
+            return self.judge_trace(history, weapon, team, traced, basis);
         }
 
         // Otherwise the claimed point must lie on the shot's line and on the claimed
@@ -988,6 +996,13 @@ impl Validator {
             .find(|h| h.id == hitbox)
             .map(|h| h.zone)
             .ok_or(RejectReason::TamperedClaim)?;
+        if let Some(refusal) = self.refusal(history, claimed.target, then.state()) {
+            return Ok(VerdictOutcome::Refused {
+                target: claimed.target,
+                refusal,
+                distance: along.max(0.0),
+            });
+        }
         Ok(VerdictOutcome::Confirmed(Confirmed {
             target: claimed.target,
             hitbox,

@@ -6,6 +6,7 @@ use lagcomp::{Blocker, EntityId, HitboxId, SampleKind, Vec3, Zone};
 use serde::{Deserialize, Serialize};
 
 use crate::claim::WeaponId;
+use crate::evasion::Refusal;
 use crate::measurement::Measurement;
 
 /// Why a claim was rejected. Stable across versions: variants are only ever added, each
@@ -263,11 +264,21 @@ pub enum VerdictOutcome {
         /// Why.
         reason: RejectReason,
     },
+    /// The hit is good, but the game's rules on the target deny it damage (spawn
+    /// protection, a registered dodge): a miss with a reason, not a cheat.
+    Refused {
+        /// The entity the shot hit.
+        target: EntityId,
+        /// Why it takes no damage.
+        refusal: Refusal,
+        /// Where along the shot it was hit, metres.
+        distance: f32,
+    },
 }
 
 impl VerdictOutcome {
-    /// A short stable label: `confirmed`, `miss`, `blocked`, or the rejection reason's
-    /// name.
+    /// A short stable label: `confirmed`, `miss`, `blocked`, the rejection reason's name
+    /// or the refusal's name.
     #[must_use]
     pub fn label(&self) -> &'static str {
         match self {
@@ -275,6 +286,16 @@ impl VerdictOutcome {
             Self::Miss => "miss",
             Self::Blocked { .. } => "blocked",
             Self::Rejected { reason } => reason.name(),
+            Self::Refused { refusal, .. } => refusal.name(),
+        }
+    }
+
+    /// The refusal, if the hit was refused.
+    #[must_use]
+    pub fn refusal(&self) -> Option<Refusal> {
+        match self {
+            Self::Refused { refusal, .. } => Some(*refusal),
+            _ => None,
         }
     }
 
@@ -360,7 +381,9 @@ pub struct Basis {
 /// match verdict.outcome {
 ///     VerdictOutcome::Confirmed(hit) => println!("hit {:?}, damage x{}", hit.zone, hit.damage_multiplier),
 ///     VerdictOutcome::Miss | VerdictOutcome::Blocked { .. } => println!("no damage"),
-///     VerdictOutcome::Rejected { reason } => println!("refused: {reason} (code {})", reason.code()),
+///     VerdictOutcome::Rejected { reason } => println!("rejected: {reason} (code {})", reason.code()),
+///     // Spawn protection or a dodge: a good shot the game denies damage, not a cheat.
+///     VerdictOutcome::Refused { refusal, .. } => println!("no damage: {refusal}"),
 /// }
 /// assert_eq!(verdict.outcome.reason(), Some(RejectReason::OriginTooFar));
 /// // For a person: how far off, against what the weapon allows.

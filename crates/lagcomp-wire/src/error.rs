@@ -109,7 +109,8 @@ pub enum DecodeError {
         /// The number of parts.
         parts: u8,
     },
-    /// A shot result's rejection code that no [`lagcomp_validate::RejectReason`] has.
+    /// A shot result's rejection code that no [`lagcomp_validate::RejectReason`] has, or
+    /// refusal code that no [`lagcomp_validate::Refusal`] has.
     #[error("unknown rejection code {code} at byte {offset}")]
     UnknownRejectCode {
         /// Where the code is.

@@ -123,13 +123,14 @@ pub const MAGIC: [u8; 2] = *b"LW";
 
 /// The protocol version this build writes. Bump it with any change to a message's layout
 /// (including a new rejection reason). Version 5 added the extrapolated render time
-/// (tag 2: from tick `u32`, by `f64` seconds) and the rejection code 405
-/// (`extrapolated_too_far`).
+/// (tag 2: from tick `u32`, by `f64` seconds), the rejection code 405
+/// (`extrapolated_too_far`) and refused shot results (outcome tag 4: spawn protection, a
+/// dodge).
 pub const PROTOCOL_VERSION: u16 = 5;
 
 /// The oldest version this build reads: every message of a version from this one to
 /// [`PROTOCOL_VERSION`] decodes (version 4's messages are version 5's without the
-/// extrapolated render time and code 405); any other is refused.
+/// extrapolated render time, code 405 and refused results); any other is refused.
 pub const OLDEST_READ_VERSION: u16 = 4;
 
 /// No message is longer than this, bytes; a longer one is refused before it is read.

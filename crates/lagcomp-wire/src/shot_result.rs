@@ -4,7 +4,7 @@
 //! module; it uses neither.
 
 use lagcomp::{EntityId, HitboxId};
-use lagcomp_validate::{RejectReason, VerdictOutcome};
+use lagcomp_validate::{Refusal, RejectReason, VerdictOutcome};
 
 use crate::codec::{Reader, Writer};
 use crate::error::{DecodeError, EncodeError};
@@ -35,6 +35,14 @@ pub enum WireOutcome {
     Blocked,
     /// The claim was refused, for this reason.
     Rejected(RejectReason),
+    /// The shot hit this entity, which the game's rules denied damage (spawn protection,
+    /// a registered dodge): a miss with a reason, not a cheat.
+    Refused {
+        /// The entity hit.
+        target: EntityId,
+        /// Why it took no damage.
+        refusal: Refusal,
+    },
 }
 
 impl From<&VerdictOutcome> for WireOutcome {
@@ -47,6 +55,9 @@ impl From<&VerdictOutcome> for WireOutcome {
             VerdictOutcome::Miss => Self::Miss,
             VerdictOutcome::Blocked { .. } => Self::Blocked,
             VerdictOutcome::Rejected { reason } => Self::Rejected(reason),
+            VerdictOutcome::Refused {
+                target, refusal, ..
+            } => Self::Refused { target, refusal },
         }
     }
 }
@@ -61,6 +72,7 @@ impl WireOutcome {
             Self::Miss => "miss",
             Self::Blocked => "blocked",
             Self::Rejected(reason) => reason.name(),
+            Self::Refused { refusal, .. } => refusal.name(),
         }
     }
 }
@@ -69,6 +81,7 @@ const OUTCOME_CONFIRMED: u8 = 0;
 const OUTCOME_MISS: u8 = 1;
 const OUTCOME_BLOCKED: u8 = 2;
 const OUTCOME_REJECTED: u8 = 3;
+const OUTCOME_REFUSED: u8 = 4;
 
 impl WireVerdict {
     pub(crate) fn write(&self, w: &mut Writer<'_>) -> Result<(), EncodeError> {
@@ -91,6 +104,11 @@ impl WireVerdict {
                 w.u8(OUTCOME_REJECTED);
                 w.u16(code);
             }
+            WireOutcome::Refused { target, refusal } => {
+                w.u8(OUTCOME_REFUSED);
+                w.u64(target.to_bits());
+                w.u16(refusal.code());
+            }
         }
         Ok(())
     }
@@ -111,6 +129,18 @@ impl WireVerdict {
                 WireOutcome::Rejected(
                     reason_of(code).ok_or(DecodeError::UnknownRejectCode { offset, code })?,
                 )
+            }
+            OUTCOME_REFUSED => {
+                let target = EntityId::from_bits(r.u64("shot_result.target")?);
+                let offset = r.offset();
+                let code = r.u16("shot_result.refusal")?;
+                WireOutcome::Refused {
+                    target,
+                    refusal: Refusal::ALL
+                        .into_iter()
+                        .find(|r| r.code() == code)
+                        .ok_or(DecodeError::UnknownRejectCode { offset, code })?,
+                }
             }
             tag => {
                 return Err(DecodeError::UnknownTag {

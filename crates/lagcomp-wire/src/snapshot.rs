@@ -39,8 +39,9 @@ pub struct EntityFrame {
     /// ([`EntityFrame::teleported_since`]), so a teleport in a snapshot it never received
     /// still forbids blending across it, as the server's rebuild does.
     pub last_teleport: Option<Tick>,
-    /// Invulnerable, dodging or otherwise not lag compensated (the server records
-    /// `lag_compensated = !protected`); an honest client does not shoot at it.
+    /// Spawn-protected: the server records it `invulnerable` and refuses hits on it; an
+    /// honest client does not shoot at it. (A server that still turns lag compensation
+    /// off instead sets this while `lag_compensated` is off.)
     pub protected: bool,
     /// The tick since which this client has been sent the entity without a break (a
     /// server sending each client only the entities near it), `None` when it sends

@@ -164,6 +164,8 @@ static void errors_without_a_scene(void) {
   CHECK(strcmp(lagcomp_status_name(12345), "LAGCOMP_UNKNOWN_STATUS") == 0);
   CHECK(strcmp(lagcomp_reject_reason_name(404), "backtrack") == 0);
   CHECK(lagcomp_reject_reason_name(0) == NULL);
+  CHECK(strcmp(lagcomp_reject_reason_name(1001), "invulnerable") == 0);
+  CHECK(strcmp(lagcomp_reject_reason_name(1002), "dodged") == 0);
 }
 
 int main(int argc, char **argv) {

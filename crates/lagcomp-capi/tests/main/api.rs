@@ -216,8 +216,9 @@ fn a_repeated_batch_is_still_checked_after_changes() {
         record_with(history, tick, &ids, Some(states), &bones)
     };
     assert_eq!(tick(0, &states), LAGCOMP_OK);
-    // The caller changes its states array in place: the new states are recorded.
-    states[1].flags = 0;
+    // The caller changes its states array in place: the new states are recorded (dead,
+    // not rewound, spawn-protected and dodging: every bit comes back as set).
+    states[1].flags = LAGCOMP_STATE_INVULNERABLE | LAGCOMP_STATE_EVASIVE;
     states[1].user = 9;
     assert_eq!(tick(1, &states), LAGCOMP_OK);
     let state_of = |entity: u64, tick: u32| {

@@ -366,6 +366,9 @@ fn line(v: &Verdict) -> String {
             0,
         ),
         VerdictOutcome::Rejected { reason } => (0, 0, 0.0, reason.code(), 0),
+        VerdictOutcome::Refused {
+            target, refusal, ..
+        } => (target.to_bits(), 0, 0.0, refusal.code(), 0),
         VerdictOutcome::Blocked {
             by: lagcomp::Blocker::Wall(wall),
             ..

@@ -143,6 +143,8 @@ impl World {
             alive: phase >= 12,
             lag_compensated: !(100..112).contains(&phase),
             teleported: phase == 12,
+            invulnerable: false,
+            evasive: false,
             layers: 1 << (e % 3),
             user: e as u16,
         })

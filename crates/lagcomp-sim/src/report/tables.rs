@@ -97,6 +97,32 @@ pub(super) fn movers(result: &SimResult) -> String {
     )
 }
 
+/// Honest hits the full validator refused per network condition (`#refused-table`): the
+/// server's trace agreed, the game's rules denied damage. Counted as agreed above, and
+/// never as rejections.
+pub(super) fn refused(result: &SimResult) -> String {
+    if result.runs.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<table id=\"refused-table\">\n<caption>Honest hits refused, full compensation (agreed, no damage)</caption>\n\
+         <thead><tr><th scope=\"col\">Network condition</th>\
+         <th scope=\"col\">Spawn-protected</th><th scope=\"col\">Dodged</th></tr></thead>\n<tbody>\n",
+    );
+    for run in &result.runs {
+        let count = |name: &str| run.refused.get(name).copied().unwrap_or(0);
+        put!(
+            out,
+            "<tr><th scope=\"row\">{}</th><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+            esc(&run.preset),
+            count("invulnerable"),
+            count("dodged"),
+        );
+    }
+    out.push_str("</tbody>\n</table>\n");
+    out
+}
+
 /// Reconstruction error figures per network condition.
 pub(super) fn reconstruction(result: &SimResult) -> String {
     if result.runs.is_empty() {

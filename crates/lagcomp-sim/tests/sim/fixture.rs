@@ -87,6 +87,11 @@ pub(crate) fn realistic() -> SimResult {
                 },
                 honest_rejected,
                 extrapolated: lagcomp_sim::ExtrapolatedShots::default(),
+                refused: [
+                    ("dodged".to_owned(), 3 + i as u64),
+                    ("invulnerable".to_owned(), 1),
+                ]
+                .into(),
                 rewind: RewindStats {
                     shots: 3_000,
                     median_ms: 1.2 * rtt_ms + 60.0,

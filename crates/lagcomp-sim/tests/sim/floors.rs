@@ -30,6 +30,8 @@ fn full_compensation_agrees_with_honest_clients_up_to_300_ms() {
     let mut pooled = [[0_u64; 7]; 5];
     // Honest shots claiming an extrapolated view (after lost snapshots), and rejected.
     let mut extrapolated = lagcomp_sim::ExtrapolatedShots::default();
+    // Honest hits refused, by refusal, over every preset and seed.
+    let mut refused: std::collections::BTreeMap<String, u64> = Default::default();
     for seed in SEEDS {
         let mut s = scenario(20.0, &presets, Vec::new());
         s.seed = seed;
@@ -37,6 +39,18 @@ fn full_compensation_agrees_with_honest_clients_up_to_300_ms() {
         assert_eq!(result.runs.len(), presets.len());
         for (run, sums) in result.runs.iter().zip(&mut pooled) {
             let full = &run.modes[&Mode::Full];
+            // Bots dodge and respawn under protection; neither is ever a reason to reject
+            // an honest shot (it once was: `target_not_compensated`). Their hits are
+            // refused instead, honestly, and counted apart.
+            assert!(
+                !full.rejections.contains_key("target_not_compensated"),
+                "seed {seed}, {}: {:?}",
+                run.preset,
+                full.rejections
+            );
+            for (name, n) in &run.refused {
+                *refused.entry(name.clone()).or_default() += n;
+            }
             for (sum, n) in sums.iter_mut().zip([
                 full.client_hits,
                 full.agreed,
@@ -65,6 +79,18 @@ fn full_compensation_agrees_with_honest_clients_up_to_300_ms() {
             }
         }
     }
+    // Dodges registered before a shot arrived won over it, for every preset pooled: the
+    // rule was exercised, not just never reached.
+    assert!(
+        refused.get("dodged").is_some_and(|&n| n >= 10),
+        "{refused:?}"
+    );
+    assert!(
+        refused
+            .keys()
+            .all(|k| ["dodged", "invulnerable"].contains(&k.as_str())),
+        "{refused:?}"
+    );
     for (
         preset,
         [
@@ -226,6 +252,16 @@ fn no_cheat_class_gets_a_single_hit_through() {
                 "seed {seed}, {}: {:?}",
                 cheat.class, cheat.outcomes
             );
+            if cheat.class == "invulnerable" {
+                // Its hits on spawn-protected targets are refused: no damage, so nothing
+                // gained, and no cheat rejection needed for an aim that was true.
+                assert!(
+                    cheat.outcomes.contains_key("invulnerable")
+                        && !cheat.outcomes.contains_key("target_not_compensated"),
+                    "seed {seed}: {:?}",
+                    cheat.outcomes
+                );
+            }
         }
     }
     // The invulnerable cheat waits for a respawn, the wall cheat for a wall in the line:

@@ -257,6 +257,32 @@ fn the_reconstruction_chart_has_a_bar_per_nonempty_bucket_and_condition() {
 }
 
 #[test]
+fn refused_honest_hits_have_their_own_table_apart_from_rejections() {
+    let result = fixture::realistic();
+    let html = render_html(&result);
+    let doc = parse(&html);
+    let table = by_id(&doc, "refused-table");
+    let rows: Vec<String> = table
+        .descendants()
+        .filter(|n| n.has_tag_name("tr"))
+        .skip(1)
+        .map(text_of)
+        .collect();
+    assert_eq!(rows.len(), result.runs.len());
+    for (row, run) in rows.iter().zip(&result.runs) {
+        // The condition, then spawn-protected, then dodged.
+        let expected = format!(
+            "{}{}{}",
+            run.preset, run.refused["invulnerable"], run.refused["dodged"]
+        );
+        assert_eq!(
+            row.replace(char::is_whitespace, ""),
+            expected.replace(' ', "")
+        );
+    }
+}
+
+#[test]
 fn the_rejections_chart_has_one_bar_per_reason() {
     let result = fixture::realistic();
     let html = render_html(&result);

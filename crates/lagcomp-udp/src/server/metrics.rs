@@ -10,7 +10,7 @@
 //!
 //! | name | type | what |
 //! | --- | --- | --- |
-//! | `verdicts_total{outcome, reason}` | counter | verdicts given: `outcome` is `confirmed`, `miss`, `blocked` or `rejected`; `reason` is the rejection's reason (`RejectReason::name`), empty otherwise |
+//! | `verdicts_total{outcome, reason}` | counter | verdicts given: `outcome` is `confirmed`, `miss`, `blocked`, `rejected` or `refused`; `reason` is the rejection's reason (`RejectReason::name`) or the refusal's (`Refusal::name`: `invulnerable`, `dodged`), empty otherwise |
 //! | `shots_total` | counter | shots validated (the sum of the verdicts; `rate()` of it is shots per second) |
 //! | `ticks_total` | counter | ticks run |
 //! | `tick_work_seconds` | histogram | each tick's work, from its deadline's wake-up to its last datagram handed to the socket, seconds |
@@ -21,7 +21,7 @@
 
 use std::sync::Arc;
 
-use lagcomp_validate::{RejectReason, VerdictOutcome};
+use lagcomp_validate::{Refusal, RejectReason, VerdictOutcome};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -50,7 +50,8 @@ fn tick_buckets() -> impl Iterator<Item = f64> {
 #[derive(Debug)]
 pub(crate) struct ServerMetrics {
     registry: Arc<Registry>,
-    /// One counter per verdict kind: [`NOT_REJECTED`], then [`RejectReason::ALL`]'s.
+    /// One counter per verdict kind: [`NOT_REJECTED`], then [`RejectReason::ALL`]'s, then
+    /// [`Refusal::ALL`]'s.
     verdicts: Vec<Counter>,
     shots: Counter,
     ticks: Counter,
@@ -77,7 +78,8 @@ impl ServerMetrics {
         let labels = NOT_REJECTED
             .iter()
             .map(|outcome| (*outcome, ""))
-            .chain(RejectReason::ALL.iter().map(|r| ("rejected", r.name())));
+            .chain(RejectReason::ALL.iter().map(|r| ("rejected", r.name())))
+            .chain(Refusal::ALL.iter().map(|r| ("refused", r.name())));
         let verdicts = labels
             .map(|(outcome, reason)| {
                 verdict_family
@@ -150,6 +152,10 @@ impl ServerMetrics {
                 .iter()
                 .position(|r| r == reason)
                 .map(|i| NOT_REJECTED.len() + i),
+            VerdictOutcome::Refused { refusal, .. } => Refusal::ALL
+                .iter()
+                .position(|r| r == refusal)
+                .map(|i| NOT_REJECTED.len() + RejectReason::ALL.len() + i),
         };
         if let Some(counter) = slot.and_then(|i| self.verdicts.get(i)) {
             counter.inc();

@@ -88,13 +88,17 @@ fn a_scrape_agrees_with_the_bots_report_and_the_servers_totals() {
     let before = scrape(endpoint);
     assert_eq!(value(&before, "lagcomp_players"), 0.0);
     assert_eq!(value(&before, "lagcomp_shots_total"), 0.0);
-    // Every verdict's label set is there from the start, at zero: 3 outcomes and the 18
-    // rejection reasons.
+    // Every verdict's label set is there from the start, at zero: 3 outcomes, the
+    // rejection reasons and the refusals.
     let zeros = before
         .keys()
         .filter(|k| k.starts_with("lagcomp_verdicts_total{"))
         .count();
-    assert_eq!(zeros, 3 + lagcomp_validate::RejectReason::ALL.len());
+    assert_eq!(
+        zeros,
+        3 + lagcomp_validate::RejectReason::ALL.len() + lagcomp_validate::Refusal::ALL.len()
+    );
+    assert!(before.contains_key("lagcomp_verdicts_total{outcome=\"refused\",reason=\"dodged\"}"));
 
     let bots_config = BotsConfig::new(server.addr, 4, 5.0);
     let bots = thread::spawn(move || bots::run(&bots_config).expect("the bots run"));

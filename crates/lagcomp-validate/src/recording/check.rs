@@ -256,6 +256,9 @@ impl Checker {
                     if !self.in_frame.insert(e.entity) {
                         return Err(RecordingErrorKind::RecordedTwice { entity: e.entity });
                     }
+                    if e.state.invulnerable || e.state.evasive {
+                        self.evasion_since("frame state invulnerable / evasive")?;
+                    }
                     if e.bones.len() as u64 != known.bone_count {
                         return Err(RecordingErrorKind::BoneCount {
                             entity: e.entity,
@@ -321,6 +324,9 @@ impl Checker {
                 };
                 if v.entity.is_some() {
                     self.member_since("verdict.entity")?;
+                }
+                if v.refusal.is_some() {
+                    self.evasion_since("verdict.refusal")?;
                 }
                 if (v.shooter, v.seq, v.weapon) != (shooter, seq, weapon) {
                     return Err(RecordingErrorKind::VerdictMismatch {
@@ -433,6 +439,14 @@ impl Checker {
     fn member_since_extrapolation(&self, member: &'static str) -> Result<(), RecordingErrorKind> {
         const VELOCITIES_SINCE: u32 = 4;
         self.member_in(member, VELOCITIES_SINCE)
+    }
+
+    /// Refuses a member newer than the header's version (format 4: the entity states
+    /// `invulnerable` and `evasive`, refused verdicts). A reader of format 3 would take
+    /// those hits for confirmed ones.
+    fn evasion_since(&self, member: &'static str) -> Result<(), RecordingErrorKind> {
+        const EVASION_SINCE: u32 = 4;
+        self.member_in(member, EVASION_SINCE)
     }
 
     /// Refuses `member` when the header's version is older than `needs`.

@@ -64,7 +64,8 @@ pub use write::RecordingWriter;
 /// Version 2 added level geometry (`level`, `level_add`, `level_remove`: triangle meshes,
 /// heightfields, pieces with lifetimes); version 1 files still read and re-validate the
 /// same. Version 3 added entity roles and weapon layers; version 4 entity velocities in
-/// frames and extrapolated render times.
+/// frames, extrapolated render times, the entity states `invulnerable` and `evasive` and
+/// the `refused` verdict.
 pub const FORMAT_VERSION: u32 = 4;
 
 /// The versions this crate reads: every version up to [`FORMAT_VERSION`].

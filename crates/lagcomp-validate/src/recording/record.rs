@@ -671,6 +671,7 @@ pub(super) fn verdict_line(v: &Verdict) -> VerdictLine {
         point: None,
         by_leeway: None,
         reason: None,
+        refusal: None,
         basis: v.basis,
     };
     match v.outcome {
@@ -697,6 +698,16 @@ pub(super) fn verdict_line(v: &Verdict) -> VerdictLine {
             line.outcome = OutcomeLabel::Rejected;
             line.reason = Some(reason);
         }
+        VerdictOutcome::Refused {
+            target,
+            refusal,
+            distance,
+        } => {
+            line.outcome = OutcomeLabel::Refused;
+            line.target = Some(target.to_bits());
+            line.refusal = Some(refusal);
+            line.distance = Some(distance);
+        }
     }
     line
 }
@@ -714,6 +725,7 @@ fn verdict_of(v: &VerdictLine) -> Result<Verdict, RecordingErrorKind> {
         ("point", v.point.is_some()),
         ("by_leeway", v.by_leeway.is_some()),
         ("reason", v.reason.is_some()),
+        ("refusal", v.refusal.is_some()),
     ];
     let (label, takes): (&str, &[&str]) = match v.outcome {
         OutcomeLabel::Confirmed => (
@@ -733,6 +745,7 @@ fn verdict_of(v: &VerdictLine) -> Result<Verdict, RecordingErrorKind> {
         OutcomeLabel::Blocked if v.entity.is_some() => ("blocked", &["entity", "distance"]),
         OutcomeLabel::Blocked => ("blocked", &["wall", "distance"]),
         OutcomeLabel::Rejected => ("rejected", &["reason"]),
+        OutcomeLabel::Refused => ("refused", &["target", "refusal", "distance"]),
     };
     for (name, is_present) in present {
         let wanted = takes.contains(&name);
@@ -768,6 +781,11 @@ fn verdict_of(v: &VerdictLine) -> Result<Verdict, RecordingErrorKind> {
         },
         OutcomeLabel::Rejected => VerdictOutcome::Rejected {
             reason: v.reason.ok_or_else(missing)?,
+        },
+        OutcomeLabel::Refused => VerdictOutcome::Refused {
+            target: EntityId::from_bits(v.target.ok_or_else(missing)?),
+            refusal: v.refusal.ok_or_else(missing)?,
+            distance: v.distance.ok_or_else(missing)?,
         },
     };
     Ok(Verdict {

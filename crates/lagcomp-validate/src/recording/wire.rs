@@ -16,6 +16,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::RecordType;
 use super::error::RecordingErrorKind;
+use crate::evasion::Refusal;
 use crate::rules::RuleSet;
 use crate::verdict::{Basis, RejectReason};
 
@@ -434,6 +435,8 @@ pub(super) enum OutcomeLabel {
     Miss,
     Blocked,
     Rejected,
+    /// Format 4.
+    Refused,
 }
 
 /// A verdict, flat: the members after `outcome` depend on it (as in the audit log).
@@ -467,5 +470,8 @@ pub(super) struct VerdictLine {
     pub(super) by_leeway: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) reason: Option<RejectReason>,
+    /// Why a `refused` verdict's hit did no damage (format 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) refusal: Option<Refusal>,
     pub(super) basis: Basis,
 }

@@ -5,6 +5,7 @@
 mod allocations;
 mod audit;
 mod doors;
+mod evasion;
 mod examine;
 mod extrapolated;
 mod fixture;
@@ -15,6 +16,7 @@ mod properties;
 mod readable;
 mod reasons;
 mod recording;
+mod recording_evasion;
 mod recording_level;
 mod recording_roles;
 mod recording_support;

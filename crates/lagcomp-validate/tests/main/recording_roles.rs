@@ -62,21 +62,7 @@ fn door_match() -> (Vec<u8>, Vec<Verdict>, EntityId) {
     let door = history.spawn_as(Arc::clone(&door_rig), EntityRole::Blocker);
     out.spawn_as(door, &door_rig, EntityRole::Blocker, None)
         .unwrap();
-    let mut players = Vec::new();
-    for (team, forward) in [(1, Vec3::NEG_Z), (2, Vec3::Z)] {
-        let id = history.spawn(Arc::clone(&ball));
-        let participant = Participant {
-            team,
-            aim_bone: 0,
-            aim_forward: forward,
-        };
-        validator.register(id, participant);
-        out.spawn(id, &ball, &participant).unwrap();
-        players.push(id);
-    }
-    let (shooter, target) = (players[0], players[1]);
-    validator.set_timing(shooter, TIMING).unwrap();
-    out.timing(shooter, &TIMING).unwrap();
+    let (shooter, target) = spawn_duel(&mut history, &mut validator, &mut out, &ball);
     let mut live = Vec::new();
     let mut seq = 0;
     for tick in 0..48_u32 {
@@ -151,6 +137,31 @@ fn door_match() -> (Vec<u8>, Vec<Verdict>, EntityId) {
         }
     }
     (out.finish().unwrap(), live, door)
+}
+
+/// A shooter (team 1, looking -z) and its target (team 2, looking +z), both `rig`,
+/// spawned, registered and written; the shooter's timing is [`TIMING`].
+pub(crate) fn spawn_duel(
+    history: &mut History,
+    validator: &mut Validator,
+    out: &mut RecordingWriter<Vec<u8>>,
+    rig: &Arc<Rig>,
+) -> (EntityId, EntityId) {
+    let mut players = Vec::new();
+    for (team, forward) in [(1, Vec3::NEG_Z), (2, Vec3::Z)] {
+        let id = history.spawn(Arc::clone(rig));
+        let participant = Participant {
+            team,
+            aim_bone: 0,
+            aim_forward: forward,
+        };
+        validator.register(id, participant);
+        out.spawn(id, rig, &participant).unwrap();
+        players.push(id);
+    }
+    validator.set_timing(players[0], TIMING).unwrap();
+    out.timing(players[0], &TIMING).unwrap();
+    (players[0], players[1])
 }
 
 #[test]

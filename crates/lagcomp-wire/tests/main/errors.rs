@@ -344,6 +344,35 @@ fn shot_results_carry_every_rejection_code_and_no_other() {
 }
 
 #[test]
+fn shot_results_carry_every_refusal_code_and_no_other() {
+    use lagcomp_validate::Refusal;
+    for refusal in Refusal::ALL {
+        let outcome = WireOutcome::Refused {
+            target: EntityId::from_bits(0x0000_0003_0000_0005),
+            refusal,
+        };
+        let message = ServerMessage::Verdicts(Verdicts {
+            first: 9,
+            results: vec![WireVerdict { seq: 4, outcome }],
+        });
+        let mut bytes = encoded_server(&message);
+        assert_eq!(&bytes[bytes.len() - 2..], &refusal.code().to_le_bytes());
+        assert_eq!(ServerMessage::decode(&bytes), Ok(message));
+        assert_eq!(outcome.label(), refusal.name());
+        // A rejection's code in a refusal's place is no refusal.
+        let at = bytes.len() - 2;
+        bytes[at..].copy_from_slice(&RejectReason::Backtrack.code().to_le_bytes());
+        assert_eq!(
+            ServerMessage::decode(&bytes),
+            Err(DecodeError::UnknownRejectCode {
+                offset: at,
+                code: RejectReason::Backtrack.code()
+            })
+        );
+    }
+}
+
+#[test]
 fn shot_outcomes_follow_the_validator() {
     use lagcomp_validate::{Confirmed, VerdictOutcome};
     let confirmed = VerdictOutcome::Confirmed(Confirmed {

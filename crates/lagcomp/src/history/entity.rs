@@ -99,18 +99,51 @@ impl EntityRole {
 }
 
 /// Per-tick facts about an entity, recorded with its bones. Queries see them as they were
-/// at the rewound time.
+/// at the rewound time; [`History::present_state`] gives them at the present.
+///
+/// Three facts say how hits on the entity are judged, and they do not overlap:
+///
+/// | Fact | Set while | Pose traced | A validated hit on it |
+/// |---|---|---|---|
+/// | `invulnerable` | spawn protection, a scripted immunity | rewound | refused honestly (a miss with a reason) |
+/// | `evasive` | a dodge or defensive ability the server registered | rewound | refused honestly if the dodge wins (the policy decides) |
+/// | `lag_compensated: false` | the game must not rewind the entity at all | present | rejected (`target_not_compensated`) |
+///
+/// `lag_compensated` keeps the meaning it had before `invulnerable` and `evasive`
+/// existed, so recordings, C callers and Bevy apps that turn it off are judged as before;
+/// new code marks spawn protection with `invulnerable` and a dodge with `evasive` and
+/// leaves `lag_compensated` on.
+///
+/// [`History::present_state`]: super::History::present_state
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct EntityState {
     /// Alive and hittable.
     pub alive: bool,
-    /// Lag compensation applies. Off while invulnerable, dodging or otherwise evasive: the
-    /// entity is then tested at its present pose and the hit says so.
+    /// Lag compensation applies. Off: the entity is never rewound (tested at its present
+    /// pose, and the hit says so) and a validator rejects hits on it. For spawn protection
+    /// or a dodge, leave it on and set `invulnerable` or `evasive` instead.
     pub lag_compensated: bool,
     /// The entity jumped to this frame's pose (respawn, teleporter): never interpolate into
     /// this frame from the previous one.
     pub teleported: bool,
+    /// Hits on the entity are refused while this is set (spawn protection). Its pose is
+    /// rewound as usual; a validator turns a hit on it into an honest refusal, not a cheat
+    /// rejection. Absent in recordings made before it existed: `false`.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "std::ops::Not::not")
+    )]
+    pub invulnerable: bool,
+    /// The server registered a dodge or defensive ability for the entity at this tick.
+    /// Its pose is rewound as usual; a validator decides (by its policy) whether the dodge
+    /// beats a shot aimed at a picture drawn before it. Absent in recordings made before it
+    /// existed: `false`.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "std::ops::Not::not")
+    )]
+    pub evasive: bool,
     /// Collision layers; a query sees the entity when its mask shares a bit with these.
     pub layers: u32,
     /// Game-defined bits (team, stance), carried through to hits.
@@ -123,6 +156,8 @@ impl Default for EntityState {
             alive: true,
             lag_compensated: true,
             teleported: false,
+            invulnerable: false,
+            evasive: false,
             layers: 1,
             user: 0,
         }
@@ -132,12 +167,16 @@ impl Default for EntityState {
 pub(super) const ALIVE: u8 = 1;
 pub(super) const LAG_COMPENSATED: u8 = 2;
 pub(super) const TELEPORTED: u8 = 4;
+pub(super) const INVULNERABLE: u8 = 8;
+pub(super) const EVASIVE: u8 = 16;
 
 impl EntityState {
     pub(super) fn to_flags(self) -> u8 {
         (u8::from(self.alive) * ALIVE)
             | (u8::from(self.lag_compensated) * LAG_COMPENSATED)
             | (u8::from(self.teleported) * TELEPORTED)
+            | (u8::from(self.invulnerable) * INVULNERABLE)
+            | (u8::from(self.evasive) * EVASIVE)
     }
 
     pub(super) fn from_frame(frame: &EntityFrame) -> Self {
@@ -145,6 +184,8 @@ impl EntityState {
             alive: frame.flags & ALIVE != 0,
             lag_compensated: frame.flags & LAG_COMPENSATED != 0,
             teleported: frame.flags & TELEPORTED != 0,
+            invulnerable: frame.flags & INVULNERABLE != 0,
+            evasive: frame.flags & EVASIVE != 0,
             layers: frame.layers,
             user: frame.user,
         }

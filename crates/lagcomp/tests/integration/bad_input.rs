@@ -1484,6 +1484,7 @@ fn run_op(s: &mut Scene, op: &Op) {
                             teleported: r.state.2,
                             layers: r.state.3,
                             user: r.state.4,
+                            ..EntityState::default()
                         };
                         let result = frame.record(id, bones, state);
                         let should = active[i]

@@ -1285,6 +1285,7 @@ fn run_scene(seed: u64) -> Vec<String> {
                 teleported: teleport,
                 layers: 1 << rng.random_range(0..3),
                 user: i as u16,
+                ..EntityState::default()
             };
             if rng.random_bool(0.05) {
                 continue; // missed a tick

@@ -15,6 +15,7 @@ mod culling;
 mod differential_parry;
 mod entity_at;
 mod extrapolation;
+mod evasion;
 mod interpolation;
 mod penetration;
 mod properties;

@@ -2,7 +2,7 @@
 
 use lagcomp::{BoneTransform, EntityId, HitboxId, Quat, Tick, Vec3};
 use lagcomp_net::{Ping, Pong};
-use lagcomp_validate::{ClaimedHit, RejectReason, RenderTime, ShotClaim, WeaponId};
+use lagcomp_validate::{ClaimedHit, Refusal, RejectReason, RenderTime, ShotClaim, WeaponId};
 use lagcomp_wire::{
     ClientMessage, EntityFrame, EntityPose, HumanoidStance, Input, MAX_SHOTS_PER_INPUT,
     MAX_VERDICTS_PER_MESSAGE, ProbeReply, RttProbe, ServerMessage, SnapshotPart, Verdicts, Welcome,
@@ -231,6 +231,8 @@ pub(crate) fn shot_outcome() -> impl Strategy<Value = WireOutcome> {
         Just(WireOutcome::Miss),
         Just(WireOutcome::Blocked),
         prop::sample::select(RejectReason::ALL.to_vec()).prop_map(WireOutcome::Rejected),
+        (entity_id(), prop::sample::select(Refusal::ALL.to_vec()))
+            .prop_map(|(target, refusal)| WireOutcome::Refused { target, refusal }),
     ]
 }
 
