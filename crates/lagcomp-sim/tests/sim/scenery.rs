@@ -71,7 +71,9 @@ fn doors_stop_honest_shots_as_blocked_never_as_rejections() {
 #[test]
 fn shooting_through_a_shut_door_gets_nothing_through() {
     let mut attempts = 0;
-    for seed in [21, 22] {
+    // Three seeds: the cheat fires only when a door happens to shut between it and a
+    // target in the open (8 attempts over the first two once bots learned to dodge).
+    for seed in [21, 22, 23] {
         let tally = play(
             &config(seed, "100/25/2%", Some(Cheat::ThroughDoor), true),
             |_| {},
