@@ -810,7 +810,29 @@ impl Validator {
                 &claimed,
                 basis,
             )?,
-            None => self.judge_trace(history, weapon, team, &traced, basis)?,
+            // The trace met bodies where they stood at the frame an extrapolating client
+            // drew from; the client drew them moved on. One it drew off the line was a
+            // miss on its screen, and is one here (what else the trace found stands).
+            None => {
+                let traced = match (extrapolation, traced.hit) {
+                    (Some(picture), Some(hit))
+                        if !in_front_in_the_picture(
+                            history,
+                            hit.entity,
+                            picture,
+                            &ray,
+                            ray.max_distance(),
+                        ) =>
+                    {
+                        Trace {
+                            hit: None,
+                            ..traced
+                        }
+                    }
+                    _ => traced,
+                };
+                self.judge_trace(history, weapon, team, &traced, basis)?
+            }
         };
         Ok(outcome)
     }
