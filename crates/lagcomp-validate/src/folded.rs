@@ -28,6 +28,15 @@ impl ProjectileVerdict {
             ProjectileOutcome::Refused { reason } => VerdictOutcome::Rejected {
                 reason: reason.into(),
             },
+            ProjectileOutcome::Spared {
+                target,
+                refusal,
+                distance,
+            } => VerdictOutcome::Refused {
+                target,
+                refusal,
+                distance,
+            },
         };
         folded(self.shooter, self.seq, self.weapon, outcome, self.basis)
     }

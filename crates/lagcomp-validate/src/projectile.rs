@@ -20,6 +20,7 @@ use lagcomp::{Blocker, EntityId, History, RewindTarget, StaticWorld, Vec3};
 use serde::{Deserialize, Serialize};
 
 use crate::claim::{RenderTime, ShotClaim, WeaponId};
+use crate::evasion::Refusal;
 use crate::rules::{WeaponKind, WeaponRules};
 use crate::validator::Validator;
 use crate::verdict::{Basis, Confirmed, RejectReason};
@@ -154,6 +155,17 @@ pub enum ProjectileOutcome {
         /// Why.
         reason: ProjectileReason,
     },
+    /// The projectile struck the claimed target, which takes no damage: spawn-protected,
+    /// or dodging with the policy's dodge winning (as a hitscan hit would be
+    /// [`crate::VerdictOutcome::Refused`]). Honest, not a cheat.
+    Spared {
+        /// The entity struck.
+        target: EntityId,
+        /// Why it takes no damage.
+        refusal: Refusal,
+        /// Straight-line distance from the muzzle to the contact, metres.
+        distance: f32,
+    },
 }
 
 impl ProjectileOutcome {
@@ -165,6 +177,7 @@ impl ProjectileOutcome {
             Self::Blocked { .. } => "blocked",
             Self::Rejected { reason } => reason.name(),
             Self::Refused { reason } => reason.name(),
+            Self::Spared { refusal, .. } => refusal.name(),
         }
     }
 }
@@ -365,6 +378,16 @@ impl Validator {
                 // Check 9 on the target as the projectile met it. (A present-time step is
                 // not a reason: only the target's own flag is.)
                 self.check_struck(weapon, claim.shooter, hit.entity, hit.state, true)?;
+                if let Some(refusal) = self.refusal(history, hit.entity, hit.state) {
+                    return Ok((
+                        ProjectileOutcome::Spared {
+                            target: hit.entity,
+                            refusal,
+                            distance,
+                        },
+                        flown,
+                    ));
+                }
                 ProjectileOutcome::Confirmed(Confirmed {
                     target: hit.entity,
                     hitbox: hit.hitbox,

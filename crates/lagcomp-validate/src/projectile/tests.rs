@@ -316,6 +316,51 @@ fn a_target_whose_compensation_was_off_is_refused_as_for_a_hitscan_shot() {
     );
 }
 
+/// A rocket on a spawn-protected or dodging target is spared as a hitscan hit would be
+/// refused (honest, no damage); with the policy's shooter winning, the dodge does not help.
+#[test]
+fn a_projectile_on_a_protected_or_dodging_target_spares_it_as_a_hitscan_shot_would() {
+    for (state, label) in [
+        (
+            EntityState {
+                invulnerable: true,
+                ..EntityState::default()
+            },
+            "invulnerable",
+        ),
+        (
+            EntityState {
+                evasive: true,
+                ..EntityState::default()
+            },
+            "dodged",
+        ),
+    ] {
+        let (history, validator, ids) = scene_with(state);
+        let verdict = judge(&history, &validator, &honest(ids));
+        assert_eq!(verdict.outcome.label(), label, "{verdict:?}");
+        assert!(
+            matches!(
+                verdict.verdict().outcome,
+                crate::VerdictOutcome::Refused { target, .. } if target == ids[1]
+            ),
+            "{verdict:?}"
+        );
+    }
+    let (history, validator, ids) = scene_with(EntityState {
+        evasive: true,
+        ..EntityState::default()
+    });
+    let mut rules = validator.rules().clone();
+    rules.policy.dodge = crate::DodgeRule::ShooterWins;
+    let mut validator = validator;
+    validator.set_rules(rules);
+    assert_eq!(
+        judge(&history, &validator, &honest(ids)).outcome.label(),
+        "confirmed"
+    );
+}
+
 #[test]
 fn the_flight_comes_from_the_weapon_rules() {
     let (_, validator, _) = scene();
