@@ -54,6 +54,15 @@ impl MeleeVerdict {
             MeleeOutcome::Rejected { reason } => VerdictOutcome::Rejected {
                 reason: reason.into(),
             },
+            MeleeOutcome::Spared {
+                target,
+                refusal,
+                distance,
+            } => VerdictOutcome::Refused {
+                target,
+                refusal,
+                distance,
+            },
         };
         folded(self.shooter, self.seq, self.weapon, outcome, self.basis)
     }
@@ -67,7 +76,17 @@ impl PelletVerdict {
     /// Allocates nothing.
     pub fn verdicts(&self) -> impl Iterator<Item = Verdict> + '_ {
         let alone = alone(match self.outcome {
-            PelletOutcome::Confirmed { hits, .. } => Ok(hits),
+            // Spared pellets (a protected or dodging target) count as struck here: their
+            // target gets a refused verdict, not a miss.
+            PelletOutcome::Confirmed { hits, .. } => Ok(hits.saturating_add(
+                u8::try_from(
+                    self.pellets
+                        .iter()
+                        .filter(|p| matches!(p, PelletResult::Spared { .. }))
+                        .count(),
+                )
+                .unwrap_or(u8::MAX),
+            )),
             PelletOutcome::Rejected { reason } => Err(reason),
             PelletOutcome::Refused { reason } => Err(reason.into()),
         });
@@ -76,16 +95,32 @@ impl PelletVerdict {
             .iter()
             .enumerate()
             .filter_map(move |(i, pellet)| {
-                let PelletResult::Hit {
-                    target,
-                    hitbox,
-                    zone,
-                    distance,
-                    point,
-                    ..
-                } = *pellet
-                else {
-                    return None;
+                let (target, hitbox, zone, distance, point) = match *pellet {
+                    PelletResult::Hit {
+                        target,
+                        hitbox,
+                        zone,
+                        distance,
+                        point,
+                        ..
+                    } => (target, hitbox, zone, distance, point),
+                    // Every pellet on a spared target is spared (one state, one moment).
+                    PelletResult::Spared {
+                        target,
+                        refusal,
+                        distance,
+                        ..
+                    } => {
+                        let first = !self.pellets[..i]
+                            .iter()
+                            .any(|p| pellet_target(p) == Some(target));
+                        return first.then_some(VerdictOutcome::Refused {
+                            target,
+                            refusal,
+                            distance,
+                        });
+                    }
+                    _ => return None,
                 };
                 // The first pellet on each target speaks for all of them.
                 if self.pellets[..i]
@@ -122,7 +157,7 @@ impl PelletVerdict {
 /// The target a pellet struck, if it did.
 fn pellet_target(pellet: &PelletResult) -> Option<EntityId> {
     match pellet {
-        PelletResult::Hit { target, .. } => Some(*target),
+        PelletResult::Hit { target, .. } | PelletResult::Spared { target, .. } => Some(*target),
         _ => None,
     }
 }

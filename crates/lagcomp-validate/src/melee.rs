@@ -357,6 +357,17 @@ pub enum MeleeOutcome {
         /// Why.
         reason: MeleeRejection,
     },
+    /// It struck a target that takes no damage: spawn-protected, or dodging with the
+    /// policy's dodge winning (as a hitscan hit would be [`crate::VerdictOutcome::Refused`]).
+    /// Honest, not a cheat.
+    Spared {
+        /// The entity struck.
+        target: EntityId,
+        /// Why it takes no damage.
+        refusal: crate::Refusal,
+        /// Metres along the sweep.
+        distance: f32,
+    },
 }
 
 impl MeleeOutcome {
@@ -368,6 +379,7 @@ impl MeleeOutcome {
             Self::Miss => "miss",
             Self::Blocked { .. } => "blocked",
             Self::Rejected { reason } => reason.name(),
+            Self::Spared { refusal, .. } => refusal.name(),
         }
     }
 
@@ -753,6 +765,13 @@ impl Validator {
             && (claimed.target != hit.entity || claimed.hitbox.is_some_and(|h| h != hit.hitbox))
         {
             return Err(RejectReason::TamperedClaim.into());
+        }
+        if let Some(refusal) = self.refusal(history, hit.entity, hit.state) {
+            return Ok(MeleeOutcome::Spared {
+                target: hit.entity,
+                refusal,
+                distance: hit.distance,
+            });
         }
         Ok(MeleeOutcome::Confirmed(Confirmed {
             target: hit.entity,

@@ -174,6 +174,19 @@ pub enum PelletResult {
         /// The zone's multiplier times the falloff at that distance.
         damage_multiplier: f32,
     },
+    /// The pellet struck the claimed target, which takes no damage: spawn-protected, or
+    /// dodging with the policy's dodge winning (as a hitscan hit would be
+    /// [`crate::VerdictOutcome::Refused`]). Honest, not a cheat; not counted in `hits`.
+    Spared {
+        /// The entity struck.
+        target: EntityId,
+        /// The hitbox.
+        hitbox: HitboxId,
+        /// Why it takes no damage.
+        refusal: crate::Refusal,
+        /// From the muzzle to the entry, metres.
+        distance: f32,
+    },
     /// The pellet was claimed on a target its ray does not strike first.
     Missed {
         /// What the ray struck first instead, if an entity.
@@ -364,6 +377,15 @@ impl Validator {
                     {
                         // Check 9 on the target the pellet struck, as for a hitscan hit.
                         self.check_struck(rules, claim.shooter, hit.entity, hit.state, true)?;
+                        if let Some(refusal) = self.refusal(history, hit.entity, hit.state) {
+                            *result = PelletResult::Spared {
+                                target: hit.entity,
+                                hitbox: hit.hitbox,
+                                refusal,
+                                distance: hit.distance,
+                            };
+                            continue;
+                        }
                         let damage_multiplier =
                             rules.damage.of(hit.zone) * weapon.falloff.multiplier(hit.distance);
                         hits += 1;

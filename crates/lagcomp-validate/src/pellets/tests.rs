@@ -14,6 +14,11 @@ use crate::{ClientTiming, Participant, RuleSet};
 /// 64 Hz, one second of history: a shooter at the origin (eye 1.6 m up, looking along
 /// -z), its target 8 m ahead (a 0.6 m wide body), a bystander 1 m to the target's side.
 fn scene() -> (History, Validator, [EntityId; 3]) {
+    scene_with(EntityState::default())
+}
+
+/// [`scene`], the first target (`ids[1]`) recorded with `state`.
+fn scene_with(state: EntityState) -> (History, Validator, [EntityId; 3]) {
     let rig = Arc::new(
         Rig::new(
             2,
@@ -44,10 +49,13 @@ fn scene() -> (History, Validator, [EntityId; 3]) {
         let mut frame = history
             .begin_frame(Tick(tick), f64::from(tick) / 64.0)
             .unwrap();
-        for (id, feet) in ids.iter().zip(feet) {
-            frame
-                .record(*id, &bones(feet), EntityState::default())
-                .unwrap();
+        for (i, (id, feet)) in ids.iter().zip(feet).enumerate() {
+            let recorded = if i == 1 {
+                state
+            } else {
+                EntityState::default()
+            };
+            frame.record(*id, &bones(feet), recorded).unwrap();
         }
     }
     let rules = "[weapons.shotgun]\nid = 9\nmax_range = 60.0\nmin_interval = 0.5\n\
@@ -376,4 +384,61 @@ fn pellets_hit_only_the_weapons_layers() {
     validator.set_rules(rules);
     let verdict = judge(&history, &validator, &claim);
     assert_eq!(verdict.outcome.label(), "pellet_off_target", "{verdict:?}");
+}
+
+/// Pellets on a spawn-protected target spare it (no damage, a refused verdict for it, as a
+/// hitscan hit would be), while the pellets on the other target still count.
+#[test]
+fn pellets_on_a_protected_target_spare_it_and_the_others_still_count() {
+    let (history, validator, ids) = scene_with(EntityState {
+        invulnerable: true,
+        ..EntityState::default()
+    });
+    let claim = honest(&history, ids, 0);
+    let verdict = judge(&history, &validator, &claim);
+    let PelletOutcome::Confirmed { hits, .. } = verdict.outcome else {
+        panic!("{verdict:?}");
+    };
+    let on = |target: EntityId| {
+        claim
+            .hits
+            .iter()
+            .flatten()
+            .filter(|h| h.target == target)
+            .count()
+    };
+    assert!(
+        on(ids[1]) > 0,
+        "the claim has pellets on the protected target"
+    );
+    assert_eq!(
+        usize::from(hits),
+        on(ids[2]),
+        "only the other target's pellets hit"
+    );
+    for result in &verdict.pellets {
+        if let PelletResult::Spared {
+            target, refusal, ..
+        } = result
+        {
+            assert_eq!((*target, *refusal), (ids[1], crate::Refusal::Invulnerable));
+        }
+        if let PelletResult::Hit { target, .. } = result {
+            assert_eq!(*target, ids[2]);
+        }
+    }
+    let folded: Vec<_> = verdict.verdicts().map(|v| v.outcome).collect();
+    assert!(
+        folded.iter().any(|o| matches!(
+            o,
+            crate::VerdictOutcome::Refused { target, .. } if *target == ids[1]
+        )),
+        "{folded:?}"
+    );
+    assert!(
+        folded
+            .iter()
+            .all(|o| !matches!(o, crate::VerdictOutcome::Confirmed(hit) if hit.target == ids[1])),
+        "{folded:?}"
+    );
 }

@@ -32,6 +32,11 @@ struct Scene {
 }
 
 fn scene(wall: bool) -> Scene {
+    scene_with(wall, EntityState::default())
+}
+
+/// [`scene`], the enemy in front recorded with `front_state`.
+fn scene_with(wall: bool, front_state: EntityState) -> Scene {
     let rig = Arc::new(
         Rig::new(
             3,
@@ -76,10 +81,13 @@ fn scene(wall: bool) -> Scene {
         let mut frame = history
             .begin_frame(Tick(tick), f64::from(tick) / 64.0)
             .unwrap();
-        for (id, at) in ids.iter().zip(feet) {
-            frame
-                .record(*id, &bones(at), EntityState::default())
-                .unwrap();
+        for (i, (id, at)) in ids.iter().zip(feet).enumerate() {
+            let state = if i == 1 {
+                front_state
+            } else {
+                EntityState::default()
+            };
+            frame.record(*id, &bones(at), state).unwrap();
         }
     }
     let rules = RuleSet::from_toml(
@@ -393,4 +401,42 @@ fn melee_reasons_keep_their_codes_and_names() {
         let json = serde_json::to_string(&r).unwrap();
         assert_eq!(json, format!("\"{}\"", r.name()));
     }
+}
+
+/// A slash on a spawn-protected or dodging enemy spares it, as a hitscan hit would be
+/// refused (honest, no damage).
+#[test]
+fn a_slash_on_a_protected_or_dodging_enemy_spares_it() {
+    for (state, expected) in [
+        (
+            EntityState {
+                invulnerable: true,
+                ..EntityState::default()
+            },
+            lagcomp_validate::Refusal::Invulnerable,
+        ),
+        (
+            EntityState {
+                evasive: true,
+                ..EntityState::default()
+            },
+            lagcomp_validate::Refusal::Dodged,
+        ),
+    ] {
+        let s = scene_with(false, state);
+        let verdict = s.judge(&s.honest());
+        assert!(
+            matches!(
+                verdict.outcome,
+                MeleeOutcome::Spared { target, refusal, .. } if target == s.front && refusal == expected
+            ),
+            "{verdict:#?}"
+        );
+        assert!(matches!(
+            verdict.verdict().outcome,
+            lagcomp_validate::VerdictOutcome::Refused { .. }
+        ));
+    }
+    let s = scene(false);
+    struck(&s.judge(&s.honest()), s.front);
 }
