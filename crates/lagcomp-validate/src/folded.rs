@@ -169,7 +169,17 @@ impl SplashVerdict {
     /// one rejection (splash reasons 841 to 843). Allocates nothing.
     pub fn verdicts(&self) -> impl Iterator<Item = Verdict> + '_ {
         let alone = alone(match self.outcome {
-            SplashOutcome::Confirmed { victims } => Ok(victims),
+            // Spared victims (protected or dodging) count as caught here: each gets a
+            // refused verdict, not a miss.
+            SplashOutcome::Confirmed { victims } => Ok(victims.saturating_add(
+                u8::try_from(
+                    self.victims
+                        .iter()
+                        .filter(|v| matches!(v, SplashResult::Spared { .. }))
+                        .count(),
+                )
+                .unwrap_or(u8::MAX),
+            )),
             SplashOutcome::Rejected { reason } => Err(reason),
             SplashOutcome::Refused { reason } => Err(reason.into()),
         });
@@ -178,16 +188,31 @@ impl SplashVerdict {
             .iter()
             .enumerate()
             .filter_map(move |(i, victim)| {
-                let SplashResult::Caught {
-                    target,
-                    hitbox,
-                    zone,
-                    point,
-                    distance,
-                    damage_multiplier,
-                } = *victim
-                else {
-                    return None;
+                let (target, hitbox, zone, point, distance, damage_multiplier) = match *victim {
+                    SplashResult::Caught {
+                        target,
+                        hitbox,
+                        zone,
+                        point,
+                        distance,
+                        damage_multiplier,
+                    } => (target, hitbox, zone, point, distance, damage_multiplier),
+                    SplashResult::Spared {
+                        target,
+                        refusal,
+                        distance,
+                    } => {
+                        // A victim named twice is spared once.
+                        let named_before = self.victims[..i].iter().any(
+                            |v| matches!(v, SplashResult::Spared { target: t, .. } if *t == target),
+                        );
+                        return (!named_before).then_some(VerdictOutcome::Refused {
+                            target,
+                            refusal,
+                            distance,
+                        });
+                    }
+                    _ => return None,
                 };
                 // A victim named twice is caught once.
                 let named_before = self.victims[..i]

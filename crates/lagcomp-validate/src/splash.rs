@@ -163,6 +163,17 @@ pub enum SplashResult {
         /// The falloff at that distance.
         damage_multiplier: f32,
     },
+    /// Caught, but takes no damage: spawn-protected, or dodging with the policy's dodge
+    /// winning (as a hitscan hit would be [`crate::VerdictOutcome::Refused`]). Honest, not
+    /// a cheat; not counted in `victims`.
+    Spared {
+        /// The victim.
+        target: EntityId,
+        /// Why it takes no damage.
+        refusal: crate::Refusal,
+        /// From the blast to its nearest visible hitbox, metres.
+        distance: f32,
+    },
     /// Within the radius but hidden.
     Covered {
         /// The victim.
@@ -325,6 +336,14 @@ impl Validator {
                 let nearest = of_target.clone().next();
                 *result = match (of_target.find(|s| s.cover.is_none()), nearest) {
                     (Some(seen), _) => {
+                        if let Some(refusal) = self.refusal(history, target, seen.overlap.state) {
+                            *result = SplashResult::Spared {
+                                target,
+                                refusal,
+                                distance: seen.overlap.distance,
+                            };
+                            continue;
+                        }
                         count += 1;
                         SplashResult::Caught {
                             target,

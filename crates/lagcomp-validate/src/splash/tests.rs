@@ -15,6 +15,11 @@ use crate::{ClientTiming, Participant, RuleSet};
 /// (0, 1, -8). One victim 3 m to its left in the open, one 3 m to its right, behind a
 /// wall at x = 1.5 when `walled`, and a bystander 20 m away.
 fn scene(walled: bool) -> (History, Validator, [EntityId; 4]) {
+    scene_with(walled, EntityState::default())
+}
+
+/// [`scene`], the open victim (`ids[1]`) recorded with `state`.
+fn scene_with(walled: bool, state: EntityState) -> (History, Validator, [EntityId; 4]) {
     let rig = Arc::new(
         Rig::new(
             2,
@@ -55,10 +60,13 @@ fn scene(walled: bool) -> (History, Validator, [EntityId; 4]) {
         let mut frame = history
             .begin_frame(Tick(tick), f64::from(tick) / 64.0)
             .unwrap();
-        for (id, feet) in ids.iter().zip(feet) {
-            frame
-                .record(*id, &bones(feet), EntityState::default())
-                .unwrap();
+        for (i, (id, feet)) in ids.iter().zip(feet).enumerate() {
+            let recorded = if i == 1 {
+                state
+            } else {
+                EntityState::default()
+            };
+            frame.record(*id, &bones(feet), recorded).unwrap();
         }
     }
     let rules = "[weapons.launcher]\nid = 5\nmax_range = 60.0\nmin_interval = 0.5\n\
@@ -213,4 +221,41 @@ fn the_blast_comes_from_the_weapon_rules() {
     let (_, validator, _) = scene(false);
     let rules = validator.rules().weapon(WeaponId(5)).unwrap();
     assert_eq!(rules.splash_weapon(), Some(grenade()));
+}
+
+/// A blast that catches a dodging victim spares it (no damage, a refused verdict for it,
+/// as a hitscan hit would be); with the policy's shooter winning it is caught.
+#[test]
+fn a_blast_spares_a_dodging_victim_unless_the_shooter_wins() {
+    let (history, validator, ids) = scene_with(
+        true,
+        EntityState {
+            evasive: true,
+            ..EntityState::default()
+        },
+    );
+    let claimed = claim(ids, &[ids[1]]);
+    let verdict = judge(&history, &validator, &claimed);
+    assert_eq!(verdict.outcome, SplashOutcome::Confirmed { victims: 0 });
+    assert!(
+        matches!(
+            verdict.victims[0],
+            SplashResult::Spared { target, refusal: crate::Refusal::Dodged, .. } if target == ids[1]
+        ),
+        "{verdict:?}"
+    );
+    let folded: Vec<_> = verdict.verdicts().map(|v| v.outcome).collect();
+    assert!(
+        matches!(
+            folded[..],
+            [crate::VerdictOutcome::Refused { target, .. }] if target == ids[1]
+        ),
+        "{folded:?}"
+    );
+    let mut rules = validator.rules().clone();
+    rules.policy.dodge = crate::DodgeRule::ShooterWins;
+    let mut validator = validator;
+    validator.set_rules(rules);
+    let verdict = judge(&history, &validator, &claimed);
+    assert_eq!(verdict.outcome, SplashOutcome::Confirmed { victims: 1 });
 }
