@@ -71,22 +71,14 @@ impl MeleeVerdict {
 impl PelletVerdict {
     /// This verdict as [`Verdict`]s: one confirmed per target the pellets struck, in the
     /// order of the first pellet on each (its hitbox, zone, point and distance), with the
-    /// damage multipliers of every pellet on that target added up; or one miss when no
-    /// pellet was claimed on anything; or one rejection (pellet reasons 831 to 833).
-    /// Allocates nothing.
+    /// damage multipliers of every pellet on that target added up, or one refused for a
+    /// target spared (protected or dodging); or one miss when no pellet struck anything;
+    /// or one rejection (pellet reasons 831 to 833). Allocates nothing.
     pub fn verdicts(&self) -> impl Iterator<Item = Verdict> + '_ {
         let alone = alone(match self.outcome {
-            // Spared pellets (a protected or dodging target) count as struck here: their
-            // target gets a refused verdict, not a miss.
-            PelletOutcome::Confirmed { hits, .. } => Ok(hits.saturating_add(
-                u8::try_from(
-                    self.pellets
-                        .iter()
-                        .filter(|p| matches!(p, PelletResult::Spared { .. }))
-                        .count(),
-                )
-                .unwrap_or(u8::MAX),
-            )),
+            PelletOutcome::Confirmed { .. } => {
+                Ok(self.pellets.iter().any(|p| pellet_target(p).is_some()))
+            }
             PelletOutcome::Rejected { reason } => Err(reason),
             PelletOutcome::Refused { reason } => Err(reason.into()),
         });
@@ -95,66 +87,56 @@ impl PelletVerdict {
             .iter()
             .enumerate()
             .filter_map(move |(i, pellet)| {
-                let (target, hitbox, zone, distance, point) = match *pellet {
-                    PelletResult::Hit {
-                        target,
-                        hitbox,
-                        zone,
-                        distance,
-                        point,
-                        ..
-                    } => (target, hitbox, zone, distance, point),
-                    // Every pellet on a spared target is spared (one state, one moment).
-                    PelletResult::Spared {
-                        target,
-                        refusal,
-                        distance,
-                        ..
-                    } => {
-                        let first = !self.pellets[..i]
-                            .iter()
-                            .any(|p| pellet_target(p) == Some(target));
-                        return first.then_some(VerdictOutcome::Refused {
-                            target,
-                            refusal,
-                            distance,
-                        });
-                    }
-                    _ => return None,
-                };
-                // The first pellet on each target speaks for all of them.
+                let target = pellet_target(pellet)?;
+                // The first pellet on each target speaks for all of them (every pellet on
+                // a spared target is spared: one state, one moment).
                 if self.pellets[..i]
                     .iter()
                     .any(|p| pellet_target(p) == Some(target))
                 {
                     return None;
                 }
-                let damage_multiplier = self.pellets[i..]
-                    .iter()
-                    .filter(|p| pellet_target(p) == Some(target))
-                    .map(|p| match p {
-                        PelletResult::Hit {
-                            damage_multiplier, ..
-                        } => *damage_multiplier,
-                        _ => 0.0,
-                    })
-                    .sum();
-                Some(VerdictOutcome::Confirmed(Confirmed {
-                    target,
-                    hitbox,
-                    zone,
-                    damage_multiplier,
-                    distance,
-                    point,
-                    by_leeway: false,
-                }))
+                match *pellet {
+                    PelletResult::Spared {
+                        refusal, distance, ..
+                    } => Some(VerdictOutcome::Refused {
+                        target,
+                        refusal,
+                        distance,
+                    }),
+                    PelletResult::Hit {
+                        hitbox,
+                        zone,
+                        distance,
+                        point,
+                        ..
+                    } => Some(VerdictOutcome::Confirmed(Confirmed {
+                        target,
+                        hitbox,
+                        zone,
+                        damage_multiplier: self.pellets[i..]
+                            .iter()
+                            .filter(|p| pellet_target(p) == Some(target))
+                            .map(|p| match p {
+                                PelletResult::Hit {
+                                    damage_multiplier, ..
+                                } => *damage_multiplier,
+                                _ => 0.0,
+                            })
+                            .sum(),
+                        distance,
+                        point,
+                        by_leeway: false,
+                    })),
+                    _ => None,
+                }
             });
         let parts = (self.shooter, self.seq, self.weapon, self.basis);
         one_or_each(alone, struck, parts)
     }
 }
 
-/// The target a pellet struck, if it did.
+/// The target a pellet struck (spared or not), if it did.
 fn pellet_target(pellet: &PelletResult) -> Option<EntityId> {
     match pellet {
         PelletResult::Hit { target, .. } | PelletResult::Spared { target, .. } => Some(*target),
@@ -165,21 +147,14 @@ fn pellet_target(pellet: &PelletResult) -> Option<EntityId> {
 impl SplashVerdict {
     /// This verdict as [`Verdict`]s: one confirmed per victim the blast caught (its
     /// nearest visible hitbox, the falloff there as the damage multiplier, the distance
-    /// from the blast), in the claim's order; or one miss when the claim named nobody; or
-    /// one rejection (splash reasons 841 to 843). Allocates nothing.
+    /// from the blast), or one refused per victim spared (protected or dodging), in the
+    /// claim's order; or one miss when the claim named nobody; or one rejection (splash
+    /// reasons 841 to 843). Allocates nothing.
     pub fn verdicts(&self) -> impl Iterator<Item = Verdict> + '_ {
         let alone = alone(match self.outcome {
-            // Spared victims (protected or dodging) count as caught here: each gets a
-            // refused verdict, not a miss.
-            SplashOutcome::Confirmed { victims } => Ok(victims.saturating_add(
-                u8::try_from(
-                    self.victims
-                        .iter()
-                        .filter(|v| matches!(v, SplashResult::Spared { .. }))
-                        .count(),
-                )
-                .unwrap_or(u8::MAX),
-            )),
+            SplashOutcome::Confirmed { .. } => {
+                Ok(self.victims.iter().any(|v| victim_target(v).is_some()))
+            }
             SplashOutcome::Rejected { reason } => Err(reason),
             SplashOutcome::Refused { reason } => Err(reason.into()),
         });
@@ -188,57 +163,60 @@ impl SplashVerdict {
             .iter()
             .enumerate()
             .filter_map(move |(i, victim)| {
-                let (target, hitbox, zone, point, distance, damage_multiplier) = match *victim {
-                    SplashResult::Caught {
+                let target = victim_target(victim)?;
+                // A victim named twice is caught (or spared) once.
+                if self.victims[..i]
+                    .iter()
+                    .any(|v| victim_target(v) == Some(target))
+                {
+                    return None;
+                }
+                match *victim {
+                    SplashResult::Spared {
+                        refusal, distance, ..
+                    } => Some(VerdictOutcome::Refused {
                         target,
+                        refusal,
+                        distance,
+                    }),
+                    SplashResult::Caught {
                         hitbox,
                         zone,
                         point,
                         distance,
                         damage_multiplier,
-                    } => (target, hitbox, zone, point, distance, damage_multiplier),
-                    SplashResult::Spared {
+                        ..
+                    } => Some(VerdictOutcome::Confirmed(Confirmed {
                         target,
-                        refusal,
+                        hitbox,
+                        zone,
+                        damage_multiplier,
                         distance,
-                    } => {
-                        // A victim named twice is spared once.
-                        let named_before = self.victims[..i].iter().any(
-                            |v| matches!(v, SplashResult::Spared { target: t, .. } if *t == target),
-                        );
-                        return (!named_before).then_some(VerdictOutcome::Refused {
-                            target,
-                            refusal,
-                            distance,
-                        });
-                    }
-                    _ => return None,
-                };
-                // A victim named twice is caught once.
-                let named_before = self.victims[..i]
-                    .iter()
-                    .any(|v| matches!(v, SplashResult::Caught { target: t, .. } if *t == target));
-                (!named_before).then_some(VerdictOutcome::Confirmed(Confirmed {
-                    target,
-                    hitbox,
-                    zone,
-                    damage_multiplier,
-                    distance,
-                    point,
-                    by_leeway: false,
-                }))
+                        point,
+                        by_leeway: false,
+                    })),
+                    _ => None,
+                }
             });
         let parts = (self.shooter, self.seq, self.weapon, self.basis);
         one_or_each(alone, caught, parts)
     }
 }
 
+/// The victim a blast caught (spared or not), if it did.
+fn victim_target(victim: &SplashResult) -> Option<EntityId> {
+    match victim {
+        SplashResult::Caught { target, .. } | SplashResult::Spared { target, .. } => Some(*target),
+        _ => None,
+    }
+}
+
 /// The one outcome a multi-target claim folds into when it struck nothing (a miss) or was
-/// refused; `None` when it struck some (the count in `result`), one verdict each.
-fn alone(result: Result<u8, RejectReason>) -> Option<VerdictOutcome> {
+/// refused; `None` when it struck some (`result` says whether it did), one verdict each.
+fn alone(result: Result<bool, RejectReason>) -> Option<VerdictOutcome> {
     match result {
-        Ok(0) => Some(VerdictOutcome::Miss),
-        Ok(_) => None,
+        Ok(false) => Some(VerdictOutcome::Miss),
+        Ok(true) => None,
         Err(reason) => Some(VerdictOutcome::Rejected { reason }),
     }
 }
