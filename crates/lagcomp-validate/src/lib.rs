@@ -11,7 +11,8 @@
 //! - [`validator::melee`]: melee claims (a blade or fist swept or swung), judged with
 //!   rewind: reach and angle per weapon.
 //! - [`validator`]: the checks, in order (a claim's own numbers and times in `screening`,
-//!   the shooter's sequence and fire-rate memory in `shot_memory`).
+//!   the shooter's sequence and fire-rate memory in `shot_memory`, checks 8 and 9 on what
+//!   the trace found in `judging.rs`).
 //! - [`verdict`]: outcomes, reasons and their basis.
 //! - [`explain`]: verdicts a person can read: how far off a rejected claim was.
 //! - [`projectile`]: client-claimed projectile hits, re-flown and checked.
