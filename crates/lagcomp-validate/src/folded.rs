@@ -25,7 +25,7 @@ impl ProjectileVerdict {
             ProjectileOutcome::Confirmed(hit) => VerdictOutcome::Confirmed(hit),
             ProjectileOutcome::Blocked { by, distance } => VerdictOutcome::Blocked { by, distance },
             ProjectileOutcome::Rejected { reason } => VerdictOutcome::Rejected { reason },
-            ProjectileOutcome::Refused { reason } => VerdictOutcome::Rejected {
+            ProjectileOutcome::Disproved { reason } => VerdictOutcome::Rejected {
                 reason: reason.into(),
             },
             ProjectileOutcome::Spared {
@@ -80,7 +80,7 @@ impl PelletVerdict {
                 Ok(self.pellets.iter().any(|p| pellet_target(p).is_some()))
             }
             PelletOutcome::Rejected { reason } => Err(reason),
-            PelletOutcome::Refused { reason } => Err(reason.into()),
+            PelletOutcome::Disproved { reason } => Err(reason.into()),
         });
         let struck = self
             .pellets
@@ -156,7 +156,7 @@ impl SplashVerdict {
                 Ok(self.victims.iter().any(|v| victim_target(v).is_some()))
             }
             SplashOutcome::Rejected { reason } => Err(reason),
-            SplashOutcome::Refused { reason } => Err(reason.into()),
+            SplashOutcome::Disproved { reason } => Err(reason.into()),
         });
         let caught = self
             .victims

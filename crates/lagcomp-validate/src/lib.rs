@@ -104,6 +104,7 @@
 //! # }
 //! ```
 
+mod any;
 pub mod audit;
 pub mod claim;
 pub mod evasion;
@@ -125,6 +126,7 @@ pub mod validator;
 pub mod verdict;
 mod window;
 
+pub use any::{WeaponClaim, WeaponVerdict};
 pub use audit::AuditLog;
 pub use claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim, TimingError, WeaponId};
 pub use evasion::{DodgeRule, Refusal};

@@ -214,7 +214,10 @@ pub enum PelletOutcome {
         reason: RejectReason,
     },
     /// The pellets disagree with the claim.
-    Refused {
+    ///
+    /// A cheat-class rejection, folded to [`crate::VerdictOutcome::Rejected`]; not to be
+    /// confused with [`crate::VerdictOutcome::Refused`] (an honest hit that does no damage).
+    Disproved {
         /// Why.
         reason: PelletReason,
     },
@@ -227,7 +230,7 @@ impl PelletOutcome {
         match self {
             Self::Confirmed { .. } => "confirmed",
             Self::Rejected { reason } => reason.name(),
-            Self::Refused { reason } => reason.name(),
+            Self::Disproved { reason } => reason.name(),
         }
     }
 }
@@ -331,12 +334,12 @@ impl Validator {
         let fired = basis.time_used.ok_or(RejectReason::TimeTooOld)?;
         let count = weapon.spread.pellets();
         if usize::from(claim.pellets) != count || claim.hits[count..].iter().any(Option::is_some) {
-            return Ok(PelletOutcome::Refused {
+            return Ok(PelletOutcome::Disproved {
                 reason: PelletReason::PelletCountMismatch,
             });
         }
         if claim.seed != pellet_seed(claim.shooter.to_bits(), claim.seq) {
-            return Ok(PelletOutcome::Refused {
+            return Ok(PelletOutcome::Disproved {
                 reason: PelletReason::PelletSeedMismatch,
             });
         }
@@ -409,7 +412,7 @@ impl Validator {
                 };
             }
             Ok(if off {
-                PelletOutcome::Refused {
+                PelletOutcome::Disproved {
                     reason: PelletReason::PelletOffTarget,
                 }
             } else {
@@ -429,7 +432,7 @@ fn emit(verdict: &PelletVerdict) {
     let label = verdict.outcome.label();
     let code = match verdict.outcome {
         PelletOutcome::Rejected { reason } => reason.code(),
-        PelletOutcome::Refused { reason } => reason.code(),
+        PelletOutcome::Disproved { reason } => reason.code(),
         PelletOutcome::Confirmed { .. } => 0,
     };
     if code == 0 {

@@ -151,7 +151,10 @@ pub enum ProjectileOutcome {
         reason: RejectReason,
     },
     /// The re-flown path disagrees with the claim.
-    Refused {
+    ///
+    /// A cheat-class rejection, folded to [`crate::VerdictOutcome::Rejected`]; not to be
+    /// confused with [`crate::VerdictOutcome::Refused`] (an honest hit that does no damage).
+    Disproved {
         /// Why.
         reason: ProjectileReason,
     },
@@ -176,7 +179,7 @@ impl ProjectileOutcome {
             Self::Confirmed(_) => "confirmed",
             Self::Blocked { .. } => "blocked",
             Self::Rejected { reason } => reason.name(),
-            Self::Refused { reason } => reason.name(),
+            Self::Disproved { reason } => reason.name(),
             Self::Spared { refusal, .. } => refusal.name(),
         }
     }
@@ -406,10 +409,10 @@ impl Validator {
                 by: Blocker::Entity(block.entity),
                 distance,
             },
-            (ClaimOutcome::TooEarly, _) => ProjectileOutcome::Refused {
+            (ClaimOutcome::TooEarly, _) => ProjectileOutcome::Disproved {
                 reason: ProjectileReason::ProjectileTooEarly,
             },
-            _ => ProjectileOutcome::Refused {
+            _ => ProjectileOutcome::Disproved {
                 reason: ProjectileReason::ProjectileOffPath,
             },
         };
@@ -424,7 +427,7 @@ fn emit(verdict: &ProjectileVerdict) {
     let label = verdict.outcome.label();
     let code = match verdict.outcome {
         ProjectileOutcome::Rejected { reason } => reason.code(),
-        ProjectileOutcome::Refused { reason } => reason.code(),
+        ProjectileOutcome::Disproved { reason } => reason.code(),
         _ => 0,
     };
     if code == 0 {

@@ -203,7 +203,10 @@ pub enum SplashOutcome {
         reason: RejectReason,
     },
     /// The blast disagrees with the claim.
-    Refused {
+    ///
+    /// A cheat-class rejection, folded to [`crate::VerdictOutcome::Rejected`]; not to be
+    /// confused with [`crate::VerdictOutcome::Refused`] (an honest hit that does no damage).
+    Disproved {
         /// Why.
         reason: SplashReason,
     },
@@ -216,7 +219,7 @@ impl SplashOutcome {
         match self {
             Self::Confirmed { .. } => "confirmed",
             Self::Rejected { reason } => reason.name(),
-            Self::Refused { reason } => reason.name(),
+            Self::Disproved { reason } => reason.name(),
         }
     }
 }
@@ -307,7 +310,7 @@ impl Validator {
         let weapon = rules.splash_weapon().ok_or(RejectReason::WrongWeaponKind)?;
         let fired = basis.time_used.ok_or(RejectReason::TimeTooOld)?;
         if claim.origin.distance(claim.blast) > rules.max_range {
-            return Ok(SplashOutcome::Refused {
+            return Ok(SplashOutcome::Disproved {
                 reason: SplashReason::SplashBeyondRange,
             });
         }
@@ -368,7 +371,7 @@ impl Validator {
                 };
             }
             Ok(match refused {
-                Some(reason) => SplashOutcome::Refused { reason },
+                Some(reason) => SplashOutcome::Disproved { reason },
                 None => SplashOutcome::Confirmed { victims: count },
             })
         })
@@ -382,7 +385,7 @@ fn emit(verdict: &SplashVerdict) {
     let label = verdict.outcome.label();
     let code = match verdict.outcome {
         SplashOutcome::Rejected { reason } => reason.code(),
-        SplashOutcome::Refused { reason } => reason.code(),
+        SplashOutcome::Disproved { reason } => reason.code(),
         SplashOutcome::Confirmed { .. } => 0,
     };
     if code == 0 {

@@ -211,7 +211,7 @@ fn extra_pellets_are_refused_next_to_the_honest_count() {
     });
     assert_eq!(
         judge(&history, &validator, &extra).outcome,
-        PelletOutcome::Refused {
+        PelletOutcome::Disproved {
             reason: PelletReason::PelletCountMismatch
         }
     );
@@ -241,7 +241,7 @@ fn a_tampered_seed_is_refused_next_to_the_shots_own() {
     assert!(hits_of(&best) > hits_of(&honest_claim));
     assert_eq!(
         judge(&history, &validator, &best).outcome,
-        PelletOutcome::Refused {
+        PelletOutcome::Disproved {
             reason: PelletReason::PelletSeedMismatch
         }
     );
@@ -265,7 +265,7 @@ fn a_pellet_claimed_on_a_target_its_ray_misses_is_refused() {
     let verdict = judge(&history, &validator, &cheat);
     assert_eq!(
         verdict.outcome,
-        PelletOutcome::Refused {
+        PelletOutcome::Disproved {
             reason: PelletReason::PelletOffTarget
         }
     );

@@ -168,7 +168,7 @@ fn splash_through_a_wall_is_refused_next_to_its_twin_without_the_wall() {
     let verdict = judge(&walled, &validator, &both);
     assert_eq!(
         verdict.outcome,
-        SplashOutcome::Refused {
+        SplashOutcome::Disproved {
             reason: SplashReason::SplashThroughWall
         }
     );

@@ -17,7 +17,7 @@ use lagcomp_validate::projectile::{ProjectileHitClaim, ProjectileOutcome};
 use lagcomp_validate::splash::{MAX_VICTIMS, SplashClaim, SplashOutcome, SplashVerdict};
 use lagcomp_validate::{
     AuditLog, ClientTiming, Participant, RejectReason, RenderTime, RuleSet, ShotClaim, Validator,
-    Verdict, VerdictOutcome, WeaponId,
+    Verdict, VerdictOutcome, WeaponClaim, WeaponId, WeaponVerdict,
 };
 
 /// A rifle, a projectile launcher whose rockets blast on impact, and a shotgun.
@@ -496,4 +496,67 @@ fn every_kind_folds_into_the_verdicts_the_audit_log_reads() {
     let bytes = log.finish().unwrap();
     let read = lagcomp_validate::audit::read_audit_log(bytes.as_slice()).unwrap();
     assert_eq!(read.verdicts, folded);
+}
+
+#[test]
+fn every_kind_through_one_entry_point_is_judged_as_by_its_own() {
+    let s = scene();
+    let rocket_arrival = ARRIVAL + 24.0 / 64.0;
+    let cases = [
+        (WeaponClaim::Projectile(s.rocket()), rocket_arrival),
+        (WeaponClaim::Pellets(s.shotgun()), ARRIVAL),
+        (WeaponClaim::Splash(s.blast(&[s.front])), ARRIVAL),
+        (WeaponClaim::Splash(s.blast(&[s.front, s.walled])), ARRIVAL),
+    ];
+    for (claim, arrival) in cases {
+        let own = match &claim {
+            WeaponClaim::Projectile(c) => WeaponVerdict::Projectile(
+                s.validator
+                    .clone()
+                    .validate_projectile(&s.history, None, c, arrival),
+            ),
+            WeaponClaim::Pellets(c) => WeaponVerdict::Pellets(s.fire(c)),
+            WeaponClaim::Splash(c) => WeaponVerdict::Splash(s.explode(c)),
+            other => panic!("not in this table: {other:?}"),
+        };
+        let any = s
+            .validator
+            .clone()
+            .validate_any(&s.history, None, &claim, arrival);
+        assert_eq!(any, own, "{}", claim.kind());
+        assert_eq!((any.kind(), any.seq()), (claim.kind(), claim.seq()));
+        assert_eq!(any.shooter(), s.shooter);
+        assert!(any.verdicts().eq(match &own {
+            WeaponVerdict::Projectile(v) => vec![v.verdict()],
+            WeaponVerdict::Pellets(v) => v.verdicts().collect(),
+            WeaponVerdict::Splash(v) => v.verdicts().collect(),
+            _ => unreachable!(),
+        }));
+        // In JSON each names its kind, and reads back the same.
+        let json = serde_json::to_string(&claim).unwrap();
+        assert!(
+            json.contains(&format!("\"kind\":\"{}\"", claim.kind())),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<WeaponClaim>(&json).unwrap(), claim);
+        let json = serde_json::to_string(&any).unwrap();
+        assert_eq!(serde_json::from_str::<WeaponVerdict>(&json).unwrap(), any);
+    }
+    // A pellet claim for the rocket launcher: its own kind's refusal, through either door.
+    let wrong = WeaponClaim::Pellets(PelletClaim {
+        weapon: ROCKET,
+        ..s.shotgun()
+    });
+    let any = s
+        .validator
+        .clone()
+        .validate_any(&s.history, None, &wrong, ARRIVAL);
+    let folded: Vec<Verdict> = any.verdicts().collect();
+    assert_eq!(
+        folded
+            .iter()
+            .map(|v| v.outcome.reason())
+            .collect::<Vec<_>>(),
+        [Some(RejectReason::WrongWeaponKind)]
+    );
 }
