@@ -144,9 +144,10 @@ impl WeaponClaim {
 /// kind's verdict with a `"kind"` field naming it, as [`WeaponClaim`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-// A pellet verdict carries its pellets inline (~1.5 KB): boxing it would allocate once per
-// claim, which the hot path must not.
-#[allow(clippy::large_enum_variant)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a pellet verdict carries its pellets inline (~1.5 KB): a Box would allocate once per claim"
+)]
 pub enum WeaponVerdict {
     /// A hitscan shot's.
     Hitscan(Verdict),
