@@ -126,6 +126,11 @@
 // `LagcompShotClaim::render_kind`: the client drew server time `render_time`.
 #define LAGCOMP_RENDER_TIME 1
 
+// `LagcompShotClaim::render_kind`: the client ran out of snapshots and extrapolated the
+// newest, `from_tick`, by `render_time` seconds (each entity moved on at its velocity);
+// judged on that picture, up to the policy's `max_extrapolation`.
+#define LAGCOMP_RENDER_EXTRAPOLATED 2
+
 // `LagcompShotClaim::hit_flags`: the client claims a hit on `target`.
 #define LAGCOMP_CLAIM_HIT 1
 
@@ -510,7 +515,8 @@ typedef struct LagcompShotClaim {
   uint16_t weapon;
   // `LAGCOMP_CLAIM_*` bits.
   uint16_t hit_flags;
-  // The older snapshot tick drawn.
+  // The older snapshot tick drawn; with `LAGCOMP_RENDER_EXTRAPOLATED`, the newest
+  // snapshot's tick.
   uint32_t from_tick;
   // The newer snapshot tick drawn.
   uint32_t to_tick;
@@ -518,7 +524,8 @@ typedef struct LagcompShotClaim {
   float fraction;
   // Must be 0.
   uint32_t reserved;
-  // The server time drawn, for `LAGCOMP_RENDER_TIME`.
+  // The server time drawn, for `LAGCOMP_RENDER_TIME`; seconds past `from_tick`, for
+  // `LAGCOMP_RENDER_EXTRAPOLATED`.
   double render_time;
   // Where the shot started (muzzle or eye), world space.
   struct LagcompVec3 origin;

@@ -91,6 +91,10 @@ pub struct LagcompClientTiming {
 pub const LAGCOMP_RENDER_TICKS: u32 = 0;
 /// `LagcompShotClaim::render_kind`: the client drew server time `render_time`.
 pub const LAGCOMP_RENDER_TIME: u32 = 1;
+/// `LagcompShotClaim::render_kind`: the client ran out of snapshots and extrapolated the
+/// newest, `from_tick`, by `render_time` seconds (each entity moved on at its velocity);
+/// judged on that picture, up to the policy's `max_extrapolation`.
+pub const LAGCOMP_RENDER_EXTRAPOLATED: u32 = 2;
 /// `LagcompShotClaim::hit_flags`: the client claims a hit on `target`.
 pub const LAGCOMP_CLAIM_HIT: u16 = 1;
 /// `LagcompShotClaim::hit_flags`: and names the hitbox `hitbox`.
@@ -115,7 +119,8 @@ pub struct LagcompShotClaim {
     pub weapon: u16,
     /// `LAGCOMP_CLAIM_*` bits.
     pub hit_flags: u16,
-    /// The older snapshot tick drawn.
+    /// The older snapshot tick drawn; with `LAGCOMP_RENDER_EXTRAPOLATED`, the newest
+    /// snapshot's tick.
     pub from_tick: u32,
     /// The newer snapshot tick drawn.
     pub to_tick: u32,
@@ -123,7 +128,8 @@ pub struct LagcompShotClaim {
     pub fraction: f32,
     /// Must be 0.
     pub reserved: u32,
-    /// The server time drawn, for `LAGCOMP_RENDER_TIME`.
+    /// The server time drawn, for `LAGCOMP_RENDER_TIME`; seconds past `from_tick`, for
+    /// `LAGCOMP_RENDER_EXTRAPOLATED`.
     pub render_time: f64,
     /// Where the shot started (muzzle or eye), world space.
     pub origin: LagcompVec3,
@@ -407,6 +413,10 @@ impl LagcompShotClaim {
                 fraction: self.fraction,
             },
             LAGCOMP_RENDER_TIME => RenderTime::Time(self.render_time),
+            LAGCOMP_RENDER_EXTRAPOLATED => RenderTime::Extrapolated {
+                from: Tick(self.from_tick),
+                by: self.render_time,
+            },
             other => {
                 return fail(
                     LAGCOMP_INVALID_ARGUMENT,
@@ -710,5 +720,51 @@ mod tests {
         }
         assert!(lagcomp_reject_reason_name(0).is_null());
         assert!(lagcomp_reject_reason_name(999).is_null());
+    }
+
+    #[test]
+    fn each_render_kind_reads_as_its_render_time() {
+        let zero = LagcompVec3 {
+            x: 0.0,
+            y: 0.0,
+            z: 0.0,
+        };
+        let claim = |render_kind| LagcompShotClaim {
+            struct_size: size_of::<LagcompShotClaim>() as u32,
+            render_kind,
+            shooter: 1,
+            seq: 1,
+            weapon: 1,
+            hit_flags: 0,
+            from_tick: 40,
+            to_tick: 41,
+            fraction: 0.5,
+            reserved: 0,
+            render_time: 0.05,
+            origin: zero,
+            direction: LagcompVec3 { z: -1.0, ..zero },
+            target: 0,
+            hitbox: 0,
+            reserved2: 0,
+            point: zero,
+        };
+        let read = |kind| claim(kind).to_rust().map(|c| c.render_time).ok();
+        assert_eq!(
+            read(LAGCOMP_RENDER_TICKS),
+            Some(RenderTime::Ticks {
+                from: Tick(40),
+                to: Tick(41),
+                fraction: 0.5
+            })
+        );
+        assert_eq!(read(LAGCOMP_RENDER_TIME), Some(RenderTime::Time(0.05)));
+        assert_eq!(
+            read(LAGCOMP_RENDER_EXTRAPOLATED),
+            Some(RenderTime::Extrapolated {
+                from: Tick(40),
+                by: 0.05
+            })
+        );
+        assert_eq!(read(3), None);
     }
 }
