@@ -62,7 +62,7 @@ pub(crate) fn written_scenes() -> Vec<(String, Vec<u8>)> {
 
 /// The `.glb` files `lagcomp_sim::report::write_report` wrote for a short match on LAN,
 /// read back from its directory: at least the confirmed shot.
-fn report_scenes() -> Vec<(String, Vec<u8>)> {
+pub(crate) fn report_scenes() -> Vec<(String, Vec<u8>)> {
     let mut scenario =
         lagcomp_sim::scenario::Scenario::named("quick").expect("a built-in scenario");
     scenario.duration = 2.0;
