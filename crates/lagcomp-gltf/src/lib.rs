@@ -11,7 +11,8 @@
 //! - [`scene_of_shot`] (in `replay`): from a match recording, re-validated up to the
 //!   chosen claim (`lagcomp validate REC --scene SEQ --gltf out.glb` calls it);
 //!   [`scene_of_claim`] for claims picked during your own
-//!   [`revalidate_until`](lagcomp_validate::recording::revalidate_until).
+//!   [`revalidate_until`](lagcomp_validate::recording::revalidate_until);
+//!   [`scene_of_verdict`] for a shot your server has just judged live.
 //! - [`SceneError`]: bad numbers, a claim that is not there, a recording that fails.
 //!
 //! **Axes and units.** lagcomp's world space is glTF's: metres, +Y up, right-handed, so
@@ -53,7 +54,7 @@ mod replay;
 mod scene;
 
 pub use error::SceneError;
-pub use replay::{scene_of_claim, scene_of_shot, verdict_extras};
+pub use replay::{scene_of_claim, scene_of_shot, scene_of_verdict, verdict_extras};
 pub use scene::{
     Marker, MarkerKind, RAY_THICKNESS, SceneHitbox, SceneShot, SceneWall, VerdictScene,
 };

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use lagcomp::{EntityId, History, RewindTarget, Vec3, WindowPolicy};
 use lagcomp_validate::recording::{Recording, RecordingEntry, ReplayedClaim, revalidate_until};
-use lagcomp_validate::{RuleSet, Verdict, VerdictOutcome};
+use lagcomp_validate::{RuleSet, ShotClaim, Verdict, VerdictOutcome, WeaponRules};
 use serde_json::{Map, Value, json};
 
 use crate::error::SceneError;
@@ -86,9 +86,61 @@ pub fn scene_of_shot(
 /// [`VerdictScene::check`]'s, for a claim whose origin or direction cannot be drawn.
 pub fn scene_of_claim(replayed: &ReplayedClaim<'_>) -> Result<VerdictScene, SceneError> {
     let judged = replayed.judged;
-    let (claim, verdict) = (&judged.claim, &judged.verdict);
-    let history = replayed.history;
-    let weapon = replayed.validator.rules().weapon(claim.weapon);
+    let mut scene = picture(
+        replayed.history,
+        replayed.validator.rules(),
+        (&judged.claim, &judged.verdict),
+        &|recorded| replayed.replayed_id(recorded),
+        &replayed.spawned(),
+    );
+    let extra = [
+        ("line", json!(judged.line)),
+        (
+            "recorded_outcome",
+            json!(judged.recorded.map(|r| r.outcome.label())),
+        ),
+        ("changed", json!(judged.changed())),
+    ];
+    for (key, value) in extra {
+        scene.extras.insert(key.into(), value);
+    }
+    scene.check()?;
+    Ok(scene)
+}
+
+/// The picture of a shot judged live, against the `history` it was validated on, under
+/// `rules` (the validator's, [`Validator::rules`](lagcomp_validate::Validator::rules)),
+/// drawn as [`scene_of_claim`] draws a re-validated one: call it right after
+/// `validate`, before the next frame is recorded, so the history's newest frame is the
+/// present the claim arrived in. `players` are the entities a shot that named nobody
+/// and hit nobody is drawn against (the one its line passed nearest); the extras carry
+/// the verdict's facts ([`verdict_extras`]) and the picture's times.
+///
+/// # Errors
+/// [`VerdictScene::check`]'s, for a claim whose origin or direction cannot be drawn.
+pub fn scene_of_verdict(
+    history: &History,
+    rules: &RuleSet,
+    claim: &ShotClaim,
+    verdict: &Verdict,
+    players: &[EntityId],
+) -> Result<VerdictScene, SceneError> {
+    let scene = picture(history, rules, (claim, verdict), &|id| id, players);
+    scene.check()?;
+    Ok(scene)
+}
+
+/// What [`scene_of_claim`] and [`scene_of_verdict`] share: the picture of `claim` and its
+/// `verdict` against `history`, the claim's entities numbered for the history by
+/// `history_id`, the nearest of `candidates` drawn for a shot that named and hit nobody.
+fn picture(
+    history: &History,
+    rules: &RuleSet,
+    (claim, verdict): (&ShotClaim, &Verdict),
+    history_id: &dyn Fn(EntityId) -> EntityId,
+    candidates: &[EntityId],
+) -> VerdictScene {
+    let weapon: Option<&WeaponRules> = rules.weapon(claim.weapon);
     let radius = weapon.map_or(0.0, |w| w.radius);
     let range = weapon.map_or(UNKNOWN_WEAPON_REACH, |w| w.max_range);
 
@@ -100,7 +152,7 @@ pub fn scene_of_claim(replayed: &ReplayedClaim<'_>) -> Result<VerdictScene, Scen
         (None, None) => (None, "none"),
     };
     let hitboxes = |target: Option<EntityId>, time: Option<f64>| match (target, time) {
-        (Some(target), Some(time)) => hitboxes_at(history, replayed.replayed_id(target), time),
+        (Some(target), Some(time)) => hitboxes_at(history, history_id(target), time),
         _ => Vec::new(),
     };
 
@@ -110,9 +162,9 @@ pub fn scene_of_claim(replayed: &ReplayedClaim<'_>) -> Result<VerdictScene, Scen
         (_, Some(hit)) => (Some(hit.target), "claim"),
         _ => {
             // A shot that named nobody and hit nobody: show whom it passed nearest.
-            let nearest = replayed
-                .spawned()
-                .into_iter()
+            let nearest = candidates
+                .iter()
+                .copied()
                 .filter(|&e| e != claim.shooter)
                 .filter_map(|e| {
                     let gap = hitboxes(Some(e), rewound_time)
@@ -189,25 +241,18 @@ pub fn scene_of_claim(replayed: &ReplayedClaim<'_>) -> Result<VerdictScene, Scen
 
     scene.extras = verdict_extras(verdict);
     let extra = [
-        ("line", json!(judged.line)),
         ("target", json!(target.map(EntityId::to_bits))),
         ("target_from", json!(target_from)),
         ("present_time", json!(present_time)),
         ("rewound_time", json!(rewound_time)),
         ("rewound_from", json!(rewound_from)),
-        (
-            "recorded_outcome",
-            json!(judged.recorded.map(|r| r.outcome.label())),
-        ),
-        ("changed", json!(judged.changed())),
         ("weapon_range", json!(weapon.map(|w| w.max_range))),
         ("weapon_radius", json!(radius)),
     ];
     for (key, value) in extra {
         scene.extras.insert(key.into(), value);
     }
-    scene.check()?;
-    Ok(scene)
+    scene
 }
 
 /// A verdict's facts as a JSON object: `outcome` (the label: `confirmed`, `miss`,

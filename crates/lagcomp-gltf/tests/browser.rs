@@ -1,5 +1,6 @@
-//! One scene rendered in a real browser: headless Chromium loads a small page that draws
-//! the .glb of the example recording's confirmed hit with three.js (npm `three`,
+//! Scenes rendered in a real browser: headless Chromium loads a small page that draws
+//! the .glb of the example recording's confirmed hit (and the one lagcomp-sim's report
+//! wrote for its chosen confirmed shot) with three.js (npm `three`,
 //! `GLTFLoader`), served from a tiny HTTP server on 127.0.0.1 (module scripts do not
 //! load from file://). The page posts what it loaded back to the server; Chromium's
 //! screenshot must show the drawing, with both hitbox colours.
@@ -19,7 +20,9 @@ use std::time::Duration;
 
 use lagcomp_gltf::scene_of_shot;
 
-use crate::support::{example_recording, missing, npm_packages, on_path, run, work_dir};
+use crate::support::{
+    example_recording, missing, npm_packages, on_path, report_scenes, run, work_dir,
+};
 
 /// The page: renders `/scene.glb` framed on its hitboxes, then posts "rendered …" or
 /// the error to `/report`.
@@ -174,7 +177,21 @@ fn orangish([r, g, b]: [u8; 3]) -> bool {
 #[test]
 fn a_scene_renders_in_headless_chromium_with_three_js() {
     let scene = scene_of_shot(&example_recording(), None, 1, None).expect("the confirmed hit");
-    let glb = scene.to_glb().unwrap();
+    renders_with_both_colours(scene.to_glb().unwrap(), "scene");
+}
+
+#[test]
+fn the_report_s_confirmed_shot_renders_too() {
+    let (_, glb) = report_scenes()
+        .into_iter()
+        .find(|(name, _)| name == "report-shot-confirmed.glb")
+        .expect("the report wrote its confirmed shot");
+    renders_with_both_colours(glb, "report-scene");
+}
+
+/// Renders `glb` in Chromium (screenshot `NAME.png`, profile `NAME-profile` in the work
+/// directory) and checks the page drew a confirmed shot: not blank, both hitbox colours.
+fn renders_with_both_colours(glb: Vec<u8>, name: &str) {
     let Some(chromium) = find_chromium().or_else(|| missing("Chromium is not installed")) else {
         return;
     };
@@ -188,7 +205,7 @@ fn a_scene_renders_in_headless_chromium_with_three_js() {
     });
     let server = Server::start(Arc::clone(&site));
     let work = work_dir();
-    let screenshot = work.join("scene.png");
+    let screenshot = work.join(format!("{name}.png"));
     let _ = std::fs::remove_file(&screenshot);
     let (ok, output) = run(
         Command::new(chromium)
@@ -211,7 +228,7 @@ fn a_scene_renders_in_headless_chromium_with_three_js() {
             ])
             .arg(format!(
                 "--user-data-dir={}",
-                work.join("chromium-profile").display()
+                work.join(format!("{name}-profile")).display()
             ))
             .arg(format!("--window-size={},{}", WINDOW.0, WINDOW.1))
             .arg(format!("--screenshot={}", screenshot.display()))

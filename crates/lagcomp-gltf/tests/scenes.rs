@@ -318,3 +318,37 @@ fn revalidate_until_stops_at_the_picked_claim_with_what_revalidate_judged() {
         Some("confirmed")
     );
 }
+
+/// A shot judged live is drawn as the same shot re-validated from a recording, less the
+/// recording's own facts (its line, the recorded outcome, whether it changed).
+#[test]
+fn a_shot_judged_live_is_drawn_as_its_replay_is() {
+    let recording = example_recording();
+    let mut compared = 0;
+    revalidate_until(&recording, None, |replayed| {
+        let judged = replayed.judged;
+        let mut replay = lagcomp_gltf::scene_of_claim(replayed).expect("a scene");
+        // The example's entities are numbered as a fresh history numbers them.
+        assert_eq!(
+            replayed.replayed_id(judged.claim.shooter),
+            judged.claim.shooter
+        );
+        let live = lagcomp_gltf::scene_of_verdict(
+            replayed.history,
+            replayed.validator.rules(),
+            &judged.claim,
+            &judged.verdict,
+            &replayed.spawned(),
+        )
+        .expect("a scene");
+        for key in ["line", "recorded_outcome", "changed"] {
+            assert!(replay.extras.remove(key).is_some(), "{key}");
+        }
+        assert_eq!(live, replay, "seq {}", judged.claim.seq);
+        assert_eq!(live.to_glb().unwrap(), replay.to_glb().unwrap());
+        compared += 1;
+        None::<()>
+    })
+    .expect("the example re-validates");
+    assert_eq!(compared, 5, "every claim of the example");
+}

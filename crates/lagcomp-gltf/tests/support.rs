@@ -38,8 +38,9 @@ pub(crate) fn work_dir() -> PathBuf {
     dir
 }
 
-/// Every scene the tests write, by file name: one per claim of the example recording and
-/// hand-made ones with every shape kind, a sweep, rotations and scaled shapes.
+/// Every scene the tests write, by file name: one per claim of the example recording,
+/// hand-made ones with every shape kind, a sweep, rotations and scaled shapes, and the
+/// files the simulator's HTML report wrote for its chosen shots in a short match.
 pub(crate) fn written_scenes() -> Vec<(String, Vec<u8>)> {
     let recording = example_recording();
     let shooter = EntityId::from_bits(0);
@@ -55,7 +56,34 @@ pub(crate) fn written_scenes() -> Vec<(String, Vec<u8>)> {
         "every-shape.glb".into(),
         every_shape().to_glb().expect("bytes"),
     ));
+    scenes.extend(report_scenes());
     scenes
+}
+
+/// The `.glb` files `lagcomp_sim::report::write_report` wrote for a short match on LAN,
+/// read back from its directory: at least the confirmed shot.
+pub(crate) fn report_scenes() -> Vec<(String, Vec<u8>)> {
+    let mut scenario =
+        lagcomp_sim::scenario::Scenario::named("quick").expect("a built-in scenario");
+    scenario.duration = 2.0;
+    scenario.presets.truncate(1);
+    let result = scenario.run(|_, _, _| {});
+    let dir = work_dir().join("report");
+    lagcomp_sim::report::write_report(&result, &dir).expect("the report is written");
+    let files: Vec<(String, Vec<u8>)> = lagcomp_sim::report::ChosenShot::ALL
+        .iter()
+        .filter_map(|kind| {
+            let bytes = std::fs::read(dir.join(kind.file_name())).ok()?;
+            Some((format!("report-{}", kind.file_name()), bytes))
+        })
+        .collect();
+    assert!(
+        files
+            .iter()
+            .any(|(name, _)| name.ends_with(lagcomp_sim::report::ChosenShot::Confirmed.file_name())),
+        "the report wrote no confirmed shot"
+    );
+    files
 }
 
 /// A sweep through a target made of every shape kind, turned, with a wall behind it.

@@ -9,7 +9,8 @@
 //! - `report/plot.rs`: the chart frame every chart shares (axes, ticks, legend);
 //! - `report/agreement.rs`, `reconstruction.rs`, `rejections.rs`, `shot.rs`: one chart
 //!   each;
-//! - `report/tables.rs`: the results, reconstruction and cheat tables.
+//! - `report/tables.rs`: the results, reconstruction and cheat tables;
+//! - `report/scenes.rs`: the chosen shots' 3D pictures, linked `.glb` files beside the page.
 //!
 //! The page is also well-formed XML (every element closed, only the XML entities), so
 //! tests can parse it with an XML parser, and the same [`SimResult`] always gives the same
@@ -39,17 +40,20 @@ mod palette;
 mod plot;
 mod reconstruction;
 mod rejections;
+mod scenes;
 mod shot;
 mod tables;
 mod text;
 
+pub use scenes::{ChosenShot, ShotScene, ShotScenes};
 use text::esc;
 
 /// The file name [`write_report`] writes inside its directory.
 const FILE_NAME: &str = "index.html";
 
-/// Writes `dir/index.html` (self-contained: inline SVG and CSS, no scripts from the
-/// network, no external files) and returns its path.
+/// Writes `dir/index.html` (inline SVG and CSS, no scripts, nothing from the network) and
+/// beside it the chosen shots' `.glb` files the page links ([`ChosenShot::file_name`]),
+/// and returns the page's path.
 ///
 /// Creates `dir` (and its parents) when missing.
 ///
@@ -60,6 +64,7 @@ pub fn write_report(result: &SimResult, dir: &Path) -> std::io::Result<PathBuf> 
     std::fs::create_dir_all(dir)?;
     let path = dir.join(FILE_NAME);
     std::fs::write(&path, render_html(result))?;
+    scenes::write(&result.scenes, dir)?;
     Ok(path)
 }
 
@@ -132,6 +137,18 @@ pub fn render_html(result: &SimResult) -> String {
          render time, and the ray.",
     );
     out.push_str(&shot::chart(result.picture.as_ref()));
+    out.push_str("</section>\n");
+
+    section(
+        &mut out,
+        "scenes",
+        "Chosen shots in 3D",
+        "glTF 2.0 files beside this page, for any glTF viewer, Blender, Unity or Unreal: \
+         the target's hitboxes now (blue) and where the server rebuilt them (orange), the \
+         shot (yellow), the walls it met (grey), the server's hit (green) and the client's \
+         claimed point (magenta); the verdict is in the scene's extras.",
+    );
+    out.push_str(&scenes::section(&result.scenes));
     out.push_str("</section>\n");
 
     out.push_str("</main>\n</body>\n</html>\n");

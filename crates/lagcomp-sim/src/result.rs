@@ -191,4 +191,7 @@ pub struct SimResult {
     pub cheats: Vec<CheatResult>,
     /// A shot to draw.
     pub picture: Option<ShotPicture>,
+    /// A few chosen shots as 3D scenes (not in the JSON: the report writes them as files).
+    #[serde(skip)]
+    pub scenes: crate::report::ShotScenes,
 }

@@ -158,10 +158,13 @@ impl Scenario {
             ..SimResult::default()
         };
         for (index, (label, config)) in self.matches().into_iter().enumerate() {
-            let tally = play(&config, |f| progress(index, &label, f));
+            let mut tally = play(&config, |f| progress(index, &label, f));
             if result.scenery.is_none() {
                 result.scenery.clone_from(&tally.scenery);
             }
+            result
+                .scenes
+                .merge(std::mem::take(&mut tally.scenes), &label);
             match config.cheat {
                 None => {
                     if result.picture.is_none() {

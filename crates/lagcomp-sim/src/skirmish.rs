@@ -29,6 +29,7 @@ use lagcomp_validate::{RenderTime, ShotClaim, VerdictOutcome};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
+use crate::report::{ChosenShot, ShotScenes};
 use crate::result::{Mode, Outline, ShotPicture};
 
 /// Everything one match is configured with.
@@ -89,6 +90,8 @@ pub struct Tally {
     pub refused: BTreeMap<String, u64>,
     /// A confirmed shot worth drawing.
     pub picture: Option<ShotPicture>,
+    /// The first shot of each chosen kind, in 3D.
+    pub scenes: ShotScenes,
     /// Honest shots the server judged `Blocked`, by what blocked them (`"wall"`: a wall
     /// or the level; `"entity"`: a door or the tram) and by whether the client had
     /// claimed a hit (`true`: the two saw the line differently) or a miss.
@@ -371,9 +374,28 @@ fn judge(
             ref outcome => outcome.label(),
         };
         *tally.cheat_outcomes.entry(label.to_owned()).or_default() += 1;
+        if verdict.outcome.reason().is_some() {
+            offer(
+                tally,
+                ChosenShot::CheatCaught,
+                server,
+                (claim, &verdict),
+                ids,
+            );
+        }
         return;
     }
+    if verdict.outcome.reason().is_some() {
+        offer(
+            tally,
+            ChosenShot::HonestRejected,
+            server,
+            (claim, &verdict),
+            ids,
+        );
+    }
     if let VerdictOutcome::Blocked { by, .. } = verdict.outcome {
+        offer(tally, ChosenShot::Blocked, server, (claim, &verdict), ids);
         let by = match by {
             lagcomp::Blocker::Wall(_) => "wall",
             lagcomp::Blocker::Entity(_) => "entity",
@@ -458,7 +480,27 @@ fn judge(
             && let VerdictOutcome::Confirmed(hit) = verdict.outcome
         {
             tally.picture = picture(server, claim, target, hit.point, &rebuilt);
+            if tally.picture.is_some() {
+                offer(tally, ChosenShot::Confirmed, server, (claim, &verdict), ids);
+            }
         }
+    }
+}
+
+/// Offers a judged shot to the tally's 3D pictures as `kind` (drawn only when the first
+/// of its kind: the check is all other shots pay).
+fn offer(
+    tally: &mut Tally,
+    kind: ChosenShot,
+    server: &ServerCore,
+    judged: (&ShotClaim, &lagcomp_validate::Verdict),
+    players: &[EntityId],
+) {
+    if tally.scenes.wants(kind) {
+        let rules = server.validator().rules();
+        tally
+            .scenes
+            .offer(kind, server.history(), rules, judged, players);
     }
 }
 

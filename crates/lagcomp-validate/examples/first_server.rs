@@ -1,10 +1,11 @@
 //! The user guide's first server (docs/book): a history, a rig with an eye bone, a second
-//! of recorded ticks, a validator set up in its three steps, and one shot judged.
+//! of recorded ticks, a validator with both players added, and one shot judged.
 //!
 //! Run: `cargo run -p lagcomp-validate --example first_server`
 //!
-//! It also shows what each forgotten setup step gives (`unknown_shooter`, `no_timing`) and
-//! what an aim bone that is not the eye gives (`origin_too_far`), and asserts every verdict.
+//! It also shows what a timing in milliseconds gives (refused by `add_player`), what each
+//! step forgotten by hand gives (`unknown_shooter`, `no_timing`) and what an aim bone that
+//! is not the eye gives (`origin_too_far`), and asserts every verdict.
 //!
 //! Units everywhere: seconds and metres; +Y is up, a view looks along its bone's -Z.
 
@@ -17,8 +18,8 @@ use lagcomp::{
     Rig, Shape, Tick, Vec3, Zone,
 };
 use lagcomp_validate::{
-    ClaimedHit, ClientTiming, Participant, RejectReason, RenderTime, RuleSet, ShotClaim, Validator,
-    VerdictOutcome, WeaponId,
+    AddPlayerError, ClaimedHit, ClientTiming, Participant, RejectReason, RenderTime, RuleSet,
+    ShotClaim, Validator, VerdictOutcome, WeaponId,
 };
 // ANCHOR_END: imports
 
@@ -36,7 +37,9 @@ const EYE: u16 = 2;
 /// How many bones each player records per tick.
 const BONES: u16 = 3;
 
-/// The head hitbox's id, as claims name it.
+/// The body box's id, as claims name it (ids are the game's choice, unique in the rig).
+const BODY: HitboxId = HitboxId(0);
+/// The head sphere's id.
 const HEAD: HitboxId = HitboxId(1);
 
 /// Every player's rig: a body box on the pelvis, a head sphere on the head, a bare eye.
@@ -45,14 +48,14 @@ fn player_rig() -> Result<Rig, lagcomp::RigError> {
         BONES,
         vec![
             // Half extents: 0.25 m wide, 0.4 m tall, 0.15 m deep on each side of the bone.
-            Hitbox::new(
-                0,
+            Hitbox::on_bone(
+                PELVIS,
+                BODY,
                 "body",
                 Zone::Torso,
-                PELVIS,
                 Shape::cuboid(Vec3::new(0.25, 0.4, 0.15)),
             ),
-            Hitbox::new(HEAD.0, "head", Zone::Head, HEAD_BONE, Shape::sphere(0.12)),
+            Hitbox::on_bone(HEAD_BONE, HEAD, "head", Zone::Head, Shape::sphere(0.12)),
         ],
     )
 }
@@ -167,20 +170,26 @@ const SHOOTER_TIMING: ClientTiming = ClientTiming {
     interp_delay: 0.100,
 };
 
-/// A validator with both players set up: all three steps (spawn was done on the history).
+/// The target's connection: 60 ms round trip varying by 3 ms, the same delay.
+const TARGET_TIMING: ClientTiming = ClientTiming {
+    srtt: 0.060,
+    rttvar: 0.003,
+    interp_delay: 0.100,
+};
+
+/// A validator with both players added: their team, their eye bone and their timing, each
+/// checked (both were spawned in the history already).
 fn set_up_validator(m: &Match) -> Result<Validator, Box<dyn std::error::Error>> {
     let mut validator = Validator::new(RuleSet::from_toml(RULES)?);
-    let player = Participant {
-        team: 0,
+    // The eye is bone 2 of the rig, looking along the bone's -Z.
+    let blue = Participant {
+        team: 1,
         aim_bone: EYE,
         aim_forward: Vec3::NEG_Z,
     };
-    // Targets are registered for their team; shooters must be, or every shot is
-    // `unknown_shooter`.
-    validator.register(m.shooter, Participant { team: 1, ..player });
-    validator.register(m.target, Participant { team: 2, ..player });
-    // Without a timing every shot is `no_timing`.
-    validator.set_timing(m.shooter, SHOOTER_TIMING)?;
+    validator.add_player(&m.history, m.shooter, blue, SHOOTER_TIMING)?;
+    let red = Participant { team: 2, ..blue };
+    validator.add_player(&m.history, m.target, red, TARGET_TIMING)?;
     Ok(validator)
 }
 // ANCHOR_END: setup
@@ -248,6 +257,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(hit.damage_multiplier, 4.0);
 
     // ANCHOR: forgotten
+    // A round trip in milliseconds: refused when the player is added, nothing set.
+    let mut in_ms = Validator::new(RuleSet::from_toml(RULES)?);
+    let eye = Participant {
+        team: 1,
+        aim_bone: EYE,
+        aim_forward: Vec3::NEG_Z,
+    };
+    let timing_in_ms = ClientTiming {
+        srtt: 100.0,
+        ..SHOOTER_TIMING
+    };
+    let refused = in_ms.add_player(&m.history, m.shooter, eye, timing_in_ms);
+    let Err(error @ AddPlayerError::Timing(_)) = refused else {
+        return Err(format!("a timing in milliseconds was {refused:?}").into());
+    };
+    assert_eq!(in_ms.timing(m.shooter), None);
+    println!("srtt = 100.0:       {error}");
+
+    // The two steps `add_player` does, done by hand, each forgotten in turn.
     // Forgot `register`: every shot of this shooter is refused.
     let mut unregistered = Validator::new(RuleSet::from_toml(RULES)?);
     unregistered.set_timing(m.shooter, SHOOTER_TIMING)?;
@@ -261,14 +289,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(v.outcome.reason(), Some(RejectReason::NoTiming));
     println!("without set_timing: {}", v.outcome.label());
 
-    // The aim bone is the pelvis instead of the eye: the muzzle is 0.65 m from it.
+    // The aim bone is the pelvis instead of the eye: the muzzle is 0.65 m from it. A bone
+    // of the rig, so `add_player` cannot tell; every shot says so.
     let mut wrong_bone = set_up_validator(&m)?;
     let pelvis = Participant {
-        team: 1,
         aim_bone: PELVIS,
-        aim_forward: Vec3::NEG_Z,
+        ..eye
     };
-    wrong_bone.register(m.shooter, pelvis);
+    wrong_bone.add_player(&m.history, m.shooter, pelvis, SHOOTER_TIMING)?;
     let v = wrong_bone.validate(&m.history, &claim, received_at);
     assert_eq!(v.outcome.reason(), Some(RejectReason::OriginTooFar));
     println!("aim bone at pelvis: {}", v.outcome.label());

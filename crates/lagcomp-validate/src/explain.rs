@@ -45,11 +45,11 @@ impl fmt::Display for Rejection {
             return match self.reason {
                 RejectReason::UnknownShooter => f.write_str(
                     ": the shooter is not known (spawn it in the History, then \
-                     Validator::register it)",
+                     Validator::add_player it, or Validator::register it)",
                 ),
                 RejectReason::NoTiming => f.write_str(
-                    ": no timing for the shooter yet (Validator::set_timing, e.g. from a \
-                     latency::LatencyTracker)",
+                    ": no timing for the shooter yet (Validator::add_player or \
+                     Validator::set_timing, e.g. from a latency::LatencyTracker)",
                 ),
                 _ => Ok(()),
             };

@@ -24,16 +24,19 @@
 //!
 //! # Example
 //!
-//! A server with two players: it records their bones every tick, sets up the validator in
-//! its three steps (rules, [`Validator::register`] for each player,
-//! [`Validator::set_timing`] for each shooter), and judges one head shot. The shooter's
-//! eye is a bone of its rig, the *aim bone*: the origin and angle checks compare the shot
-//! with it. Seconds and metres throughout; a view looks along its bone's -Z.
+//! A server with two players: it records their bones every tick, makes a validator from
+//! the rules, adds each player with [`Validator::add_player`] (its team, its aim bone and
+//! the timing measured for its connection, all checked), and judges one head shot. The
+//! shooter's eye is a bone of its rig, the *aim bone*: the origin and angle checks compare
+//! the shot with it. Seconds and metres throughout; a view looks along its bone's -Z.
 //!
 //! ```
 //! use std::sync::Arc;
 //!
-//! use lagcomp::{BoneTransform, EntityState, History, HistoryConfig, Hitbox, Rig, Shape, Tick, Vec3, Zone};
+//! use lagcomp::{
+//!     BoneTransform, EntityState, History, HistoryConfig, Hitbox, HitboxId, Rig, Shape, Tick, Vec3,
+//!     Zone,
+//! };
 //! use lagcomp_validate::{
 //!     ClaimedHit, ClientTiming, VerdictOutcome, Participant, RenderTime, RuleSet, ShotClaim, Validator,
 //!     WeaponId,
@@ -42,8 +45,8 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // A humanoid rig: bone 0 the pelvis (body box), 1 the head (head sphere), 2 the eye.
 //! let rig = Arc::new(Rig::new(3, vec![
-//!     Hitbox::new(0, "body", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.25, 0.4, 0.15))),
-//!     Hitbox::new(1, "head", Zone::Head, 1, Shape::sphere(0.12)),
+//!     Hitbox::on_bone(0, HitboxId(0), "body", Zone::Torso, Shape::cuboid(Vec3::new(0.25, 0.4, 0.15))),
+//!     Hitbox::on_bone(1, HitboxId(1), "head", Zone::Head, Shape::sphere(0.12)),
 //! ])?);
 //! // Each player's bones, standing at `feet` and looking along -Z.
 //! let bones = |feet: Vec3| {
@@ -76,11 +79,10 @@
 //! )?;
 //! let mut validator = Validator::new(rules);
 //! let eye = Participant { team: 1, aim_bone: 2, aim_forward: Vec3::NEG_Z };
-//! validator.register(shooter, eye);
-//! validator.register(target, Participant { team: 2, ..eye });
-//! // Measured from the shooter's pings: 100 ms round trip; it draws others 100 ms late.
+//! // Measured from each player's pings: 100 ms round trip; it draws others 100 ms late.
 //! let timing = ClientTiming { srtt: 0.100, rttvar: 0.005, interp_delay: 0.100 };
-//! validator.set_timing(shooter, timing)?;
+//! validator.add_player(&history, shooter, eye, timing)?;
+//! validator.add_player(&history, target, Participant { team: 2, ..eye }, timing)?;
 //!
 //! // The shot arrives at server time 0.5 s; the client saw the world as it was 0.15 s
 //! // earlier and aimed from its eye at the target's head.
@@ -139,6 +141,7 @@ pub use rules::{
     PelletRules, Policy, RuleSet, RulesError, ShooterReference, TimeMismatch, WeaponKind,
     WeaponRules,
 };
+pub use validator::AddPlayerError;
 pub use validator::melee::{
     MeleeClaim, MeleeOutcome, MeleeReason, MeleeRejection, MeleeRules, MeleeRulesError,
     MeleeVerdict, MeleeWeapon,

@@ -28,6 +28,10 @@
 mod judging;
 #[path = "melee.rs"]
 pub mod melee;
+#[path = "players.rs"]
+mod players;
+
+pub use players::AddPlayerError;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -240,26 +244,37 @@ pub struct StaleShot {
 /// shooter's examined claims in the order they would have been validated gives exactly
 /// the verdicts [`Validator::validate`] gives.
 ///
-/// Set up in three steps, then call [`Validator::validate`] for each claim:
+/// Made from the rules; then each player spawned in the history is added with
+/// [`Validator::add_player`] (checked: its rig, aim bone and timing), its timing given again
+/// with [`Validator::set_timing`] whenever it changes, and each claim judged with
+/// [`Validator::validate`]. The crate's example (`lagcomp_validate`) does it all; here the
+/// setup:
 ///
 /// ```
-/// use lagcomp::{EntityId, Vec3};
+/// use std::sync::Arc;
+///
+/// use lagcomp::{History, HistoryConfig, Hitbox, HitboxId, Rig, Shape, Vec3, Zone};
 /// use lagcomp_validate::{ClientTiming, Participant, RuleSet, Validator};
 ///
-/// # let (shooter, target) = (EntityId::from_bits(1), EntityId::from_bits(2));
 /// # let rules = "[weapons.rifle]\nid = 1\nmax_range = 250.0\nmin_interval = 0.1\naim_tolerance_deg = 5.0\norigin_tolerance = 0.5\nhit_leeway = 1.25\nhit_leeway_min = 0.05\nmax_rewind = 0.35";
-/// // 1. The rules (a TOML file, or built in code).
+/// // Bone 0 carries the body; bone 1 is the eye.
+/// let body = Hitbox::on_bone(0, HitboxId(0), "body", Zone::Torso, Shape::sphere(0.4));
+/// let rig = Arc::new(Rig::new(2, vec![body])?);
+/// let mut history = History::new(HistoryConfig { tick_rate: 64.0, max_rewind: 0.5 })?;
+/// let (shooter, target) = (history.spawn(Arc::clone(&rig)), history.spawn(rig));
+///
+/// // The rules (a TOML file, or built in code).
 /// let mut validator = Validator::new(RuleSet::from_toml(rules)?);
-/// // 2. Every player, as spawned in the history: its team and its aim bone (the eye, bone 2
-/// //    of its rig, looking along the bone's -Z). Unregistered shooters are refused.
-/// let player = Participant { team: 1, aim_bone: 2, aim_forward: Vec3::NEG_Z };
-/// validator.register(shooter, player);
-/// validator.register(target, Participant { team: 2, ..player });
-/// // 3. Each shooter's timing, measured from its pings (seconds), and again whenever it
-/// //    changes. Without one, its shots are refused as `no_timing`.
+/// // Every player: its team, its aim bone (the eye, looking along the bone's -Z) and its
+/// // timing, measured from its pings (seconds).
+/// let blue = Participant { team: 1, aim_bone: 1, aim_forward: Vec3::NEG_Z };
 /// let timing = ClientTiming { srtt: 0.080, rttvar: 0.004, interp_delay: 0.1 };
-/// validator.set_timing(shooter, timing)?;
-/// assert_eq!(validator.timing(shooter), Some(timing));
+/// validator.add_player(&history, shooter, blue, timing)?;
+/// validator.add_player(&history, target, Participant { team: 2, ..blue }, timing)?;
+/// // Measured again later.
+/// let slower = ClientTiming { srtt: 0.120, ..timing };
+/// validator.set_timing(shooter, slower)?;
+/// assert_eq!(validator.timing(shooter), Some(slower));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -313,7 +328,8 @@ impl Validator {
 
     /// Registers (or updates) an entity that may shoot or be shot: its team and aim bone.
     /// Unregistered targets have no team (never friendly); unregistered shooters are
-    /// rejected.
+    /// rejected. For a player that shoots, [`Validator::add_player`] does this and
+    /// [`Validator::set_timing`] in one step and checks the aim bone against its rig.
     pub fn register(&mut self, entity: EntityId, participant: Participant) {
         let entry = self.participants.entry(entity).or_default();
         entry.registered = true;

@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use lagcomp::{
-    Axis, BoneTransform, EntityState, History, HistoryConfig, Hitbox, PlacedShape, Pose, Ray,
-    RewindTarget, Rig, Shape, Tick, Vec3, Zone,
+    Axis, BoneTransform, EntityState, History, HistoryConfig, Hitbox, HitboxId, PlacedShape, Pose,
+    Ray, RewindTarget, Rig, Shape, Tick, Vec3, Zone,
 };
 use rand::{Rng, SeedableRng};
 
@@ -25,15 +25,16 @@ const INTERP_DELAY: f64 = 0.100;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut rng = rand_pcg::Pcg64::seed_from_u64(7);
     let rig = Arc::new(Rig::rigid(vec![
-        Hitbox::new(
+        Hitbox::on_bone(
             0,
+            HitboxId(0),
             "body",
             Zone::Torso,
-            0,
             Shape::capsule(0.35, 0.55, Axis::Y),
         )
         .offset_by(Vec3::Y * 0.9),
-        Hitbox::new(1, "head", Zone::Head, 0, Shape::sphere(0.14)).offset_by(Vec3::Y * 1.72),
+        Hitbox::on_bone(0, HitboxId(1), "head", Zone::Head, Shape::sphere(0.14))
+            .offset_by(Vec3::Y * 1.72),
     ])?);
     let mut history = History::new(HistoryConfig {
         tick_rate: TICK_RATE,

@@ -20,15 +20,15 @@
 //! ```
 //! use std::sync::Arc;
 //! use lagcomp::{
-//!     BoneTransform, EntityState, History, HistoryConfig, Hitbox, Ray, RewindTarget, Rig,
-//!     Shape, Tick, Vec3, Zone,
+//!     BoneTransform, EntityState, History, HistoryConfig, Hitbox, HitboxId, Ray, RewindTarget,
+//!     Rig, Shape, Tick, Vec3, Zone,
 //! };
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut history = History::new(HistoryConfig { tick_rate: 64.0, max_rewind: 0.5 })?;
 //! let rig = Arc::new(Rig::rigid(vec![
-//!     Hitbox::new(0, "body", Zone::Torso, 0, Shape::cuboid(Vec3::new(0.3, 0.9, 0.3))),
-//!     Hitbox::new(1, "head", Zone::Head, 0, Shape::sphere(0.15)).offset_by(Vec3::Y * 1.1),
+//!     Hitbox::on_bone(0, HitboxId(0), "body", Zone::Torso, Shape::cuboid(Vec3::new(0.3, 0.9, 0.3))),
+//!     Hitbox::on_bone(0, HitboxId(1), "head", Zone::Head, Shape::sphere(0.15)).offset_by(Vec3::Y * 1.1),
 //! ])?);
 //! let target = history.spawn(rig);
 //!

@@ -225,10 +225,11 @@ pub enum ShapeError {
 ///
 /// # Example
 /// ```
-/// use lagcomp::{BoneTransform, Hitbox, Shape, Vec3, Zone};
+/// use lagcomp::{BoneTransform, Hitbox, HitboxId, Shape, Vec3, Zone};
 ///
-/// // A head sphere (12 cm radius) 10 cm above bone 2.
-/// let head = Hitbox::new(7, "head", Zone::Head, 2, Shape::sphere(0.12)).offset_by(Vec3::Y * 0.1);
+/// // A head sphere (12 cm radius) 10 cm above bone 2, named by claims as hitbox 7.
+/// let head = Hitbox::on_bone(2, HitboxId(7), "head", Zone::Head, Shape::sphere(0.12))
+///     .offset_by(Vec3::Y * 0.1);
 /// // Where it is when the bone stands 1.6 m up (world space, metres).
 /// let placed = head.placed(&BoneTransform::from_translation(Vec3::new(0.0, 1.6, 0.0)));
 /// assert!(placed.pose.translation.distance(Vec3::new(0.0, 1.7, 0.0)) < 1e-6);
@@ -251,7 +252,9 @@ pub struct Hitbox {
 }
 
 impl Hitbox {
-    /// A hitbox centred on its bone's origin.
+    /// A hitbox centred on its bone's origin. The id and the bone are both `u16` here and
+    /// swapping them compiles: [`Hitbox::on_bone`] takes the same arguments with types
+    /// that cannot be swapped.
     #[must_use]
     pub fn new(
         id: u16,
@@ -268,6 +271,38 @@ impl Hitbox {
             offset: Pose::IDENTITY,
             shape,
         }
+    }
+
+    /// A hitbox centred on `bone`'s origin, with the id claims name it by: the same as
+    /// [`Hitbox::new`], but the id is a [`HitboxId`] and every argument has its own type,
+    /// so the bone and the id cannot be swapped by mistake. Prefer it to `new`.
+    ///
+    /// ```
+    /// use lagcomp::{Hitbox, HitboxId, Shape, Zone};
+    ///
+    /// const HEAD_BONE: u16 = 1;
+    /// const HEAD: HitboxId = HitboxId(7);
+    /// let head = Hitbox::on_bone(HEAD_BONE, HEAD, "head", Zone::Head, Shape::sphere(0.12));
+    /// assert_eq!((head.bone, head.id), (1, HitboxId(7)));
+    /// assert_eq!(head, Hitbox::new(7, "head", Zone::Head, 1, Shape::sphere(0.12)));
+    /// ```
+    ///
+    /// The id where the bone goes does not compile:
+    ///
+    /// ```compile_fail
+    /// use lagcomp::{Hitbox, HitboxId, Shape, Zone};
+    ///
+    /// let head = Hitbox::on_bone(HitboxId(7), 1, "head", Zone::Head, Shape::sphere(0.12));
+    /// ```
+    #[must_use]
+    pub fn on_bone(
+        bone: BoneIndex,
+        id: HitboxId,
+        name: impl Into<String>,
+        zone: Zone,
+        shape: Shape,
+    ) -> Self {
+        Self::new(id.0, name, zone, bone, shape)
     }
 
     /// The same hitbox placed at `offset` from its bone.

@@ -139,6 +139,7 @@ pub(crate) fn realistic() -> SimResult {
             ),
         ],
         picture: Some(picture()),
+        scenes: Default::default(),
     }
 }
 

@@ -5,4 +5,5 @@ mod fixture;
 mod floors;
 mod report;
 mod report_browser;
+mod report_scenes;
 mod scenery;

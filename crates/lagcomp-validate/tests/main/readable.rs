@@ -340,5 +340,8 @@ fn a_timing_that_cannot_be_one_is_refused_and_the_last_good_one_kept() {
     let verdict = scene.judge(&mut fresh, &honest(&scene));
     assert_eq!(rejected(&verdict), RejectReason::UnknownShooter);
     let text = verdict.rejection().expect("rejected").to_string();
-    assert!(text.contains("Validator::register"), "{text}");
+    assert!(
+        text.contains("Validator::add_player") && text.contains("Validator::register"),
+        "{text}"
+    );
 }
