@@ -454,16 +454,15 @@ fn record_each(
 /// transform: the joint in world space, computed as `Transform::mul_transform` does, bit
 /// for bit.
 ///
-/// PERF: this is most of a skeletal tick: about 110 instructions a joint with its loop
+/// PERF: this is most of a skeletal tick: about 98 instructions a joint with its loop
 /// under callgrind (two quaternion products, the 12-byte vectors loaded and stored
 /// piecewise; `Transform::mul_transform` alone takes about 89), against about 15 for the
 /// core's record of a finished bone. 200 rigs of 20 joints (`cargo bench -p lagcomp-bevy
-/// --bench plugin`, `bevy_record_200x20`): 620k instructions a tick through the plugin,
-/// 9.7x the core's record of the finished poses (64k) and 1.47x the core's record of
-/// poses composed from the same joint transforms (421k, `core_composed`). Composing one
+/// --bench plugin`, `bevy_record_200x20`, instructions an iteration): 549k through the
+/// plugin, 8.7x the core's record of the finished poses (63k) and 1.3x the core's record
+/// of poses composed from the same joint transforms (421k, `core_composed`). Composing one
 /// joint of eight rigs at once in lanes (a structure of arrays) took the math to about 35
-/// a joint, but moving the transforms into and out of the lanes cost more than it saved
-/// (650k-790k a tick).
+/// a joint, but moving the transforms into and out of the lanes cost more than it saved.
 #[inline]
 fn compose(above: &BoneTransform, local: &Transform) -> BoneTransform {
     BoneTransform::new(
