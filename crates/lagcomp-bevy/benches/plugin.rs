@@ -1,6 +1,8 @@
 //! The plugin's overhead over the core: recording 200 skeletal entities of 20 bones (one
 //! hitbox each) through the plugin (poses composed from 4,000 joint entities' transforms)
-//! against the core recording the same poses, and a rewound ray through `RewoundHitboxes`
+//! against the core recording the same poses (`core`: handed finished; `core_composed`:
+//! composed each tick from the same joint transforms, as a server without Bevy whose
+//! animation gives joint-local poses does), and a rewound ray through `RewoundHitboxes`
 //! against the core's query.
 //!
 //! `cargo bench -p lagcomp-bevy --bench plugin`
@@ -134,9 +136,47 @@ fn core_twin(app: &App) -> (History, Vec<(EntityId, EntityState)>, Vec<BoneTrans
     (history, batch, bones)
 }
 
+/// Every rig's joints composed from their local transforms into `bones` (rig after rig,
+/// bone `b` the child of bone `(b - 1) / 2`, bone 0 of the rig's root), as
+/// [`core_twin`]'s poses were.
+fn compose_rigs(roots: &[Transform], locals: &[Transform], bones: &mut [BoneTransform]) {
+    let per_rig = usize::from(BONES);
+    let rigs = roots
+        .iter()
+        .zip(locals.chunks_exact(per_rig))
+        .zip(bones.chunks_exact_mut(per_rig));
+    for ((root, locals), bones) in rigs {
+        for (b, local) in locals.iter().enumerate() {
+            let parent = if b == 0 {
+                *root
+            } else {
+                let above = bones[(b - 1) / 2];
+                Transform {
+                    translation: above.translation,
+                    rotation: above.rotation,
+                    scale: above.scale,
+                }
+            };
+            let joint = parent.mul_transform(*local);
+            bones[b] =
+                BoneTransform::new(joint.translation, joint.rotation).with_scale(joint.scale);
+        }
+    }
+}
+
 fn record(c: &mut Criterion) {
     let mut app = app();
     let (mut history, batch, bones) = core_twin(&app);
+    let (roots, locals): (Vec<Transform>, Vec<Vec<Transform>>) = (0..ENTITIES)
+        .map(|e| {
+            let (at, locals) = rig_pose(e);
+            (Transform::from_translation(at), locals)
+        })
+        .unzip();
+    let locals: Vec<Transform> = locals.into_iter().flatten().collect();
+    let mut composed = vec![BoneTransform::IDENTITY; bones.len()];
+    compose_rigs(&roots, &locals, &mut composed);
+    assert_eq!(composed, bones, "the same poses as the twin's");
     let mut group = c.benchmark_group("bevy_record_200x20");
     group.bench_function("plugin", |b| {
         b.iter(|| app.world_mut().run_schedule(FixedPostUpdate));
@@ -149,6 +189,17 @@ fn record(c: &mut Criterion) {
                 .begin_frame(Tick(tick), f64::from(tick) / TICK_RATE)
                 .expect("ticks increase");
             black_box(frame.record_all(black_box(&batch), black_box(&bones))).expect("valid poses");
+        });
+    });
+    group.bench_function("core_composed", |b| {
+        b.iter(|| {
+            tick += 1;
+            compose_rigs(black_box(&roots), black_box(&locals), &mut composed);
+            let mut frame = history
+                .begin_frame(Tick(tick), f64::from(tick) / TICK_RATE)
+                .expect("ticks increase");
+            black_box(frame.record_all(black_box(&batch), black_box(&composed)))
+                .expect("valid poses");
         });
     });
     group.finish();
