@@ -121,35 +121,71 @@ impl<O: QueryObserver> Query<'_, '_, O> {
             &masks,
             scratch,
         );
-        let shields = Shields::gather(scratch);
+        let shields = Shields::gather(scratch, blast.center, blast.radius);
         let radius_squared = blast.radius * blast.radius;
-        for overlap in scratch.iter() {
+        let is_victim = |overlap: &Overlap| {
             // The same test `overlap_sphere` makes, on the same nearest point.
             let role = self.history.slot_role(overlap.entity.index() as usize);
-            if !masks.hits(role, overlap.state.layers)
-                || overlap.closest_point.distance_squared(blast.center) > radius_squared
-            {
-                continue;
+            masks.hits(role, overlap.state.layers)
+                && overlap.closest_point.distance_squared(blast.center) <= radius_squared
+        };
+        // PERF: the victims are put in order by a 128-bit key on the stack, and each
+        // one's hit is made in that order: sorting the hits themselves (about 170 bytes
+        // each, compared field by field) was about 28k of the 178k instructions a 10 m
+        // blast took on the 200 x 20 scene.
+        let mut order = [0_u128; MAX_ORDERED];
+        let mut victims = 0;
+        let keyed = scratch.len() <= usize::from(u16::MAX);
+        for (at, overlap) in scratch.iter().enumerate() {
+            if !keyed || victims > MAX_ORDERED {
+                break;
             }
-            let cover = self.cover(blast, overlap, scratch, &shields, &masks, &bracket)?;
-            out.push(SplashHit {
-                overlap: *overlap,
-                cover,
-                multiplier: if cover.is_some() {
-                    0.0
-                } else {
-                    blast.falloff.multiplier(overlap.distance)
-                },
-            });
+            if is_victim(overlap) {
+                if let Some(slot) = order.get_mut(victims) {
+                    *slot = order_key(overlap) | at as u128;
+                }
+                victims += 1;
+            }
         }
-        out.sort_unstable_by(|a, b| {
-            let (a, b) = (&a.overlap, &b.overlap);
-            a.distance
-                .total_cmp(&b.distance)
-                .then(a.entity.cmp(&b.entity))
-                .then(a.hitbox.cmp(&b.hitbox))
-        });
+        if keyed && victims <= MAX_ORDERED {
+            let order = &mut order[..victims];
+            order.sort_unstable();
+            for key in order.iter() {
+                let overlap = &scratch[(*key & 0xffff) as usize];
+                let hit = self.hit(blast, overlap, scratch, &shields, &masks, &bracket)?;
+                out.push(hit);
+            }
+        } else {
+            // Rare: more victims than the keys have room for; their hits are sorted.
+            for overlap in scratch.iter().filter(|o| is_victim(o)) {
+                let hit = self.hit(blast, overlap, scratch, &shields, &masks, &bracket)?;
+                out.push(hit);
+            }
+            out.sort_unstable_by_key(|hit| order_key(&hit.overlap));
+        }
         Ok((&bracket).into())
+    }
+
+    /// The hit of `victim`, with its cover and multiplier.
+    fn hit(
+        &mut self,
+        blast: &Blast,
+        victim: &Overlap,
+        scratch: &[Overlap],
+        shields: &Shields,
+        masks: &RoleMasks,
+        bracket: &Bracket,
+    ) -> Result<SplashHit, QueryError> {
+        let cover = self.cover(blast, victim, scratch, shields, masks, bracket)?;
+        Ok(SplashHit {
+            overlap: *victim,
+            cover,
+            multiplier: if cover.is_some() {
+                0.0
+            } else {
+                blast.falloff.multiplier(victim.distance)
+            },
+        })
     }
 
     /// What hides `victim` from the blast's centre, if anything: what a closest-hit trace
@@ -221,6 +257,20 @@ impl<O: QueryObserver> Query<'_, '_, O> {
     }
 }
 
+/// The most victims of one blast put in order by their [`order_key`]s on the stack; the
+/// hits of any more are sorted themselves.
+const MAX_ORDERED: usize = 256;
+
+/// Where a victim's hit goes among a blast's, as [`Query::overlap_sphere`] orders its
+/// overlaps: nearest first, then by entity, then by hitbox; the low 16 bits are left for
+/// the overlap's index. A distance is never negative nor NaN, so its bits order as it does.
+fn order_key(overlap: &Overlap) -> u128 {
+    let entity = (u64::from(overlap.entity.index()) << 32) | u64::from(overlap.entity.generation());
+    (u128::from(overlap.distance.to_bits()) << 96)
+        | (u128::from(entity) << 32)
+        | (u128::from(overlap.hitbox.0) << 16)
+}
+
 /// The most entities in one blast whose hitboxes are culled together; the hitboxes of any
 /// beyond are culled one by one. PERF: a fixed array, so a blast allocates nothing.
 const MAX_SHIELDS: usize = 64;
@@ -233,6 +283,8 @@ struct Shield {
     end: u32,
     center: Vec3,
     radius: f32,
+    /// The nearest of its hitboxes to the blast's centre, metres.
+    distance: f32,
 }
 
 /// The entities in a blast's sphere, each with the ball around its hitboxes there, in the
@@ -245,6 +297,9 @@ struct Shields {
     /// The first few hitboxes that hold the blast's centre, by index in the overlaps.
     inside: [u32; MAX_INSIDE],
     inside_len: usize,
+    /// How far a line's entry into a hitbox may fall short of the hitbox's distance from
+    /// the centre by rounding: a generous bound, many ulps of the blast's coordinates.
+    rounding: f32,
 }
 
 /// How many hitboxes holding a blast's centre are tried first (see [`Line::nearest`]).
@@ -252,13 +307,14 @@ const MAX_INSIDE: usize = 8;
 
 impl Shields {
     /// The runs of `overlaps` (each entity's hitboxes are next to each other there).
-    fn gather(overlaps: &[Overlap]) -> Self {
+    fn gather(overlaps: &[Overlap], center: Vec3, radius: f32) -> Self {
         let empty = Shield {
             entity: EntityId::from_bits(0),
             start: 0,
             end: 0,
             center: Vec3::ZERO,
             radius: 0.0,
+            distance: 0.0,
         };
         let mut shields = Self {
             runs: [empty; MAX_SHIELDS],
@@ -266,6 +322,7 @@ impl Shields {
             rest: overlaps.len(),
             inside: [0; MAX_INSIDE],
             inside_len: 0,
+            rounding: (center.abs().max_element() + radius) * 64.0 * f32::EPSILON,
         };
         for (at, o) in overlaps.iter().enumerate() {
             if o.distance == 0.0 && shields.inside_len < MAX_INSIDE {
@@ -304,6 +361,7 @@ impl Shields {
                 end: end as u32,
                 center,
                 radius: radius * REACH_PAD + pad,
+                distance: run.iter().fold(f32::INFINITY, |d, o| d.min(o.distance)),
             };
             shields.len += 1;
             start = end;
@@ -359,21 +417,37 @@ impl Line {
         // entity or hitbox can come first, so most hitboxes are passed over without a test.
         for &at in &shields.inside[..shields.inside_len] {
             let at = at as usize;
-            self.scan(overlaps, at..at + 1, &mut reach, &mut best, &pick);
+            self.scan(
+                overlaps,
+                at..at + 1,
+                shields.rounding,
+                &mut reach,
+                &mut best,
+                &pick,
+            );
         }
         for shield in &shields.runs[..shields.len] {
             let beaten = best.is_some_and(|b| b.distance == 0.0 && shield.entity > b.entity);
             if pick(shield.entity)
                 && !beaten
+                && shield.distance <= reach + shields.rounding
                 && self.passes_near(shield.center, shield.radius, reach)
             {
                 let run = shield.start as usize..shield.end as usize;
-                self.scan(overlaps, run, &mut reach, &mut best, &pick);
+                self.scan(
+                    overlaps,
+                    run,
+                    shields.rounding,
+                    &mut reach,
+                    &mut best,
+                    &pick,
+                );
             }
         }
         self.scan(
             overlaps,
             shields.rest..overlaps.len(),
+            shields.rounding,
             &mut reach,
             &mut best,
             &pick,
@@ -387,6 +461,7 @@ impl Line {
         &self,
         overlaps: &[Overlap],
         range: std::ops::Range<usize>,
+        rounding: f32,
         reach: &mut f32,
         best: &mut Option<Touch>,
         pick: &impl Fn(EntityId) -> bool,
@@ -395,7 +470,9 @@ impl Line {
         for (at, o) in overlaps[range].iter().enumerate() {
             let beaten = best
                 .is_some_and(|b| b.distance == 0.0 && (o.entity, o.hitbox) >= (b.entity, b.hitbox));
+            // A line enters a hitbox no nearer than the hitbox is to its origin.
             if beaten
+                || o.distance > *reach + rounding
                 || !pick(o.entity)
                 || !self.passes_near(o.placement.pose.translation, ball(o), *reach)
             {

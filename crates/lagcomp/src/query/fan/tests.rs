@@ -383,7 +383,7 @@ fn a_splash_covers_what_a_trace_to_each_hitbox_would() {
     );
 }
 
-/// 120 bodies in a 16 m square, some doors and some vehicles, on layers 1, 2 or both, some
+/// 150 bodies in a 16 m square, some doors and some vehicles, on layers 1, 2 or both, some
 /// turned, some scaled, some out of lag compensation, walking; and a wall.
 fn mixed_crowd() -> (History, Vec<EntityId>) {
     let mut history = History::new(HistoryConfig {
@@ -391,7 +391,7 @@ fn mixed_crowd() -> (History, Vec<EntityId>) {
         max_rewind: 1.0,
     })
     .expect("valid config");
-    let ids: Vec<EntityId> = (0..120)
+    let ids: Vec<EntityId> = (0..150)
         .map(|i| match i % 11 {
             3 => history.spawn_as(body(), EntityRole::Blocker),
             7 => history.spawn_as(body(), EntityRole::TargetAndBlocker),
@@ -443,14 +443,18 @@ fn a_splash_covers_what_a_trace_would_among_doors_vehicles_layers_and_crowds() {
     let (history, ids) = mixed_crowd();
     let mut rng = PelletRng::new(25);
     let (mut scratch, mut caught, mut overlaps) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut seen, mut walled, mut shielded, mut blocked, mut crowded) = (0, 0, 0, 0, 0);
+    let (mut seen, mut walled, mut shielded, mut blocked) = (0, 0, 0, 0);
+    // Blasts holding more entities than are culled together, and more victims than are
+    // ordered by key: both take their rarer paths.
+    let (mut crowded, mut many) = (0, 0);
     for round in 0..160_u32 {
         let center = Vec3::new(
             rng.next_unit() * 16.0 - 8.0,
             rng.next_unit() * 2.0,
             rng.next_unit() * 16.0,
         );
-        let radius = 2.0 + rng.next_unit() * 8.0;
+        // Now and then a blast that holds most of the crowd.
+        let radius = 2.0 + rng.next_unit() * 8.0 + if round % 8 == 0 { 8.0 } else { 0.0 };
         let layers = [u32::MAX, 1, 2][round as usize % 3];
         let blocking = [u32::MAX, 2][round as usize / 3 % 2];
         let ignore = [ids[round as usize % ids.len()]];
@@ -487,6 +491,9 @@ fn a_splash_covers_what_a_trace_would_among_doors_vehicles_layers_and_crowds() {
         if entities(&caught) > 64 {
             crowded += 1;
         }
+        if caught.len() > 256 {
+            many += 1;
+        }
         for s in &caught {
             let reach = s.overlap.distance - 0.01;
             let expected = if reach <= 0.0 {
@@ -516,7 +523,7 @@ fn a_splash_covers_what_a_trace_would_among_doors_vehicles_layers_and_crowds() {
         }
     }
     assert!(
-        seen > 100 && walled > 0 && shielded > 100 && blocked > 100 && crowded > 0,
-        "{seen} {walled} {shielded} {blocked} {crowded}"
+        seen > 100 && walled > 0 && shielded > 100 && blocked > 100 && crowded > 0 && many > 0,
+        "{seen} {walled} {shielded} {blocked} {crowded} {many}"
     );
 }
