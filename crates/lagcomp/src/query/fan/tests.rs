@@ -31,14 +31,13 @@ fn body() -> Arc<Rig> {
     )
 }
 
-/// A crowd of `count` bodies walking in a 20 m square, 33 ticks at 64 Hz, with a wall.
-fn crowd(count: usize) -> (History, Vec<EntityId>) {
+/// A history at 64 Hz, a second deep, with a wall 0.4 m thick across x = 2, z 2 to 10.
+fn walled() -> History {
     let mut history = History::new(HistoryConfig {
         tick_rate: 64.0,
         max_rewind: 1.0,
     })
     .expect("valid config");
-    let ids: Vec<EntityId> = (0..count).map(|_| history.spawn(body())).collect();
     history
         .add_static(
             Shape::cuboid(Vec3::new(0.2, 3.0, 4.0)),
@@ -46,6 +45,13 @@ fn crowd(count: usize) -> (History, Vec<EntityId>) {
             u32::MAX,
         )
         .expect("valid wall");
+    history
+}
+
+/// A crowd of `count` bodies walking in a 20 m square, 33 ticks at 64 Hz, with a wall.
+fn crowd(count: usize) -> (History, Vec<EntityId>) {
+    let mut history = walled();
+    let ids: Vec<EntityId> = (0..count).map(|_| history.spawn(body())).collect();
     for tick in 0..=32_u32 {
         let time = f64::from(tick) / 64.0;
         let mut frame = history.begin_frame(Tick(tick), time).expect("in order");
@@ -386,11 +392,7 @@ fn a_splash_covers_what_a_trace_to_each_hitbox_would() {
 /// 150 bodies in a 16 m square, some doors and some vehicles, on layers 1, 2 or both, some
 /// turned, some scaled, some out of lag compensation, walking; and a wall.
 fn mixed_crowd() -> (History, Vec<EntityId>) {
-    let mut history = History::new(HistoryConfig {
-        tick_rate: 64.0,
-        max_rewind: 1.0,
-    })
-    .expect("valid config");
+    let mut history = walled();
     let ids: Vec<EntityId> = (0..150)
         .map(|i| match i % 11 {
             3 => history.spawn_as(body(), EntityRole::Blocker),
@@ -398,13 +400,6 @@ fn mixed_crowd() -> (History, Vec<EntityId>) {
             _ => history.spawn(body()),
         })
         .collect();
-    history
-        .add_static(
-            Shape::cuboid(Vec3::new(0.2, 3.0, 4.0)),
-            Pose::from_translation(Vec3::new(2.0, 1.0, 6.0)),
-            u32::MAX,
-        )
-        .expect("valid wall");
     for tick in 0..=32_u32 {
         let time = f64::from(tick) / 64.0;
         let mut frame = history.begin_frame(Tick(tick), time).expect("in order");
