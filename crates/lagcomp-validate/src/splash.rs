@@ -258,6 +258,12 @@ impl Validator {
     /// within the blast's radius that the blast can see (walls, `world`, and bodies when the
     /// weapon says so stop it). Each caught victim takes the falloff at its nearest
     /// visible hitbox.
+    ///
+    /// A victim the blast reaches is checked as a hitscan shot's target is, and as a
+    /// pellet's: lag-compensated, and not a teammate of the shooter unless the weapon has
+    /// friendly fire; one that fails refuses the whole claim with that reason
+    /// ([`RejectReason::TargetNotCompensated`], [`RejectReason::FriendlyFire`]). An honest
+    /// client names only the victims its weapon can damage.
     pub fn validate_splash(
         &mut self,
         history: &History,
@@ -339,6 +345,10 @@ impl Validator {
                 let nearest = of_target.clone().next();
                 *result = match (of_target.find(|s| s.cover.is_none()), nearest) {
                     (Some(seen), _) => {
+                        // Check 9 on each victim the blast reached, as on what a pellet
+                        // struck: a teammate (unless the weapon has friendly fire) or a
+                        // target out of lag compensation refuses the whole claim.
+                        self.check_struck(rules, claim.shooter, target, seen.overlap.state, true)?;
                         if let Some(refusal) = self.refusal(history, target, seen.overlap.state) {
                             *result = SplashResult::Spared {
                                 target,

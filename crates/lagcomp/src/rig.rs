@@ -395,7 +395,7 @@ pub enum RigError {
 
 /// How much the radii that cull hitboxes are grown: a few ulps, and twice the rotation
 /// norm tolerance (see [`Rig::new`]).
-const REACH_PAD: f32 = 1.0 + 1.0e-5 + 2.0 * ROTATION_NORM_TOLERANCE * 1.25;
+pub(crate) const REACH_PAD: f32 = 1.0 + 1.0e-5 + 2.0 * ROTATION_NORM_TOLERANCE * 1.25;
 
 /// The hitboxes of one kind of entity, and what the broadphase needs to know about them.
 ///

@@ -80,6 +80,11 @@ pub(crate) struct Kinds {
 }
 
 pub(crate) fn scene() -> Kinds {
+    scene_with(EntityState::default())
+}
+
+/// [`scene`], with `front` recorded in `state`.
+pub(crate) fn scene_with(state: EntityState) -> Kinds {
     let rig = Arc::new(
         Rig::new(
             2,
@@ -119,10 +124,13 @@ pub(crate) fn scene() -> Kinds {
         let mut frame = history
             .begin_frame(Tick(tick), f64::from(tick) / 64.0)
             .unwrap();
-        for (id, feet) in ids.iter().zip(feet) {
-            frame
-                .record(*id, &bones(feet), EntityState::default())
-                .unwrap();
+        for (i, (id, feet)) in ids.iter().zip(feet).enumerate() {
+            let recorded = if i == 1 {
+                state
+            } else {
+                EntityState::default()
+            };
+            frame.record(*id, &bones(feet), recorded).unwrap();
         }
     }
     let mut validator = Validator::new(RuleSet::from_toml(RULES).unwrap());

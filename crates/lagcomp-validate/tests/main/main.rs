@@ -21,5 +21,6 @@ mod recording_evasion;
 mod recording_level;
 mod recording_roles;
 mod recording_support;
+mod splash_victims;
 mod walls;
 mod weapon_layers;

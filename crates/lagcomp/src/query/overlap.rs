@@ -4,7 +4,7 @@ use glam::Vec3;
 
 use super::observer::QueryObserver;
 use super::{Overlap, Query, QueryError, Rewind, RoleMasks, Walk, admit, check_radius};
-use crate::history::Sample;
+use crate::history::{Bracket, Sample};
 use crate::math::{Aabb, BoneTransform, check_rotation, check_translation};
 use crate::narrow::{Obb, PlacedShape};
 
@@ -30,10 +30,22 @@ impl Volume {
         }
     }
 
-    fn overlaps(&self, placed: &PlacedShape) -> bool {
+    /// The point of `placed` nearest the volume's centre, when the two overlap.
+    ///
+    /// PERF: a sphere's overlap test is that point's distance, so it is found once, not
+    /// once to test and again for the result (a box's nearest point is about a hundred
+    /// instructions; 10 m blasts on the 200 x 20 scene test about 100 hitboxes each).
+    #[inline]
+    fn nearest_if_overlaps(&self, placed: &PlacedShape) -> Option<Vec3> {
         match self {
-            Self::Sphere { center, radius } => placed.overlaps_sphere(*center, *radius),
-            Self::Box(obb) => placed.overlaps_obb(obb),
+            // `PlacedShape::overlaps_sphere`'s test, on the same point.
+            Self::Sphere { center, radius } => {
+                let nearest = placed.closest_point(*center);
+                (nearest.distance_squared(*center) <= radius * radius).then_some(nearest)
+            }
+            Self::Box(obb) => placed
+                .overlaps_obb(obb)
+                .then(|| placed.closest_point(obb.center)),
         }
     }
 }
@@ -132,19 +144,54 @@ impl<O: QueryObserver> Query<'_, '_, O> {
     }
 
     fn overlap(&mut self, volume: Volume, out: &mut Vec<Overlap>) -> Result<Rewind, QueryError> {
-        out.clear();
         let bracket = self.bracket()?;
+        // Blockers are never a volume's targets.
+        let masks = RoleMasks([0, self.layers, 0, self.layers]);
+        self.overlap_at(&bracket, volume, &masks, out);
+        out.sort_unstable_by(|a, b| {
+            a.distance
+                .total_cmp(&b.distance)
+                .then(a.entity.cmp(&b.entity))
+                .then(a.hitbox.cmp(&b.hitbox))
+        });
+        Ok((&bracket).into())
+    }
+
+    /// Every hitbox overlapping the sphere at `bracket`, of the entities `masks` admit, into
+    /// `out` (cleared first) in walk order: each entity's hitboxes next to each other, in
+    /// its rig's order. The caller has checked the centre and the radius.
+    pub(super) fn sphere_overlaps_at(
+        &mut self,
+        bracket: &Bracket,
+        center: Vec3,
+        radius: f32,
+        masks: &RoleMasks,
+        out: &mut Vec<Overlap>,
+    ) {
+        self.overlap_at(bracket, Volume::Sphere { center, radius }, masks, out);
+    }
+
+    /// The walk of [`Query::overlap_sphere`] and [`Query::overlap_box`], unsorted.
+    fn overlap_at(
+        &mut self,
+        bracket: &Bracket,
+        volume: Volume,
+        masks: &RoleMasks,
+        out: &mut Vec<Overlap>,
+    ) {
+        out.clear();
+        let bracket = *bracket;
         let history = self.history;
         let tree = match history.entity_tree(&bracket) {
             Some(tree) => tree,
             // Rare: no one tree holds the bracket's frames (across the last rebuild).
-            None if !O::ENABLED => return self.every_entity().overlap(volume, out),
+            None if !O::ENABLED => {
+                return self.every_entity().overlap_at(&bracket, volume, masks, out);
+            }
             None => history.current_entity_tree(),
         };
         let query_box = volume.aabb();
         let observer = &mut self.observer;
-        // Blockers are never a volume's targets.
-        let masks = RoleMasks([0, self.layers, 0, self.layers]);
         let ignore = self.ignore;
         let mut visit = |index: usize, walk: Walk| {
             let Some((rig, id, sample)) = admit(
@@ -152,7 +199,7 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                 index,
                 &bracket,
                 walk,
-                &masks,
+                masks,
                 ignore,
                 &mut *observer,
                 |bounds, _| bounds.intersects(&query_box),
@@ -186,10 +233,9 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                     let now = present.map(|p| hitbox.placed(&history.bone(index, &p, bone_index)));
                     observer.hitbox(id, hitbox, &placed, now.as_ref());
                 }
-                if !volume.overlaps(&placed) {
+                let Some(closest_point) = volume.nearest_if_overlaps(&placed) else {
                     continue;
-                }
-                let closest_point = placed.closest_point(volume.center());
+                };
                 let overlap = Overlap {
                     entity: id,
                     hitbox: hitbox.id,
@@ -220,12 +266,5 @@ impl<O: QueryObserver> Query<'_, '_, O> {
                 visit(index, Walk::Uncompensated);
             }
         }
-        out.sort_unstable_by(|a, b| {
-            a.distance
-                .total_cmp(&b.distance)
-                .then(a.entity.cmp(&b.entity))
-                .then(a.hitbox.cmp(&b.hitbox))
-        });
-        Ok((&bracket).into())
     }
 }
