@@ -115,6 +115,7 @@ mod jsonl;
 pub mod latency;
 mod measurement;
 pub mod pellets;
+pub mod penetration;
 pub mod projectile;
 pub mod recording;
 pub mod rules;
@@ -134,8 +135,8 @@ pub use latency::{LatencyError, LatencyTracker};
 pub use measurement::Measurement;
 pub use rules::{
     AreaRules, DamageMultipliers, FalloffRules, FlightRules, MeleeLimits, PelletPattern,
-    PelletRules, Policy, RuleSet, RulesError, ShooterReference, TimeMismatch, WeaponKind,
-    WeaponRules,
+    PelletRules, PenetrationTable, Policy, RuleSet, RulesError, ShooterReference, TimeMismatch,
+    WeaponKind, WeaponRules,
 };
 pub use validator::melee::{
     MeleeClaim, MeleeOutcome, MeleeReason, MeleeRejection, MeleeRules, MeleeRulesError,
