@@ -498,26 +498,25 @@ impl Validator {
                 };
                 let found = match claimed {
                     ClaimedLayer::Wall { piece } => walked.wall(cursor, piece),
-                    ClaimedLayer::Body { target, hitbox } => {
-                        let listed_before = claim.layers[..slot].iter().any(|l| {
-                            matches!(l, Some(ClaimedLayer::Body { target: t, .. }) if *t == target)
-                        });
-                        walked
-                            .body(cursor, target, hitbox)
-                            .filter(|_| !listed_before)
+                    // A body listed twice would be paid twice.
+                    ClaimedLayer::Body { target, hitbox }
+                        if !listed(&claim.layers[..slot], target) =>
+                    {
+                        walked.body(cursor, target, hitbox)
                     }
+                    ClaimedLayer::Body { .. } => None,
                 };
                 let Some(index) = found else {
-                    let reason = match claimed {
-                        ClaimedLayer::Body { target, .. }
-                            if walked.ended_short()
-                                && on_the_line(
-                                    history, fired, weapon, &ray, &shooter, target, along,
-                                )? =>
-                        {
-                            PenetrationReason::PenetrationBeyondPower
+                    let beyond = match claimed {
+                        ClaimedLayer::Body { target, .. } if walked.ended_short() => {
+                            on_the_line(history, fired, weapon, &ray, &shooter, target, along)?
                         }
-                        _ => PenetrationReason::PenetrationOffChain,
+                        _ => false,
+                    };
+                    let reason = if beyond {
+                        PenetrationReason::PenetrationBeyondPower
+                    } else {
+                        PenetrationReason::PenetrationOffChain
                     };
                     results[slot] = PenetrationLayerResult::Unmatched { reason };
                     return Ok(PenetrationOutcome::Refused { reason });
@@ -610,6 +609,13 @@ impl Walked<'_> {
             _ => false,
         }
     }
+}
+
+/// Whether `layers` list `target`'s body.
+fn listed(layers: &[Option<ClaimedLayer>], target: EntityId) -> bool {
+    layers
+        .iter()
+        .any(|l| matches!(l, Some(ClaimedLayer::Body { target: t, .. }) if *t == target))
 }
 
 /// Whether `target` stands on the shot's whole line at the moment `fired` (walls, doors
