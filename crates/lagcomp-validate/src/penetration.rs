@@ -531,6 +531,8 @@ impl Validator {
                         exit: layer.exit,
                     },
                     Penetrated::Body(hit) => {
+                        // How the first claimed body was sampled, as for a hitscan hit.
+                        basis.sample.get_or_insert(hit.sample.kind);
                         // Check 9 on the body, as for a hitscan hit.
                         self.check_struck(weapon, claim.shooter, hit.entity, hit.state, true)?;
                         if let Some(refusal) = self.refusal(history, hit.entity, hit.state) {

@@ -451,6 +451,12 @@ fn the_verdict_breaks_the_chain_down_and_folds_one_verdict_per_body() {
     let traced = verdict.traced.expect("walked");
     assert!((traced.power_left - 0.375).abs() < 1e-4, "{traced:?}");
     assert!((verdict.basis.time_used.unwrap() - RENDER).abs() < 1e-9);
+    assert_eq!(
+        verdict.basis.sample,
+        Some(lagcomp::SampleKind::Exact {
+            tick: lagcomp::Tick(32)
+        })
+    );
     // One confirmed verdict per body, with the layer damage in its multiplier.
     let folded: Vec<_> = verdict.verdicts().collect();
     assert_eq!(folded.len(), 2);

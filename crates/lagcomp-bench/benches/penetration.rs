@@ -1,0 +1,317 @@
+//! Penetrating shots on the 200 x 20 scene (`lagcomp_fixtures::scene::SCENES[1]`): what
+//! a claim through a wall and bodies costs next to one hitscan verdict.
+//!
+//! - `hitscan_verdicts`: every scene shot as a hitscan claim (from a shooter's eye at a
+//!   target's chest, 64 shooters), validated in order on a fresh validator, as in the
+//!   pellets bench.
+//! - `penetration_verdicts`: the same shots as penetration claims of the rules' sniper
+//!   rifle, each claiming the chain the client's own walk met (the body, and any behind
+//!   it the round reached).
+//! - `penetrate_wall_body`: `Query::penetrate` alone for each shot, on the same scene
+//!   with a 10 cm wooden wall (1 x 1 m) across each shot's line, 60 % of the way to the
+//!   target: through the wall into the body and on.
+//! - `penetration_verdicts_wall_body`: the penetration claims on that walled scene, each
+//!   claiming the wall and the bodies behind it.
+//!
+//! Throughput is per claim (per walk), so the per-element times compare directly. The
+//! verdict labels and the chains' lengths are printed to stderr.
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BatchSize, Criterion, Throughput};
+use lagcomp::query::penetration::{Penetrated, PenetrationChain, PenetrationRules};
+use lagcomp::{BoneTransform, History, MaterialId, Pose, Quat, Ray, RewindTarget, Shape, Vec3};
+use lagcomp_fixtures::{SCENES, Scene};
+use lagcomp_validate::penetration::{ClaimedLayer, MAX_PENETRATION_LAYERS, PenetrationClaim};
+use lagcomp_validate::{
+    ClaimedHit, ClientTiming, Participant, RenderTime, RuleSet, ShotClaim, Validator, WeaponId,
+    WeaponRules,
+};
+
+/// The fixture skeleton's eye bone.
+const EYE: u16 = 3;
+
+/// Wood's material id in the sniper's cost table.
+const WOOD: MaterialId = MaterialId(1);
+
+const RULES: &str = r#"
+[policy]
+rewind_tolerance = 1.0
+
+[weapons.rifle]
+id = 1
+max_range = 200.0
+min_interval = 0.001
+aim_tolerance_deg = 180.0
+origin_tolerance = 0.5
+hit_leeway = 1.25
+hit_leeway_min = 0.05
+max_rewind = 0.5
+
+[weapons.sniper]
+id = 3
+max_range = 200.0
+min_interval = 0.001
+aim_tolerance_deg = 180.0
+origin_tolerance = 0.5
+hit_leeway = 1.25
+hit_leeway_min = 0.05
+max_rewind = 0.5
+penetration = { power = 1.0, costs = [1.0, 0.25, 0.5], layer_damage = 0.75, body_material = 2 }
+"#;
+
+/// The sniper's id in [`RULES`]: the same shots, fired through walls and bodies.
+const SNIPER: WeaponId = WeaponId(3);
+
+fn validator(scene: &Scene) -> Validator {
+    let mut v = Validator::new(RuleSet::from_toml(RULES).expect("valid rules"));
+    for (e, &id) in scene.ids.iter().enumerate() {
+        v.register(
+            id,
+            Participant {
+                team: (e % 2) as u16,
+                aim_bone: EYE,
+                aim_forward: Vec3::Z,
+            },
+        );
+        v.set_timing(
+            id,
+            ClientTiming {
+                srtt: 0.1,
+                rttvar: 0.005,
+                interp_delay: 0.1,
+            },
+        )
+        .expect("a valid timing");
+    }
+    v
+}
+
+/// Each shot as a hitscan claim, with the target's chest at the shot's moment.
+fn claims(scene: &Scene) -> Vec<(ShotClaim, Vec3, f64)> {
+    let newest = scene.time_of(scene.newest_tick());
+    let mut bones = vec![BoneTransform::IDENTITY; scene.bones()];
+    let mut seqs = vec![0_u32; 64];
+    scene
+        .shots
+        .iter()
+        .enumerate()
+        .map(|(i, shot)| {
+            let shooter = i % 64;
+            let target = if shot.target == shooter {
+                (shooter + 1) % scene.ids.len()
+            } else {
+                shot.target
+            };
+            scene.entity_bones(shooter, shot.time, &mut bones);
+            let eye = bones[usize::from(EYE)].translation;
+            scene.entity_bones(target, shot.time, &mut bones);
+            let chest = scene.skeleton.chest(&bones);
+            seqs[shooter] += 1;
+            let claim = ShotClaim {
+                shooter: scene.ids[shooter],
+                weapon: WeaponId(1),
+                seq: seqs[shooter],
+                render_time: RenderTime::Time(shot.time),
+                origin: eye,
+                direction: chest - eye,
+                hit: Some(ClaimedHit {
+                    target: scene.ids[target],
+                    hitbox: None,
+                    point: Some(chest),
+                }),
+            };
+            (claim, chest, newest + 0.001)
+        })
+        .collect()
+}
+
+/// A 10 cm wooden wall, 1 x 1 m, across each shot's line 60 % of the way to its target.
+fn wall_every_shot(history: &mut History, claims: &[(ShotClaim, Vec3, f64)]) {
+    for (claim, chest, _) in claims {
+        let towards = (*chest - claim.origin).normalize();
+        let centre = claim.origin + (*chest - claim.origin) * 0.6;
+        let pose = Pose::new(centre, Quat::from_rotation_arc(Vec3::Z, towards));
+        let wall = history
+            .add_static(Shape::cuboid(Vec3::new(0.5, 0.5, 0.05)), pose, u32::MAX)
+            .expect("a valid wall");
+        history
+            .set_static_material(wall, WOOD)
+            .expect("the wall just added");
+    }
+}
+
+/// The shot as a penetration claim of the chain the client's own walk met at its
+/// moment: every wall by id, every body once.
+fn penetration_claim(
+    history: &History,
+    shot: &ShotClaim,
+    rules: &PenetrationRules,
+    chain: &mut PenetrationChain,
+) -> PenetrationClaim {
+    let RenderTime::Time(time) = shot.render_time else {
+        unreachable!("the scene's shots are at times")
+    };
+    let ray = Ray::new(shot.origin, shot.direction, 200.0).expect("a valid ray");
+    history
+        .query(RewindTarget::at(time))
+        .ignore(&[shot.shooter])
+        .penetrate(&ray, rules, chain)
+        .expect("in the window");
+    let mut layers = [None; MAX_PENETRATION_LAYERS];
+    let mut slots = layers.iter_mut();
+    for (i, layer) in chain.layers().iter().enumerate() {
+        let claimed = match layer.layer {
+            Penetrated::Wall(id) => ClaimedLayer::Wall { piece: Some(id) },
+            Penetrated::Body(hit) => {
+                let seen = chain.layers()[..i]
+                    .iter()
+                    .any(|l| l.hit().is_some_and(|h| h.entity == hit.entity));
+                if seen {
+                    continue;
+                }
+                ClaimedLayer::Body {
+                    target: hit.entity,
+                    hitbox: None,
+                }
+            }
+        };
+        if let Some(slot) = slots.next() {
+            *slot = Some(claimed);
+        }
+    }
+    PenetrationClaim {
+        shooter: shot.shooter,
+        weapon: SNIPER,
+        seq: shot.seq,
+        render_time: shot.render_time,
+        origin: shot.origin,
+        direction: shot.direction,
+        layers,
+    }
+}
+
+fn penetration_benches(c: &mut Criterion) {
+    let spec = SCENES[1];
+    let scene = Scene::build(spec);
+    let mut walled = Scene::build(spec);
+    let claims = claims(&scene);
+    wall_every_shot(&mut walled.history, &claims);
+    let (history, walled) = (&scene.history, &walled.history);
+    let fresh = validator(&scene);
+    let rules = fresh
+        .rules()
+        .weapon(SNIPER)
+        .and_then(WeaponRules::penetration_rules)
+        .expect("the sniper penetrates");
+    let mut chain = PenetrationChain::new();
+    let open: Vec<(PenetrationClaim, f64)> = claims
+        .iter()
+        .map(|(claim, _, at)| (penetration_claim(history, claim, &rules, &mut chain), *at))
+        .collect();
+    let through: Vec<(PenetrationClaim, f64)> = claims
+        .iter()
+        .map(|(claim, _, at)| (penetration_claim(walled, claim, &rules, &mut chain), *at))
+        .collect();
+    let walks: Vec<(RewindTarget, Ray, [lagcomp::EntityId; 1])> = claims
+        .iter()
+        .zip(&scene.shots)
+        .map(|((claim, _, _), shot)| {
+            let ray = Ray::new(claim.origin, claim.direction, 200.0).expect("a valid ray");
+            (RewindTarget::at(shot.time), ray, [claim.shooter])
+        })
+        .collect();
+    {
+        let mut v = fresh.clone();
+        let mut labels = BTreeMap::new();
+        for (claim, _, at) in &claims {
+            *labels
+                .entry(v.validate(history, claim, *at).outcome.label())
+                .or_insert(0) += 1;
+        }
+        let summary = |name: &str, history: &History, claims: &[(PenetrationClaim, f64)]| {
+            let mut v = fresh.clone();
+            let mut labels = BTreeMap::new();
+            let (mut layers, mut bodies) = (0, 0);
+            for (claim, at) in claims {
+                let verdict = v.validate_penetration(history, None, claim, *at);
+                *labels.entry(verdict.outcome.label()).or_insert(0) += 1;
+                layers += claim.layers.iter().flatten().count();
+                bodies += verdict.verdicts().count();
+            }
+            eprintln!(
+                "{name}: {labels:?}, {:.2} claimed layers and {:.2} folded verdicts a claim",
+                layers as f64 / claims.len() as f64,
+                bodies as f64 / claims.len() as f64
+            );
+        };
+        eprintln!("{}: {} claims; hitscan {labels:?}", spec.name, claims.len());
+        summary("penetration", history, &open);
+        summary("penetration through a wall", walled, &through);
+    }
+
+    let mut group = c.benchmark_group(spec.name);
+    group
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(20)
+        .throughput(Throughput::Elements(claims.len() as u64));
+    group.bench_function("hitscan_verdicts", |b| {
+        b.iter_batched(
+            || fresh.clone(),
+            |mut v| {
+                for (claim, _, at) in &claims {
+                    black_box(v.validate(history, claim, *at));
+                }
+                v
+            },
+            BatchSize::SmallInput,
+        );
+    });
+    group.bench_function("penetration_verdicts", |b| {
+        b.iter_batched(
+            || fresh.clone(),
+            |mut v| {
+                for (claim, at) in &open {
+                    black_box(v.validate_penetration(history, None, claim, *at));
+                }
+                v
+            },
+            BatchSize::SmallInput,
+        );
+    });
+    group.bench_function("penetrate_wall_body", |b| {
+        b.iter(|| {
+            for (at, ray, shooter) in &walks {
+                black_box(
+                    walled
+                        .query(*at)
+                        .ignore(shooter)
+                        .penetrate(ray, &rules, &mut chain),
+                )
+                .expect("in the window");
+            }
+        });
+    });
+    group.bench_function("penetration_verdicts_wall_body", |b| {
+        b.iter_batched(
+            || fresh.clone(),
+            |mut v| {
+                for (claim, at) in &through {
+                    black_box(v.validate_penetration(walled, None, claim, *at));
+                }
+                v
+            },
+            BatchSize::SmallInput,
+        );
+    });
+    group.finish();
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    penetration_benches(&mut c);
+    c.final_summary();
+}
