@@ -189,7 +189,7 @@ pub struct AreaRules {
 ///
 ///     [weapons.sniper.penetration]
 ///     power = 1.0
-///     # concrete, wood, flesh, body armour: cost per metre
+///     ## concrete, wood, flesh, body armour: cost per metre
 ///     costs = [1.0, 0.25, 0.5, 4.0]
 ///     layer_damage = 0.75
 ///     body_material = 2
