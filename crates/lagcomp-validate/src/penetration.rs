@@ -75,6 +75,36 @@ pub struct PenetrationClaim {
 }
 
 impl PenetrationClaim {
+    /// The chain a client's own walk met ([`lagcomp::Query::penetrate`] on what it drew),
+    /// as a claim lists it: every wall by id, every body once (at its first hitbox, named),
+    /// nearest first; what does not fit in [`MAX_PENETRATION_LAYERS`] slots is left out
+    /// (a weapon's rules allow no more layers than that).
+    #[must_use]
+    pub fn layers_walked(
+        chain: &PenetrationChain,
+    ) -> [Option<ClaimedLayer>; MAX_PENETRATION_LAYERS] {
+        let mut layers = [None; MAX_PENETRATION_LAYERS];
+        let walked = chain.layers();
+        let claimed = walked
+            .iter()
+            .enumerate()
+            .filter_map(|(i, layer)| match layer.layer {
+                Penetrated::Wall(id) => Some(ClaimedLayer::Wall { piece: Some(id) }),
+                // A body's later hitboxes are the same body.
+                Penetrated::Body(hit) => (!walked[..i]
+                    .iter()
+                    .any(|l| l.hit().is_some_and(|h| h.entity == hit.entity)))
+                .then_some(ClaimedLayer::Body {
+                    target: hit.entity,
+                    hitbox: Some(hit.hitbox),
+                }),
+            });
+        for (slot, layer) in layers.iter_mut().zip(claimed) {
+            *slot = Some(layer);
+        }
+        layers
+    }
+
     /// The same shot as a hitscan claim with no hit: what the shot's own checks judge.
     fn as_shot(&self) -> ShotClaim {
         ShotClaim {

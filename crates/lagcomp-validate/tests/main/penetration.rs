@@ -9,9 +9,10 @@
 
 use std::sync::Arc;
 
+use lagcomp::query::penetration::PenetrationChain;
 use lagcomp::{
     BoneTransform, EntityId, EntityRole, EntityState, History, HistoryConfig, Hitbox, HitboxId,
-    MaterialId, Pose, Rig, Shape, StaticId, Tick, Vec3, Zone,
+    MaterialId, Pose, Ray, RewindTarget, Rig, Shape, StaticId, Tick, Vec3, Zone,
 };
 use lagcomp_validate::penetration::{
     ClaimedLayer, MAX_PENETRATION_LAYERS, PenetrationClaim, PenetrationLayerResult,
@@ -456,6 +457,51 @@ fn the_verdict_breaks_the_chain_down_and_folds_one_verdict_per_body() {
         Some(lagcomp::SampleKind::Exact {
             tick: lagcomp::Tick(32)
         })
+    );
+    // The chain a client's own walk met, as it would claim it: the same verdict (every
+    // body named at its first hitbox).
+    let mut chain = PenetrationChain::new();
+    let rules = r
+        .validator
+        .rules()
+        .weapon(SNIPER)
+        .unwrap()
+        .penetration_rules()
+        .unwrap();
+    r.history
+        .query(RewindTarget::at(RENDER))
+        .ignore(&[r.shooter])
+        .penetrate(
+            &Ray::new(EYE, Vec3::NEG_Z, 100.0).unwrap(),
+            &rules,
+            &mut chain,
+        )
+        .unwrap();
+    let walked = PenetrationClaim {
+        layers: PenetrationClaim::layers_walked(&chain),
+        ..r.claim(&[])
+    };
+    assert_eq!(
+        &walked.layers[..4],
+        &[
+            Some(ClaimedLayer::Wall {
+                piece: Some(r.walls[0])
+            }),
+            Some(ClaimedLayer::Body {
+                target: r.bodies[0],
+                hitbox: Some(HitboxId(0))
+            }),
+            Some(ClaimedLayer::Body {
+                target: r.bodies[1],
+                hitbox: Some(HitboxId(0))
+            }),
+            None,
+        ]
+    );
+    let again = r.fire(&walked);
+    assert_eq!(
+        (again.outcome, again.layers),
+        (verdict.outcome, verdict.layers)
     );
     // One confirmed verdict per body, with the layer damage in its multiplier.
     let folded: Vec<_> = verdict.verdicts().collect();
