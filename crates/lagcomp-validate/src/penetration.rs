@@ -537,8 +537,14 @@ impl Validator {
                     ClaimedLayer::Body { .. } => None,
                 };
                 let Some(index) = found else {
+                    // Beyond the power: a body the walk never met (not one it met out of
+                    // order, or listed twice) though it stands on the line past its end.
                     let beyond = match claimed {
-                        ClaimedLayer::Body { target, .. } if walked.ended_short() => {
+                        ClaimedLayer::Body { target, .. }
+                            if walked.ended_short()
+                                && !walked.met(target)
+                                && !listed(&claim.layers[..slot], target) =>
+                        {
                             on_the_line(history, fired, weapon, &ray, &shooter, target, along)?
                         }
                         _ => false,
@@ -625,6 +631,11 @@ impl Walked<'_> {
                 .any(|layer| layer.hit().is_some_and(|hit| hit.hitbox == h))
         });
         (first >= from && crossed).then_some(first)
+    }
+
+    /// Whether the walk met `target`'s body at all.
+    fn met(&self, target: EntityId) -> bool {
+        self.chain.hits().any(|(hit, _)| hit.entity == target)
     }
 
     /// Whether the shot ended before its reach: out of power, stopped, or out of layers.

@@ -403,6 +403,11 @@ fn the_claimed_chain_is_judged_against_the_rewound_walk() {
         // still a hit), the fifth is beyond it.
         ("lodged in the fourth", range(&[], &five, None), vec![L::Body(0), L::Body(1), L::Body(2), L::Body(3)], Expect::Confirmed(&[TORSO, W75, W56, W42])),
         ("the fifth, beyond the power", range(&[], &five, None), vec![L::Body(0), L::Body(1), L::Body(2), L::Body(3), L::Body(4)], Expect::Refused(Beyond)),
+        // The same disagreements where the round ran out of power: still off the
+        // chain, not beyond it (the walk met those bodies).
+        ("lodged, out of order", range(&[], &five, None), vec![L::Body(1), L::Body(0)], Expect::Refused(Off)),
+        ("lodged, one body twice", range(&[], &five, None), vec![L::Body(0), L::Body(0)], Expect::Refused(Off)),
+        ("lodged, a hitbox it does not have", range(&[], &five, None), vec![L::BadHitbox(3)], Expect::Refused(Off)),
         // A wall claimed where there is none, a body off the line.
         ("a wall that is not there", range(&[], &one, None), vec![L::AnyWall, L::Body(0)], Expect::Refused(Off)),
         ("a body off the line", range(&[], &[Body { feet: Vec3::new(5.0, 0.0, -10.0), ..at(10.0) }], None), vec![L::Body(0)], Expect::Refused(Off)),
