@@ -12,7 +12,8 @@ use std::sync::Arc;
 use lagcomp::query::penetration::PenetrationChain;
 use lagcomp::{
     BoneTransform, EntityId, EntityRole, EntityState, History, HistoryConfig, Hitbox, HitboxId,
-    MaterialId, Pose, Ray, RewindTarget, Rig, Shape, StaticId, Tick, Vec3, Zone,
+    MaterialId, Pose, Ray, RewindTarget, Rig, Shape, StaticId, StaticWorld, Tick, Vec3, WorldHit,
+    Zone,
 };
 use lagcomp_validate::penetration::{
     ClaimedLayer, MAX_PENETRATION_LAYERS, PenetrationClaim, PenetrationLayerResult,
@@ -621,6 +622,104 @@ fn a_weapon_without_a_penetration_table_is_refused_before_the_shot_counts() {
     };
     let verdict = validator.validate_penetration(&r.history, None, &claim, ARRIVAL + 1.0);
     assert_eq!(verdict.outcome.label(), "unknown_weapon");
+}
+
+/// A server's own world: one slab across the line, `thick` metres of `material` whose
+/// near face is 5 m out, for shots down -Z.
+struct Slab {
+    thick: f32,
+    material: u16,
+}
+
+impl Slab {
+    const ID: u64 = 1 << 40;
+
+    /// Where a ray down -Z meets the face at depth `z`, metres along it.
+    fn at(ray: &Ray, z: f32) -> Option<f32> {
+        (ray.dir().z < 0.0).then(|| (ray.origin().z + z) / -ray.dir().z)
+    }
+}
+
+impl StaticWorld for Slab {
+    fn cast_ray(&self, ray: &Ray, layers: u32, time: f64) -> Option<WorldHit> {
+        self.cast_sphere(ray, 0.0, layers, time)
+    }
+
+    fn cast_sphere(&self, ray: &Ray, radius: f32, _layers: u32, _time: f64) -> Option<WorldHit> {
+        let distance = Self::at(ray, 5.0 - radius)?;
+        (0.0..=ray.max_distance())
+            .contains(&distance)
+            .then_some(WorldHit {
+                id: Self::ID,
+                distance,
+                normal: Vec3::Z,
+            })
+    }
+
+    fn material(&self, _id: u64) -> MaterialId {
+        MaterialId(self.material)
+    }
+
+    fn exit_distance(
+        &self,
+        _id: u64,
+        ray: &Ray,
+        entry: f32,
+        max_thickness: f32,
+        _layers: u32,
+        _time: f64,
+    ) -> Option<f32> {
+        Self::at(ray, 5.0 + self.thick).filter(|exit| exit - entry <= max_thickness)
+    }
+}
+
+#[test]
+fn a_server_world_wall_is_walked_through_by_its_material() {
+    let r = range(&[], &[at(10.0)], None);
+    let mut claim = r.claim(&[]);
+    claim.layers[0] = Some(ClaimedLayer::Wall {
+        piece: Some(StaticId(Slab::ID)),
+    });
+    claim.layers[1] = Some(ClaimedLayer::Body {
+        target: r.bodies[0],
+        hitbox: None,
+    });
+    let fire = |world: &Slab| {
+        r.validator
+            .clone()
+            .validate_penetration(&r.history, Some(world), &claim, ARRIVAL)
+    };
+    // 10 cm of wood: crossed, the body behind hit after one layer.
+    let verdict = fire(&Slab {
+        thick: 0.1,
+        material: WOOD,
+    });
+    assert_eq!(damages(&verdict), [W75], "{verdict:#?}");
+    assert!(
+        matches!(verdict.layers[0], PenetrationLayerResult::Wall { piece, crossed: true, .. } if piece == StaticId(Slab::ID))
+    );
+    // 1.5 m of concrete: the round stops at its face, the body is beyond its power.
+    let verdict = fire(&Slab {
+        thick: 1.5,
+        material: CONCRETE,
+    });
+    assert_eq!(
+        verdict.outcome,
+        PenetrationOutcome::Refused {
+            reason: PenetrationReason::PenetrationBeyondPower
+        }
+    );
+    // Without the server's world there is no wall to claim.
+    let verdict = r
+        .validator
+        .clone()
+        .validate_penetration(&r.history, None, &claim, ARRIVAL);
+    assert_eq!(
+        verdict.outcome,
+        PenetrationOutcome::Refused {
+            reason: PenetrationReason::PenetrationOffChain
+        }
+    );
 }
 
 /// The sniper's rules with `table` as its penetration table.
