@@ -509,6 +509,11 @@ fn the_verdict_breaks_the_chain_down_and_folds_one_verdict_per_body() {
         (again.outcome, again.layers),
         (verdict.outcome, verdict.layers)
     );
+    // The verdict survives JSON (the audit tools' form), per-layer results and all.
+    let json = serde_json::to_string(&verdict).unwrap();
+    assert!(json.contains(r#""result":"wall""#), "{json}");
+    let back: PenetrationVerdict = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, verdict);
     // One confirmed verdict per body, with the layer damage in its multiplier.
     let folded: Vec<_> = verdict.verdicts().collect();
     assert_eq!(folded.len(), 2);
