@@ -237,7 +237,7 @@ pub struct LagcompVerdict {
 }
 
 /// The labels a verdict can carry, NUL-terminated for C.
-const LABELS: [&CStr; 38] = [
+const LABELS: [&CStr; 40] = [
     c"confirmed",
     c"miss",
     c"blocked",
@@ -274,6 +274,8 @@ const LABELS: [&CStr; 38] = [
     c"melee_swing_too_large",
     c"melee_out_of_reach",
     c"melee_outside_arc",
+    c"penetration_beyond_power",
+    c"penetration_off_chain",
     c"invulnerable",
     c"dodged",
 ];

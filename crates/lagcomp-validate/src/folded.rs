@@ -6,11 +6,13 @@
 //! per target struck (its pellets' damage added up, or the victim's falloff), or one
 //! [`VerdictOutcome::Miss`] when it struck none, or one rejection. The per-pellet and
 //! per-victim breakdown stays in the kind's own verdict. Every reason a kind can be
-//! refused for is a [`RejectReason`] with the kind's code and name.
+//! refused for is a [`RejectReason`] with the kind's code and name. A penetration claim
+//! folds as a pellet claim does: one [`Verdict`] per body its round struck.
 
 use lagcomp::EntityId;
 
 use crate::pellets::{PelletOutcome, PelletResult, PelletVerdict};
+use crate::penetration::{PenetrationLayerResult, PenetrationOutcome, PenetrationVerdict};
 use crate::projectile::{ProjectileOutcome, ProjectileVerdict};
 use crate::splash::{SplashOutcome, SplashResult, SplashVerdict};
 use crate::validator::melee::{MeleeOutcome, MeleeVerdict};
@@ -208,6 +210,59 @@ fn victim_target(victim: &SplashResult) -> Option<EntityId> {
     match victim {
         SplashResult::Caught { target, .. } | SplashResult::Spared { target, .. } => Some(*target),
         _ => None,
+    }
+}
+
+impl PenetrationVerdict {
+    /// This verdict as [`Verdict`]s: one confirmed per claimed body hit (its first
+    /// hitbox, zone, point and distance, the zone's multiplier times the layer damage as
+    /// the damage multiplier), or one refused per body spared (protected or dodging), in
+    /// the claim's order; or one miss when the claim named no body; or one rejection
+    /// (penetration reasons 1201 and 1202). Allocates nothing.
+    pub fn verdicts(&self) -> impl Iterator<Item = Verdict> + '_ {
+        let alone = alone(match self.outcome {
+            PenetrationOutcome::Confirmed { .. } => Ok(self.layers.iter().any(|l| {
+                matches!(
+                    l,
+                    PenetrationLayerResult::Hit { .. } | PenetrationLayerResult::Spared { .. }
+                )
+            })),
+            PenetrationOutcome::Rejected { reason } => Err(reason),
+            PenetrationOutcome::Refused { reason } => Err(reason.into()),
+        });
+        // A body is listed once (a claim naming one twice is refused), so each is its own.
+        let struck = self.layers.iter().filter_map(|layer| match *layer {
+            PenetrationLayerResult::Hit {
+                target,
+                hitbox,
+                zone,
+                distance,
+                point,
+                damage_multiplier,
+                ..
+            } => Some(VerdictOutcome::Confirmed(Confirmed {
+                target,
+                hitbox,
+                zone,
+                damage_multiplier,
+                distance,
+                point,
+                by_leeway: false,
+            })),
+            PenetrationLayerResult::Spared {
+                target,
+                refusal,
+                distance,
+                ..
+            } => Some(VerdictOutcome::Refused {
+                target,
+                refusal,
+                distance,
+            }),
+            _ => None,
+        });
+        let parts = (self.shooter, self.seq, self.weapon, self.basis);
+        one_or_each(alone, struck, parts)
     }
 }
 

@@ -16,6 +16,8 @@
 //! - [`verdict`]: outcomes, reasons and their basis.
 //! - [`explain`]: verdicts a person can read: how far off a rejected claim was.
 //! - [`projectile`]: client-claimed projectile hits, re-flown and checked.
+//! - [`penetration`]: shots through walls and bodies (a weapon's `penetration` table),
+//!   the claimed chain checked against the rewound walk.
 //! - [`latency`]: [`LatencyTracker`], a client's timing measured on the server from its
 //!   probe replies and snapshot acknowledgements.
 //! - [`audit`]: the `tracing` event and a JSON Lines audit log, and its reader.
@@ -118,6 +120,7 @@ mod jsonl;
 pub mod latency;
 mod measurement;
 pub mod pellets;
+pub mod penetration;
 pub mod projectile;
 pub mod recording;
 pub mod rules;
@@ -138,8 +141,8 @@ pub use latency::{LatencyError, LatencyTracker};
 pub use measurement::Measurement;
 pub use rules::{
     AreaRules, DamageMultipliers, FalloffRules, FlightRules, MeleeLimits, PelletPattern,
-    PelletRules, Policy, RuleSet, RulesError, ShooterReference, TimeMismatch, WeaponKind,
-    WeaponRules,
+    PelletRules, PenetrationTable, Policy, RuleSet, RulesError, ShooterReference, TimeMismatch,
+    WeaponKind, WeaponRules,
 };
 pub use validator::AddPlayerError;
 pub use validator::melee::{

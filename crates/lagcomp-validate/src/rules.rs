@@ -64,7 +64,8 @@ use crate::evasion::DodgeRule;
 pub mod kinds;
 
 pub use kinds::{
-    AreaRules, FalloffRules, FlightRules, MeleeLimits, PelletPattern, PelletRules, WeaponKind,
+    AreaRules, FalloffRules, FlightRules, MeleeLimits, PelletPattern, PelletRules,
+    PenetrationTable, WeaponKind, ZoneMaterials,
 };
 
 /// Everything the validator is configured with: the weapons and the policy.
@@ -182,6 +183,11 @@ pub struct WeaponRules {
     /// blast on impact), refused otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub area: Option<AreaRules>,
+    /// What a hitscan weapon's shot passes through (walls and bodies, by material);
+    /// allowed for `kind = "hitscan"` only. Without it the shot stops at the first wall
+    /// or body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub penetration: Option<PenetrationTable>,
 }
 
 /// Every layer: a weapon's `hit_layers` and `blocked_by` when a rule file does not give
@@ -236,6 +242,7 @@ impl WeaponRules {
             pellets: None,
             melee: None,
             area: None,
+            penetration: None,
         }
     }
 }

@@ -92,11 +92,17 @@ pub enum RejectReason {
     MeleeOutOfReach,
     /// A melee strike further off the attacker's view than the weapon's angle.
     MeleeOutsideArc,
+    /// A penetration claim: a layer claimed beyond where the server's shot ran out of
+    /// power or was stopped (see
+    /// [`crate::penetration::PenetrationReason::PenetrationBeyondPower`]).
+    PenetrationBeyondPower,
+    /// A penetration claim: a layer the server's shot never met where the claim puts it.
+    PenetrationOffChain,
 }
 
 impl RejectReason {
     /// Every reason, in code order.
-    pub const ALL: [Self; 33] = [
+    pub const ALL: [Self; 35] = [
         Self::NonFinite,
         Self::ZeroDirection,
         Self::UnknownWeapon,
@@ -130,12 +136,14 @@ impl RejectReason {
         Self::MeleeSwingTooLarge,
         Self::MeleeOutOfReach,
         Self::MeleeOutsideArc,
+        Self::PenetrationBeyondPower,
+        Self::PenetrationOffChain,
     ];
 
     /// A stable number: the check's number times 100 plus the reason within it
     /// (1xx malformed, 2xx replay, 3xx fire rate, 4xx time, 5xx origin, 6xx angle,
     /// 8xx claim: 801 hitscan, 81x projectile, 83x pellets, 84x splash; 9xx target;
-    /// 11xx melee).
+    /// 11xx melee; 12xx penetration).
     #[must_use]
     pub const fn code(self) -> u16 {
         match self {
@@ -172,6 +180,8 @@ impl RejectReason {
             Self::MeleeSwingTooLarge => 1102,
             Self::MeleeOutOfReach => 1103,
             Self::MeleeOutsideArc => 1104,
+            Self::PenetrationBeyondPower => 1201,
+            Self::PenetrationOffChain => 1202,
         }
     }
 
@@ -212,6 +222,8 @@ impl RejectReason {
             Self::MeleeSwingTooLarge => "melee_swing_too_large",
             Self::MeleeOutOfReach => "melee_out_of_reach",
             Self::MeleeOutsideArc => "melee_outside_arc",
+            Self::PenetrationBeyondPower => "penetration_beyond_power",
+            Self::PenetrationOffChain => "penetration_off_chain",
         }
     }
 }

@@ -4,13 +4,17 @@
 //! [`Falloff`]) by the accessors here. The shared parameters (range, fire rate, tolerances,
 //! damage per zone) stay on [`WeaponRules`].
 
-use lagcomp::Vec3;
+use std::collections::BTreeMap;
+
 use lagcomp::projectile::Flight;
+use lagcomp::query::penetration::PenetrationRules;
 use lagcomp::spread::{Falloff, MAX_PELLETS, Spread, SpreadKind};
+use lagcomp::{MaterialId, Vec3, Zone};
 use serde::{Deserialize, Serialize};
 
 use super::{RulesError, WeaponRules};
 use crate::pellets::PelletWeapon;
+use crate::penetration::MAX_PENETRATION_LAYERS;
 use crate::splash::SplashWeapon;
 
 /// What a weapon fires. Rule files say it with `kind = "..."`; without it a weapon is
@@ -162,6 +166,177 @@ pub struct AreaRules {
     pub bodies_block: bool,
 }
 
+/// What a hitscan weapon's shot passes through (`[weapons.<name>.penetration]`): a sniper
+/// rifle through a wooden wall into the player behind it. See
+/// [`PenetrationRules`] for the model; a hitscan weapon without this table stops at the
+/// first wall or body, as it always did.
+///
+/// ```
+/// use lagcomp::{MaterialId, Zone};
+/// use lagcomp_validate::{RuleSet, WeaponId};
+///
+/// let rules = RuleSet::from_toml(
+///     r#"
+///     [weapons.sniper]
+///     id = 3
+///     max_range = 500.0
+///     min_interval = 1.5
+///     aim_tolerance_deg = 2.0
+///     origin_tolerance = 0.5
+///     hit_leeway = 1.25
+///     hit_leeway_min = 0.05
+///     max_rewind = 0.35
+///
+///     [weapons.sniper.penetration]
+///     power = 1.0
+///     ## concrete, wood, flesh, body armour: cost per metre
+///     costs = [1.0, 0.25, 0.5, 4.0]
+///     layer_damage = 0.75
+///     body_material = 2
+///     zones = { torso = 3 }
+///     "#,
+/// )?;
+/// let sniper = rules.weapon(WeaponId(3)).unwrap().penetration_rules().unwrap();
+/// assert_eq!(sniper.zone_material(Zone::Torso), MaterialId(3));
+/// assert_eq!(sniper.zone_material(Zone::Head), MaterialId(2));
+/// # Ok::<(), lagcomp_validate::RulesError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PenetrationTable {
+    /// The power a shot starts with, in the weapon's own units, 0 to 1e4.
+    pub power: f32,
+    /// What crossing a metre of each material costs, by material id (`costs[m]` for
+    /// [`MaterialId`]`(m)`): each at least 0, `inf` for a material never crossed; a
+    /// material past the list is never crossed. 1 to 65,536 entries.
+    pub costs: Vec<f32>,
+    /// The factor on the weapon's damage per layer crossed before a body (a wall or a
+    /// body), 0 to 1; 1 (no loss) when absent.
+    #[serde(default = "no_layer_loss")]
+    pub layer_damage: f32,
+    /// The most layers (walls and hitboxes) a shot may meet, 1 to
+    /// [`MAX_PENETRATION_LAYERS`]; that many when absent.
+    #[serde(default = "most_layers")]
+    pub max_layers: u16,
+    /// What bodies are made of where `zones` says nothing: an index into `costs`; 0
+    /// when absent.
+    #[serde(default)]
+    pub body_material: u16,
+    /// What hitboxes of a zone are made of (a helmet, body armour): indices into `costs`.
+    #[serde(default)]
+    pub zones: ZoneMaterials,
+}
+
+/// What the hitboxes of each zone are made of, for [`PenetrationTable::zones`]: material
+/// ids, each an index into the weapon's `costs`; a zone left out is the body's material.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ZoneMaterials {
+    /// Head hitboxes (a helmet).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head: Option<u16>,
+    /// Torso hitboxes (body armour).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub torso: Option<u16>,
+    /// Arm and leg hitboxes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limb: Option<u16>,
+    /// Game-defined zones ([`Zone::Custom`]) by number.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub custom: BTreeMap<u16, u16>,
+}
+
+impl ZoneMaterials {
+    /// Every zone given a material, with its name as in rule files.
+    fn each(&self) -> impl Iterator<Item = (String, Zone, u16)> + '_ {
+        [
+            ("head", Zone::Head, self.head),
+            ("torso", Zone::Torso, self.torso),
+            ("limb", Zone::Limb, self.limb),
+        ]
+        .into_iter()
+        .filter_map(|(name, zone, m)| Some((name.to_owned(), zone, m?)))
+        .chain(
+            self.custom
+                .iter()
+                .map(|(&n, &m)| (format!("custom.{n}"), Zone::Custom(n), m)),
+        )
+    }
+}
+
+/// No damage lost per layer: a penetration table's `layer_damage` when absent.
+const fn no_layer_loss() -> f32 {
+    1.0
+}
+
+/// A penetration table's `max_layers` when absent: as many as a claim can list.
+const fn most_layers() -> u16 {
+    MAX_PENETRATION_LAYERS as u16
+}
+
+impl PenetrationTable {
+    /// The first number out of its range, if any: its field (under the table), its value
+    /// and what is allowed.
+    fn out_of_range(&self) -> Option<(String, f64, &'static str)> {
+        if !(self.power.is_finite() && (0.0..=1e4).contains(&self.power)) {
+            return Some(("power".into(), self.power.into(), "0 to 1e4"));
+        }
+        if self.costs.is_empty() || self.costs.len() > usize::from(u16::MAX) + 1 {
+            return Some((
+                "costs".into(),
+                self.costs.len() as f64,
+                "1 to 65,536 materials",
+            ));
+        }
+        if let Some((m, &cost)) = self
+            .costs
+            .iter()
+            .enumerate()
+            .find(|(_, c)| c.is_nan() || **c < 0.0)
+        {
+            return Some((format!("costs[{m}]"), cost.into(), "at least 0, or inf"));
+        }
+        if !(0.0..=1.0).contains(&self.layer_damage) {
+            return Some(("layer_damage".into(), self.layer_damage.into(), "0 to 1"));
+        }
+        if !(1..=MAX_PENETRATION_LAYERS).contains(&usize::from(self.max_layers)) {
+            return Some(("max_layers".into(), self.max_layers.into(), "1 to 8"));
+        }
+        let known = |m: u16| usize::from(m) < self.costs.len();
+        if !known(self.body_material) {
+            return Some((
+                "body_material".into(),
+                self.body_material.into(),
+                "a material of costs (an index into it)",
+            ));
+        }
+        self.zones
+            .each()
+            .find(|&(_, _, m)| !known(m))
+            .map(|(name, _, m)| {
+                (
+                    format!("zones.{name}"),
+                    m.into(),
+                    "a material of costs (an index into it)",
+                )
+            })
+    }
+
+    /// The core's rules. Allocates (the cost and zone tables): build them once per rule
+    /// set, not per shot.
+    fn rules(&self) -> Option<PenetrationRules> {
+        let mut rules = PenetrationRules::new(self.power, self.layer_damage, self.costs.clone())
+            .ok()?
+            .with_max_layers(self.max_layers)
+            .ok()?
+            .with_body_material(MaterialId(self.body_material));
+        for (_, zone, m) in self.zones.each() {
+            rules = rules.with_zone_material(zone, MaterialId(m));
+        }
+        Some(rules)
+    }
+}
+
 impl FalloffRules {
     /// The core's falloff, `None` meaning full damage at every distance.
     fn falloff(rules: Option<Self>) -> Falloff {
@@ -249,6 +424,18 @@ impl WeaponRules {
         })
     }
 
+    /// What a penetrating hitscan weapon's shot passes through (`None` for a weapon
+    /// without a `penetration` table, or of another kind). Always `Some` for such a
+    /// weapon of rules that passed [`super::RuleSet::check`]. Allocates: the validator
+    /// builds them once per rule set.
+    #[must_use]
+    pub fn penetration_rules(&self) -> Option<PenetrationRules> {
+        self.penetration
+            .as_ref()
+            .filter(|_| self.kind == WeaponKind::Hitscan)?
+            .rules()
+    }
+
     /// The limits of a melee weapon (`None` for other kinds).
     #[must_use]
     pub fn melee_limits(&self) -> Option<MeleeLimits> {
@@ -264,6 +451,12 @@ impl WeaponRules {
             ("pellets", self.pellets.is_some(), WeaponKind::Pellets),
             ("melee", self.melee.is_some(), WeaponKind::Melee),
             ("area", self.area.is_some(), WeaponKind::Area),
+            // Optional for its kind: a rifle without it stops at the first wall.
+            (
+                "penetration",
+                self.penetration.is_some(),
+                WeaponKind::Hitscan,
+            ),
         ];
         for (table, present, owner) in tables {
             let allowed =
@@ -276,7 +469,7 @@ impl WeaponRules {
                     present: true,
                 });
             }
-            if !present && self.kind == owner {
+            if !present && self.kind == owner && table != "penetration" {
                 return Err(RulesError::KindTable {
                     weapon: name.to_owned(),
                     kind: self.kind,
@@ -371,6 +564,22 @@ impl WeaponRules {
                 value: value.into(),
                 expected,
             });
+        }
+        if let Some(p) = &self.penetration {
+            if let Some((field, value, expected)) = p.out_of_range() {
+                return Err(RulesError::OutOfRange {
+                    field: f(&format!("penetration.{field}")),
+                    value,
+                    expected,
+                });
+            }
+            // The walk is a line: a thick shot's sphere has no entry and exit to cost.
+            range(
+                f("radius"),
+                self.radius,
+                self.radius == 0.0,
+                "0 for a weapon with a penetration table",
+            )?;
         }
         if let Some(a) = self.area {
             range(

@@ -118,3 +118,27 @@ fn judging_a_claim_of_any_kind_allocates_nothing_in_steady_state() {
         }
     }
 }
+
+#[test]
+fn judging_a_penetration_claim_allocates_nothing_in_steady_state() {
+    let (range, claim) = crate::penetration::through_wood();
+    // The first round builds the weapon's rules and grows the walk's buffers; the rules
+    // are built once per thread, whichever validator judges.
+    for round in 0..2 {
+        let mut validator = range.validator.clone();
+        let (n, verdict) = allocations(|| {
+            let verdict = validator.validate_penetration(
+                &range.history,
+                None,
+                &claim,
+                crate::penetration::ARRIVAL,
+            );
+            (verdict.verdicts().count(), verdict)
+        });
+        assert_eq!(verdict.1.outcome.label(), "confirmed");
+        assert_eq!(verdict.0, 2, "two bodies struck");
+        if round == 1 {
+            assert_eq!(n, 0, "allocations per penetration claim");
+        }
+    }
+}

@@ -12,6 +12,7 @@ mod fixture;
 mod kinds;
 mod level_geometry;
 mod melee;
+mod penetration;
 mod players;
 mod properties;
 mod readable;

@@ -580,7 +580,7 @@ mod cases {
 
     // The kinds' reasons, each from its kind's cheat next to the honest claim (the
     // projectile, pellet, splash and wrong-kind cases in `kinds.rs`, melee's in
-    // `melee.rs`).
+    // `melee.rs`, penetration's in `penetration.rs`).
     pub(super) use crate::kinds::{
         pellet_count_mismatch, pellet_off_target, pellet_seed_mismatch, projectile_off_path,
         projectile_too_early, splash_beyond_range, splash_out_of_radius, splash_through_wall,
@@ -606,6 +606,8 @@ mod cases {
     pub(super) fn melee_outside_arc() -> RejectReason {
         melee(MeleeReason::OutsideArc)
     }
+
+    pub(super) use crate::penetration::{penetration_beyond_power, penetration_off_chain};
 
     fn melee(reason: MeleeReason) -> RejectReason {
         crate::melee::melee_cheat_next_to_its_honest_twin(reason)
@@ -668,6 +670,8 @@ reason_cases! {
     melee_swing_too_large => MeleeSwingTooLarge,
     melee_out_of_reach => MeleeOutOfReach,
     melee_outside_arc => MeleeOutsideArc,
+    penetration_beyond_power => PenetrationBeyondPower,
+    penetration_off_chain => PenetrationOffChain,
 }
 
 #[test]
