@@ -61,6 +61,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::claim::{RenderTime, ShotClaim, WeaponId};
 use crate::pellets::{PelletClaim, PelletVerdict};
+use crate::penetration::{PenetrationClaim, PenetrationVerdict};
 use crate::projectile::{ProjectileHitClaim, ProjectileVerdict};
 use crate::splash::{SplashClaim, SplashVerdict};
 use crate::validator::Validator;
@@ -68,7 +69,8 @@ use crate::validator::melee::{MeleeClaim, MeleeVerdict};
 use crate::verdict::{Basis, Verdict};
 
 /// A claim of any weapon kind. In JSON, the kind's claim with a `"kind"` field naming it
-/// (`"hitscan"`, `"projectile"`, `"pellets"`, `"melee"`, `"splash"`).
+/// (`"hitscan"`, `"projectile"`, `"pellets"`, `"melee"`, `"splash"`,
+/// `"penetration"`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WeaponClaim {
@@ -82,6 +84,8 @@ pub enum WeaponClaim {
     Melee(MeleeClaim),
     /// A blast: a grenade's, or a rocket's on impact.
     Splash(SplashClaim),
+    /// A round that passed through walls and bodies.
+    Penetration(PenetrationClaim),
 }
 
 /// Picks one field out of whichever claim or verdict an enum holds.
@@ -93,13 +97,14 @@ macro_rules! each_kind {
             Self::Pellets($inner) => $field,
             Self::Melee($inner) => $field,
             Self::Splash($inner) => $field,
+            Self::Penetration($inner) => $field,
         }
     };
 }
 
 impl WeaponClaim {
-    /// The kind's stable name, as in JSON: `hitscan`, `projectile`, `pellets`, `melee` or
-    /// `splash`.
+    /// The kind's stable name, as in JSON: `hitscan`, `projectile`, `pellets`, `melee`,
+    /// `splash` or `penetration`.
     #[must_use]
     pub fn kind(&self) -> &'static str {
         kind_name(self.kind_index())
@@ -112,6 +117,7 @@ impl WeaponClaim {
             Self::Pellets(_) => 2,
             Self::Melee(_) => 3,
             Self::Splash(_) => 4,
+            Self::Penetration(_) => 5,
         }
     }
 
@@ -159,6 +165,8 @@ pub enum WeaponVerdict {
     Melee(MeleeVerdict),
     /// A blast's, victim by victim.
     Splash(SplashVerdict),
+    /// A penetrating round's, layer by layer.
+    Penetration(PenetrationVerdict),
 }
 
 impl WeaponVerdict {
@@ -171,6 +179,7 @@ impl WeaponVerdict {
             Self::Pellets(_) => 2,
             Self::Melee(_) => 3,
             Self::Splash(_) => 4,
+            Self::Penetration(_) => 5,
         })
     }
 
@@ -193,32 +202,43 @@ impl WeaponVerdict {
     }
 
     /// This verdict as [`Verdict`]s: one for a hitscan, projectile or melee claim; one per
-    /// target struck (or one miss, or one rejection) for pellets and blasts, as
-    /// [`PelletVerdict::verdicts`] and [`SplashVerdict::verdicts`] fold them. Allocates
+    /// target struck (or one miss, or one rejection) for pellets, blasts and penetrating
+    /// rounds, as [`PelletVerdict::verdicts`], [`SplashVerdict::verdicts`] and
+    /// [`PenetrationVerdict::verdicts`] fold them. Allocates
     /// nothing.
     pub fn verdicts(&self) -> impl Iterator<Item = Verdict> + '_ {
-        let (one, pellets, splash) = match self {
-            Self::Hitscan(verdict) => (Some(*verdict), None, None),
-            Self::Projectile(verdict) => (Some(verdict.verdict()), None, None),
-            Self::Melee(verdict) => (Some(verdict.verdict()), None, None),
-            Self::Pellets(verdict) => (None, Some(verdict.verdicts()), None),
-            Self::Splash(verdict) => (None, None, Some(verdict.verdicts())),
+        let (one, pellets, splash, layers) = match self {
+            Self::Hitscan(verdict) => (Some(*verdict), None, None, None),
+            Self::Projectile(verdict) => (Some(verdict.verdict()), None, None, None),
+            Self::Melee(verdict) => (Some(verdict.verdict()), None, None, None),
+            Self::Pellets(verdict) => (None, Some(verdict.verdicts()), None, None),
+            Self::Splash(verdict) => (None, None, Some(verdict.verdicts()), None),
+            Self::Penetration(verdict) => (None, None, None, Some(verdict.verdicts())),
         };
         one.into_iter()
             .chain(pellets.into_iter().flatten())
             .chain(splash.into_iter().flatten())
+            .chain(layers.into_iter().flatten())
     }
 }
 
 fn kind_name(index: usize) -> &'static str {
-    ["hitscan", "projectile", "pellets", "melee", "splash"][index]
+    [
+        "hitscan",
+        "projectile",
+        "pellets",
+        "melee",
+        "splash",
+        "penetration",
+    ][index]
 }
 
 impl Validator {
     /// Judges a claim of any kind with that kind's validation: [`Validator::validate`] (or
     /// [`Validator::validate_in_world`]), [`Validator::validate_projectile`],
     /// [`Validator::validate_pellets`], [`Validator::validate_melee`] (or
-    /// [`Validator::validate_melee_in_world`]) or [`Validator::validate_splash`].
+    /// [`Validator::validate_melee_in_world`]), [`Validator::validate_splash`] or
+    /// [`Validator::validate_penetration`].
     /// `world` is the level geometry the server has besides the history's own, if any;
     /// `received_at` is the server time the claim arrived, seconds.
     pub fn validate_any(
@@ -249,6 +269,9 @@ impl Validator {
             WeaponClaim::Splash(blast) => {
                 WeaponVerdict::Splash(self.validate_splash(history, world, blast, received_at))
             }
+            WeaponClaim::Penetration(round) => WeaponVerdict::Penetration(
+                self.validate_penetration(history, world, round, received_at),
+            ),
         }
     }
 }

@@ -228,7 +228,7 @@ impl PenetrationVerdict {
                 )
             })),
             PenetrationOutcome::Rejected { reason } => Err(reason),
-            PenetrationOutcome::Refused { reason } => Err(reason.into()),
+            PenetrationOutcome::Disproved { reason } => Err(reason.into()),
         });
         // A body is listed once (a claim naming one twice is refused), so each is its own.
         let struck = self.layers.iter().filter_map(|layer| match *layer {

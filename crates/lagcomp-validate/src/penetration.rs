@@ -251,8 +251,9 @@ pub enum PenetrationOutcome {
         /// Why.
         reason: RejectReason,
     },
-    /// The server's chain disagrees with the claim.
-    Refused {
+    /// The server's chain disagrees with the claim. A cheat-class rejection, folded to
+    /// [`crate::VerdictOutcome::Rejected`].
+    Disproved {
         /// Why.
         reason: PenetrationReason,
     },
@@ -265,7 +266,7 @@ impl PenetrationOutcome {
         match self {
             Self::Confirmed { .. } => "confirmed",
             Self::Rejected { reason } => reason.name(),
-            Self::Refused { reason } => reason.name(),
+            Self::Disproved { reason } => reason.name(),
         }
     }
 }
@@ -555,7 +556,7 @@ impl Validator {
                         PenetrationReason::PenetrationOffChain
                     };
                     results[slot] = PenetrationLayerResult::Unmatched { reason };
-                    return Ok(PenetrationOutcome::Refused { reason });
+                    return Ok(PenetrationOutcome::Disproved { reason });
                 };
                 cursor = index + 1;
                 let layer = &chain.layers()[index];
@@ -690,7 +691,7 @@ fn emit(verdict: &PenetrationVerdict) {
     let label = verdict.outcome.label();
     let code = match verdict.outcome {
         PenetrationOutcome::Rejected { reason } => reason.code(),
-        PenetrationOutcome::Refused { reason } => reason.code(),
+        PenetrationOutcome::Disproved { reason } => reason.code(),
         PenetrationOutcome::Confirmed { .. } => 0,
     };
     if code == 0 {

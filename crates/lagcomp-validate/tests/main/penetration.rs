@@ -21,7 +21,7 @@ use lagcomp_validate::penetration::{
 };
 use lagcomp_validate::{
     ClientTiming, Participant, RejectReason, RenderTime, RuleSet, RulesError, Validator,
-    VerdictOutcome, WeaponId,
+    VerdictOutcome, WeaponClaim, WeaponId, WeaponVerdict,
 };
 
 /// A sniper rifle whose round crosses 1 m of concrete, or 4 m of wood, or 2 m of flesh;
@@ -326,7 +326,7 @@ fn check(name: &str, range: &Range, layers: &[L], expect: Expect) -> Penetration
         Expect::Refused(reason) => {
             assert_eq!(
                 verdict.outcome,
-                PenetrationOutcome::Refused { reason },
+                PenetrationOutcome::Disproved { reason },
                 "{name}: {verdict:#?}"
             );
             // The layer the claim was refused on says so.
@@ -710,7 +710,7 @@ fn a_server_world_wall_is_walked_through_by_its_material() {
     });
     assert_eq!(
         verdict.outcome,
-        PenetrationOutcome::Refused {
+        PenetrationOutcome::Disproved {
             reason: PenetrationReason::PenetrationBeyondPower
         }
     );
@@ -721,7 +721,7 @@ fn a_server_world_wall_is_walked_through_by_its_material() {
         .validate_penetration(&r.history, None, &claim, ARRIVAL);
     assert_eq!(
         verdict.outcome,
-        PenetrationOutcome::Refused {
+        PenetrationOutcome::Disproved {
             reason: PenetrationReason::PenetrationOffChain
         }
     );
@@ -870,4 +870,20 @@ pub(crate) fn through_wood() -> (Range, PenetrationClaim) {
     let r = range(&[Wall(5.0, 0.1, WOOD)], &[at(8.0), at(12.0)], None);
     let claim = r.claim(&[L::Wall(0), L::Body(0), L::Body(1)]);
     (r, claim)
+}
+
+#[test]
+fn a_penetration_claim_through_the_one_entry_point_is_judged_as_by_its_own() {
+    let (range, claim) = through_wood();
+    let any = range.validator.clone().validate_any(
+        &range.history,
+        None,
+        &WeaponClaim::Penetration(claim),
+        ARRIVAL,
+    );
+    assert_eq!(any, WeaponVerdict::Penetration(range.fire(&claim)));
+    assert_eq!(any.kind(), "penetration");
+    assert!(any.verdicts().eq(range.fire(&claim).verdicts()));
+    let json = serde_json::to_string(&WeaponClaim::Penetration(claim)).unwrap();
+    assert!(json.contains("\"kind\":\"penetration\""), "{json}");
 }
