@@ -83,6 +83,7 @@
 //!     newest_tick: Some(Tick(44)),
 //!     verdicts_received: Some(3),
 //!     shots: vec![(12, claim)],
+//!     weapon_shots: Vec::new(),
 //! });
 //! let mut buffer = Vec::new(); // kept and reused frame after frame
 //! input.encode(&mut buffer)?;
@@ -106,6 +107,7 @@ pub mod server;
 pub mod shot_result;
 pub mod snapshot;
 pub mod verdicts;
+mod weapons;
 
 pub use client::{ClientMessage, Input, ProbeReply};
 pub use error::{DecodeError, Direction, EncodeError};
@@ -126,7 +128,7 @@ pub const MAGIC: [u8; 2] = *b"LW";
 /// (tag 2: from tick `u32`, by `f64` seconds), the rejection code 405
 /// (`extrapolated_too_far`) and refused shot results (outcome tag 4: spawn protection, a
 /// dodge).
-pub const PROTOCOL_VERSION: u16 = 5;
+pub const PROTOCOL_VERSION: u16 = 6;
 
 /// The oldest version this build reads: every message of a version from this one to
 /// [`PROTOCOL_VERSION`] decodes (version 4's messages are version 5's without the
