@@ -23,6 +23,10 @@ use crate::verdict::{Basis, RejectReason};
 
 /// One parsed or to-be-written line.
 #[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a line lives on the stack one at a time while it is written or checked; the records a recording keeps box their weapon claims and verdicts"
+)]
 pub(super) enum Line<'a> {
     Header(HeaderLine<'a>),
     Rules(RulesLine<'a>),
