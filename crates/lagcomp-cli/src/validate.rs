@@ -164,49 +164,22 @@ fn print_summary(out: &mut impl Write, results: &[RevalidatedAny], diff: bool) -
     writeln!(out)?;
     // Hitscan-only recordings (format 4 and older) keep the summary they always had.
     if kinds.keys().any(|kind| *kind != "hitscan") {
-        writeln!(out, "per weapon kind")?;
-        writeln!(
+        write_table(
             out,
-            "  {:<20} {:>8} {:>10} {:>8} {:>8} {:>9}",
-            "kind", "claims", "confirmed", "miss", "blocked", "rejected"
+            "per weapon kind",
+            "kind",
+            kinds.iter().map(|(kind, t)| ((*kind).to_owned(), t)),
         )?;
-        for (kind, t) in &kinds {
-            writeln!(
-                out,
-                "  {kind:<20} {:>8} {:>10} {:>8} {:>8} {:>9}",
-                t.total,
-                t.get("confirmed"),
-                t.get("miss"),
-                t.get("blocked"),
-                t.rejected(),
-            )?;
-        }
         writeln!(out)?;
     }
-    writeln!(out, "per shooter")?;
-    writeln!(
+    write_table(
         out,
-        "  {:<20} {:>8} {:>10} {:>8} {:>8} {:>9}  top rejection",
-        "shooter", "claims", "confirmed", "miss", "blocked", "rejected"
-    )?;
-    for (shooter, t) in &shooters {
-        let top = t
-            .by_label
+        "per shooter",
+        "shooter",
+        shooters
             .iter()
-            .filter(|(l, _)| !matches!(**l, "confirmed" | "miss" | "blocked"))
-            .max_by_key(|(_, n)| **n)
-            .map_or(String::from("-"), |(l, n)| format!("{l} ({n})"));
-        writeln!(
-            out,
-            "  {:<20} {:>8} {:>10} {:>8} {:>8} {:>9}  {top}",
-            lagcomp::EntityId::from_bits(*shooter).to_string(),
-            t.total,
-            t.get("confirmed"),
-            t.get("miss"),
-            t.get("blocked"),
-            t.rejected(),
-        )?;
-    }
+            .map(|(shooter, t)| (lagcomp::EntityId::from_bits(*shooter).to_string(), t)),
+    )?;
     writeln!(out)?;
     writeln!(
         out,
@@ -229,6 +202,40 @@ fn print_summary(out: &mut impl Write, results: &[RevalidatedAny], diff: bool) -
                 label(&r.verdict)
             )?;
         }
+    }
+    Ok(())
+}
+
+/// A table of tallies under `heading`, one row per `(name, tally)`, with each row's most
+/// frequent rejection.
+fn write_table<'a>(
+    out: &mut impl Write,
+    heading: &str,
+    first_column: &str,
+    rows: impl Iterator<Item = (String, &'a Tally)>,
+) -> io::Result<()> {
+    writeln!(out, "{heading}")?;
+    writeln!(
+        out,
+        "  {:<20} {:>8} {:>10} {:>8} {:>8} {:>9}  top rejection",
+        first_column, "claims", "confirmed", "miss", "blocked", "rejected"
+    )?;
+    for (name, t) in rows {
+        let top = t
+            .by_label
+            .iter()
+            .filter(|(l, _)| !matches!(**l, "confirmed" | "miss" | "blocked"))
+            .max_by_key(|(_, n)| **n)
+            .map_or(String::from("-"), |(l, n)| format!("{l} ({n})"));
+        writeln!(
+            out,
+            "  {name:<20} {:>8} {:>10} {:>8} {:>8} {:>9}  {top}",
+            t.total,
+            t.get("confirmed"),
+            t.get("miss"),
+            t.get("blocked"),
+            t.rejected(),
+        )?;
     }
     Ok(())
 }

@@ -678,3 +678,17 @@ fn the_outcome_of_the_shotgun_and_the_rocket_are_recorded_with_their_breakdown()
     );
     assert!(rocket.flown.is_some(), "the flown path's impact is kept");
 }
+
+/// `tests/data/kinds.jsonl`: the match of [`play`], which `lagcomp validate`'s tests read.
+const KINDS_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/kinds.jsonl");
+
+#[test]
+fn the_kinds_fixture_is_what_the_library_writes() {
+    let (bytes, _) = play();
+    let generated = String::from_utf8(bytes).unwrap();
+    if std::env::var_os("LAGCOMP_BLESS").is_some() {
+        std::fs::write(KINDS_PATH, &generated).unwrap();
+    }
+    let file = std::fs::read_to_string(KINDS_PATH).expect("tests/data/kinds.jsonl");
+    assert_eq!(file, generated, "stale: rerun with LAGCOMP_BLESS=1");
+}
