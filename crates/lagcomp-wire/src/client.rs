@@ -2,7 +2,7 @@
 //! its answer to the server's round-trip probe, its interpolation delay and its
 //! not-yet-acknowledged shots.
 
-use glam::Quat;
+use glam::{Quat, Vec3};
 use lagcomp::{EntityId, HitboxId, Tick};
 use lagcomp_net::Ping;
 use lagcomp_validate::{ClaimedHit, RenderTime, ShotClaim, WeaponClaim, WeaponId};
@@ -226,14 +226,37 @@ impl Input {
     }
 }
 
-/// The members every kind's claim starts with: shooter, weapon, seq and render time.
+/// The members every kind's claim starts with: shooter, weapon, seq, render time, and
+/// where it came from and went (a shot's origin and direction, a blade's eye and aim),
+/// whose fields `aim` names.
+pub(crate) struct Head {
+    pub(crate) shooter: EntityId,
+    pub(crate) weapon: WeaponId,
+    pub(crate) seq: u32,
+    pub(crate) render_time: RenderTime,
+    pub(crate) from: Vec3,
+    pub(crate) toward: Vec3,
+}
+
+/// The field names of a claim's two vectors in errors: origin and direction, or eye and
+/// aim.
+pub(crate) type AimFields = [&'static str; 2];
+
+pub(crate) const SHOT_AIM: AimFields = ["input.shots.claim.origin", "input.shots.claim.direction"];
+
 pub(crate) fn write_head(
     w: &mut Writer<'_>,
-    shooter: EntityId,
-    weapon: WeaponId,
-    seq: u32,
-    render_time: RenderTime,
+    head: &Head,
+    aim: AimFields,
 ) -> Result<(), EncodeError> {
+    let Head {
+        shooter,
+        weapon,
+        seq,
+        render_time,
+        from,
+        toward,
+    } = *head;
     w.u64(shooter.to_bits());
     w.u16(weapon.0);
     w.u32(seq);
@@ -254,13 +277,20 @@ pub(crate) fn write_head(
             w.f64(by, "input.shots.claim.render_time.by")?;
         }
     }
-    Ok(())
+    w.vec3(from, aim[0])?;
+    w.vec3(toward, aim[1])
 }
 
 pub(crate) fn write_claim(w: &mut Writer<'_>, claim: &ShotClaim) -> Result<(), EncodeError> {
-    write_head(w, claim.shooter, claim.weapon, claim.seq, claim.render_time)?;
-    w.vec3(claim.origin, "input.shots.claim.origin")?;
-    w.vec3(claim.direction, "input.shots.claim.direction")?;
+    let head = Head {
+        shooter: claim.shooter,
+        weapon: claim.weapon,
+        seq: claim.seq,
+        render_time: claim.render_time,
+        from: claim.origin,
+        toward: claim.direction,
+    };
+    write_head(w, &head, SHOT_AIM)?;
     write_hit(w, claim.hit)
 }
 
@@ -289,9 +319,7 @@ pub(crate) fn write_hit(w: &mut Writer<'_>, hit: Option<ClaimedHit>) -> Result<(
 }
 
 /// What [`write_head`] wrote.
-pub(crate) fn read_head(
-    r: &mut Reader<'_>,
-) -> Result<(EntityId, WeaponId, u32, RenderTime), DecodeError> {
+pub(crate) fn read_head(r: &mut Reader<'_>, aim: AimFields) -> Result<Head, DecodeError> {
     let shooter = EntityId::from_bits(r.u64("input.shots.claim.shooter")?);
     let weapon = WeaponId(r.u16("input.shots.claim.weapon")?);
     let seq = r.u32("input.shots.claim.seq")?;
@@ -315,20 +343,25 @@ pub(crate) fn read_head(
             });
         }
     };
-    Ok((shooter, weapon, seq, render_time))
-}
-
-pub(crate) fn read_claim(r: &mut Reader<'_>) -> Result<ShotClaim, DecodeError> {
-    let (shooter, weapon, seq, render_time) = read_head(r)?;
-    let origin = r.vec3("input.shots.claim.origin")?;
-    let direction = r.vec3("input.shots.claim.direction")?;
-    Ok(ShotClaim {
+    Ok(Head {
         shooter,
         weapon,
         seq,
         render_time,
-        origin,
-        direction,
+        from: r.vec3(aim[0])?,
+        toward: r.vec3(aim[1])?,
+    })
+}
+
+pub(crate) fn read_claim(r: &mut Reader<'_>) -> Result<ShotClaim, DecodeError> {
+    let head = read_head(r, SHOT_AIM)?;
+    Ok(ShotClaim {
+        shooter: head.shooter,
+        weapon: head.weapon,
+        seq: head.seq,
+        render_time: head.render_time,
+        origin: head.from,
+        direction: head.toward,
         hit: read_hit(r)?,
     })
 }

@@ -24,7 +24,9 @@ use lagcomp_validate::splash::{MAX_VICTIMS, SplashClaim};
 use lagcomp_validate::{MeleeClaim, WeaponClaim};
 
 use crate::MAX_SHOTS_PER_INPUT;
-use crate::client::{read_claim, read_head, read_hit, write_claim, write_head, write_hit};
+use crate::client::{
+    AimFields, Head, SHOT_AIM, read_claim, read_head, read_hit, write_claim, write_head, write_hit,
+};
 use crate::codec::{Reader, Writer};
 use crate::error::{DecodeError, EncodeError};
 
@@ -48,6 +50,12 @@ const SHAPE_CAPSULE: u8 = 2;
 
 const PATH_LINE: u8 = 0;
 const PATH_ARC: u8 = 1;
+
+/// A blade's two vectors, where a shot has its origin and direction.
+const MELEE_AIM: AimFields = [
+    "input.weapon_shots.melee.eye",
+    "input.weapon_shots.melee.aim",
+];
 
 /// The fewest bytes a weapon shot takes: its sequence number, kind byte and the common
 /// head (shooter, weapon, seq, a tick stamp).
@@ -101,9 +109,15 @@ fn write_weapon_claim(w: &mut Writer<'_>, claim: &WeaponClaim) -> Result<(), Enc
         }
         WeaponClaim::Projectile(hit) => {
             w.u8(KIND_PROJECTILE);
-            write_head(w, hit.shooter, hit.weapon, hit.seq, hit.render_time)?;
-            w.vec3(hit.origin, "input.weapon_shots.projectile.origin")?;
-            w.vec3(hit.direction, "input.weapon_shots.projectile.direction")?;
+            let head = Head {
+                shooter: hit.shooter,
+                weapon: hit.weapon,
+                seq: hit.seq,
+                render_time: hit.render_time,
+                from: hit.origin,
+                toward: hit.direction,
+            };
+            write_head(w, &head, SHOT_AIM)?;
             w.u32(hit.step);
             match hit.target {
                 ClaimedTarget::Entity { entity, hitbox } => {
@@ -120,9 +134,15 @@ fn write_weapon_claim(w: &mut Writer<'_>, claim: &WeaponClaim) -> Result<(), Enc
         }
         WeaponClaim::Pellets(shot) => {
             w.u8(KIND_PELLETS);
-            write_head(w, shot.shooter, shot.weapon, shot.seq, shot.render_time)?;
-            w.vec3(shot.origin, "input.weapon_shots.pellets.origin")?;
-            w.vec3(shot.direction, "input.weapon_shots.pellets.direction")?;
+            let head = Head {
+                shooter: shot.shooter,
+                weapon: shot.weapon,
+                seq: shot.seq,
+                render_time: shot.render_time,
+                from: shot.origin,
+                toward: shot.direction,
+            };
+            write_head(w, &head, SHOT_AIM)?;
             w.u64(shot.seed);
             if usize::from(shot.pellets) > MAX_PELLETS {
                 return Err(EncodeError::Invalid {
@@ -150,23 +170,29 @@ fn write_weapon_claim(w: &mut Writer<'_>, claim: &WeaponClaim) -> Result<(), Enc
         }
         WeaponClaim::Melee(strike) => {
             w.u8(KIND_MELEE);
-            write_head(
-                w,
-                strike.shooter,
-                strike.weapon,
-                strike.seq,
-                strike.render_time,
-            )?;
-            w.vec3(strike.eye, "input.weapon_shots.melee.eye")?;
-            w.vec3(strike.aim, "input.weapon_shots.melee.aim")?;
+            let head = Head {
+                shooter: strike.shooter,
+                weapon: strike.weapon,
+                seq: strike.seq,
+                render_time: strike.render_time,
+                from: strike.eye,
+                toward: strike.aim,
+            };
+            write_head(w, &head, MELEE_AIM)?;
             write_sweep(w, &strike.sweep)?;
             write_hit(w, strike.hit)
         }
         WeaponClaim::Splash(blast) => {
             w.u8(KIND_SPLASH);
-            write_head(w, blast.shooter, blast.weapon, blast.seq, blast.render_time)?;
-            w.vec3(blast.origin, "input.weapon_shots.splash.origin")?;
-            w.vec3(blast.direction, "input.weapon_shots.splash.direction")?;
+            let head = Head {
+                shooter: blast.shooter,
+                weapon: blast.weapon,
+                seq: blast.seq,
+                render_time: blast.render_time,
+                from: blast.origin,
+                toward: blast.direction,
+            };
+            write_head(w, &head, SHOT_AIM)?;
             w.vec3(blast.blast, "input.weapon_shots.splash.blast")?;
             // At most MAX_VICTIMS (16): one byte.
             w.u8(blast.victims.iter().flatten().count() as u8);
@@ -185,9 +211,14 @@ fn read_weapon_claim(r: &mut Reader<'_>) -> Result<WeaponClaim, DecodeError> {
     Ok(match r.u8("input.weapon_shots.kind")? {
         KIND_HITSCAN => WeaponClaim::Hitscan(read_claim(r)?),
         KIND_PROJECTILE => {
-            let (shooter, weapon, seq, render_time) = read_head(r)?;
-            let origin = r.vec3("input.weapon_shots.projectile.origin")?;
-            let direction = r.vec3("input.weapon_shots.projectile.direction")?;
+            let Head {
+                shooter,
+                weapon,
+                seq,
+                render_time,
+                from: origin,
+                toward: direction,
+            } = read_head(r, SHOT_AIM)?;
             let step = r.u32("input.weapon_shots.projectile.step")?;
             let offset = r.offset();
             let target = match r.u8("input.weapon_shots.projectile.target")? {
@@ -219,9 +250,14 @@ fn read_weapon_claim(r: &mut Reader<'_>) -> Result<WeaponClaim, DecodeError> {
             })
         }
         KIND_PELLETS => {
-            let (shooter, weapon, seq, render_time) = read_head(r)?;
-            let origin = r.vec3("input.weapon_shots.pellets.origin")?;
-            let direction = r.vec3("input.weapon_shots.pellets.direction")?;
+            let Head {
+                shooter,
+                weapon,
+                seq,
+                render_time,
+                from: origin,
+                toward: direction,
+            } = read_head(r, SHOT_AIM)?;
             let seed = r.u64("input.weapon_shots.pellets.seed")?;
             let offset = r.offset();
             let pellets = r.u8("input.weapon_shots.pellets.pellets")?;
@@ -270,9 +306,14 @@ fn read_weapon_claim(r: &mut Reader<'_>) -> Result<WeaponClaim, DecodeError> {
             })
         }
         KIND_MELEE => {
-            let (shooter, weapon, seq, render_time) = read_head(r)?;
-            let eye = r.vec3("input.weapon_shots.melee.eye")?;
-            let aim = r.vec3("input.weapon_shots.melee.aim")?;
+            let Head {
+                shooter,
+                weapon,
+                seq,
+                render_time,
+                from: eye,
+                toward: aim,
+            } = read_head(r, MELEE_AIM)?;
             let sweep = read_sweep(r)?;
             WeaponClaim::Melee(MeleeClaim {
                 shooter,
@@ -286,9 +327,14 @@ fn read_weapon_claim(r: &mut Reader<'_>) -> Result<WeaponClaim, DecodeError> {
             })
         }
         KIND_SPLASH => {
-            let (shooter, weapon, seq, render_time) = read_head(r)?;
-            let origin = r.vec3("input.weapon_shots.splash.origin")?;
-            let direction = r.vec3("input.weapon_shots.splash.direction")?;
+            let Head {
+                shooter,
+                weapon,
+                seq,
+                render_time,
+                from: origin,
+                toward: direction,
+            } = read_head(r, SHOT_AIM)?;
             let blast = r.vec3("input.weapon_shots.splash.blast")?;
             let count = r.count_u8(
                 "input.weapon_shots.splash.victims.count",
