@@ -692,3 +692,51 @@ fn the_kinds_fixture_is_what_the_library_writes() {
     let file = std::fs::read_to_string(KINDS_PATH).expect("tests/data/kinds.jsonl");
     assert_eq!(file, generated, "stale: rerun with LAGCOMP_BLESS=1");
 }
+
+#[test]
+fn a_hostile_melee_sweep_is_refused_or_judged_never_a_panic() {
+    let (lines, at) = lines_and("melee");
+    let arc = r#""path":{"Arc":{"pivot":[0.0,1.3,0.0],"axis":[0.0,1.0,0.0],"angle":1.5707964}}"#;
+    let blade = r#""shape":{"Box":{"half_extents":[0.3,0.02,0.01]}}"#;
+    assert!(lines[at].contains(arc) && lines[at].contains(blade));
+    for (what, from, to) in [
+        (
+            "zero axis",
+            arc,
+            arc.replace("[0.0,1.0,0.0]", "[0.0,0.0,0.0]"),
+        ),
+        ("ten turns", arc, arc.replace("1.5707964", "62.83")),
+        (
+            "far pivot",
+            arc,
+            arc.replace("[0.0,1.3,0.0]", "[1e30,0.0,0.0]"),
+        ),
+        (
+            "line",
+            arc,
+            r#""path":{"Line":{"direction":[0.0,0.0,0.0],"distance":-5.0}}"#.to_owned(),
+        ),
+        (
+            "flat blade",
+            blade,
+            blade.replace("[0.3,0.02,0.01]", "[-0.3,0.0,0.0]"),
+        ),
+        (
+            "no rotation",
+            r#""rotation":[0.0,0.0,0.0,1.0]},"shape""#,
+            r#""rotation":[0.0,0.0,0.0,0.0]},"shape""#.to_owned(),
+        ),
+    ] {
+        let mut bad = lines.clone();
+        bad[at] = bad[at].replacen(from, &to, 1);
+        assert_ne!(bad[at], lines[at], "{what}: the edit applies");
+        let text = bad.join("\n") + "\n";
+        match Recording::read(text.as_bytes()) {
+            Err(e) => assert_eq!(e.line, at + 1, "{what}: {e}"),
+            Ok(recording) => {
+                let judged = revalidate_any(&recording, None, |_, _| {});
+                assert!(judged.is_ok(), "{what}: {judged:?}");
+            }
+        }
+    }
+}
