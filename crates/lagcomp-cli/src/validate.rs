@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
-use lagcomp_validate::recording::{Recording, RecordingEntry, Revalidated, revalidate};
-use lagcomp_validate::{RuleSet, VerdictOutcome};
+use lagcomp_validate::recording::{Recording, RecordingEntry, RevalidatedAny, revalidate_any};
+use lagcomp_validate::{RuleSet, WeaponVerdict};
 
 /// Arguments of `lagcomp validate`.
 #[derive(Debug, clap::Args)]
@@ -66,11 +66,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         return write_scene(&recording, rules.as_ref(), seq, args.shooter, path);
     }
 
-    let bar = ProgressBar::new(recording.claims() as u64).with_style(
+    let bar = ProgressBar::new(recording.claims_of_every_kind() as u64).with_style(
         ProgressStyle::with_template("{spinner} validating {pos}/{len} claims {wide_bar} {eta}")
             .expect("a valid template"),
     );
-    let results = revalidate(&recording, rules.as_ref(), |done, total| {
+    let results = revalidate_any(&recording, rules.as_ref(), |done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     })
@@ -83,7 +83,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<()> {
         // The recording's verdict line (ids as numbers), so the output can be compared
         // with, or spliced into, a recording.
         for r in &results {
-            writeln!(out, "{}", RecordingEntry::Verdict(r.verdict).to_json())?;
+            let line = match r.verdict {
+                WeaponVerdict::Hitscan(verdict) => RecordingEntry::Verdict(verdict),
+                other => RecordingEntry::WeaponVerdict(Box::new(other)),
+            };
+            writeln!(out, "{}", line.to_json())?;
         }
         out.flush()?;
         let mut err = io::stderr().lock();
@@ -103,8 +107,8 @@ struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, outcome: &VerdictOutcome) {
-        *self.by_label.entry(outcome.label()).or_default() += 1;
+    fn add(&mut self, verdict: &WeaponVerdict) {
+        *self.by_label.entry(label(verdict)).or_default() += 1;
         self.total += 1;
     }
 
@@ -117,17 +121,31 @@ impl Tally {
     }
 }
 
-fn print_summary(out: &mut impl Write, results: &[Revalidated], diff: bool) -> io::Result<()> {
+/// A claim's verdict as one label: `confirmed`, `miss`, `blocked`, or the reason's name (a
+/// pellet or blast claim counts once, whatever its pellets or victims came to).
+fn label(verdict: &WeaponVerdict) -> &'static str {
+    match verdict {
+        WeaponVerdict::Hitscan(v) => v.outcome.label(),
+        WeaponVerdict::Projectile(v) => v.outcome.label(),
+        WeaponVerdict::Pellets(v) => v.outcome.label(),
+        WeaponVerdict::Melee(v) => v.outcome.label(),
+        WeaponVerdict::Splash(v) => v.outcome.label(),
+    }
+}
+
+fn print_summary(out: &mut impl Write, results: &[RevalidatedAny], diff: bool) -> io::Result<()> {
     let mut all = Tally::default();
     let mut shooters: BTreeMap<u64, Tally> = BTreeMap::new();
+    let mut kinds: BTreeMap<&'static str, Tally> = BTreeMap::new();
     let mut changed = Vec::new();
     for r in results {
-        all.add(&r.verdict.outcome);
+        all.add(&r.verdict);
         shooters
-            .entry(r.verdict.shooter.to_bits())
+            .entry(r.verdict.shooter().to_bits())
             .or_default()
-            .add(&r.verdict.outcome);
-        if r.recorded.is_some_and(|old| old != r.verdict) {
+            .add(&r.verdict);
+        kinds.entry(r.verdict.kind()).or_default().add(&r.verdict);
+        if r.recorded.as_ref().is_some_and(|old| *old != r.verdict) {
             changed.push(r);
         }
     }
@@ -144,30 +162,24 @@ fn print_summary(out: &mut impl Write, results: &[Revalidated], diff: bool) -> i
         )?;
     }
     writeln!(out)?;
-    writeln!(out, "per shooter")?;
-    writeln!(
-        out,
-        "  {:<20} {:>8} {:>10} {:>8} {:>8} {:>9}  top rejection",
-        "shooter", "claims", "confirmed", "miss", "blocked", "rejected"
-    )?;
-    for (shooter, t) in &shooters {
-        let top = t
-            .by_label
-            .iter()
-            .filter(|(l, _)| !matches!(**l, "confirmed" | "miss" | "blocked"))
-            .max_by_key(|(_, n)| **n)
-            .map_or(String::from("-"), |(l, n)| format!("{l} ({n})"));
-        writeln!(
+    // Hitscan-only recordings (format 4 and older) keep the summary they always had.
+    if kinds.keys().any(|kind| *kind != "hitscan") {
+        write_table(
             out,
-            "  {:<20} {:>8} {:>10} {:>8} {:>8} {:>9}  {top}",
-            lagcomp::EntityId::from_bits(*shooter).to_string(),
-            t.total,
-            t.get("confirmed"),
-            t.get("miss"),
-            t.get("blocked"),
-            t.rejected(),
+            "per weapon kind",
+            "kind",
+            kinds.iter().map(|(kind, t)| ((*kind).to_owned(), t)),
         )?;
+        writeln!(out)?;
     }
+    write_table(
+        out,
+        "per shooter",
+        "shooter",
+        shooters
+            .iter()
+            .map(|(shooter, t)| (lagcomp::EntityId::from_bits(*shooter).to_string(), t)),
+    )?;
     writeln!(out)?;
     writeln!(
         out,
@@ -176,17 +188,54 @@ fn print_summary(out: &mut impl Write, results: &[Revalidated], diff: bool) -> i
     )?;
     if diff {
         for r in changed {
-            let old = r.recorded.expect("only claims with a recorded verdict");
+            let old = r
+                .recorded
+                .as_ref()
+                .expect("only claims with a recorded verdict");
             writeln!(
                 out,
                 "  line {:>7}  {} seq {:>6}  {} -> {}",
                 r.line,
-                r.verdict.shooter,
-                r.verdict.seq,
-                old.outcome.label(),
-                r.verdict.outcome.label()
+                r.verdict.shooter(),
+                r.verdict.seq(),
+                label(old),
+                label(&r.verdict)
             )?;
         }
+    }
+    Ok(())
+}
+
+/// A table of tallies under `heading`, one row per `(name, tally)`, with each row's most
+/// frequent rejection.
+fn write_table<'a>(
+    out: &mut impl Write,
+    heading: &str,
+    first_column: &str,
+    rows: impl Iterator<Item = (String, &'a Tally)>,
+) -> io::Result<()> {
+    writeln!(out, "{heading}")?;
+    writeln!(
+        out,
+        "  {:<20} {:>8} {:>10} {:>8} {:>8} {:>9}  top rejection",
+        first_column, "claims", "confirmed", "miss", "blocked", "rejected"
+    )?;
+    for (name, t) in rows {
+        let top = t
+            .by_label
+            .iter()
+            .filter(|(l, _)| !matches!(**l, "confirmed" | "miss" | "blocked"))
+            .max_by_key(|(_, n)| **n)
+            .map_or(String::from("-"), |(l, n)| format!("{l} ({n})"));
+        writeln!(
+            out,
+            "  {name:<20} {:>8} {:>10} {:>8} {:>8} {:>9}  {top}",
+            t.total,
+            t.get("confirmed"),
+            t.get("miss"),
+            t.get("blocked"),
+            t.rejected(),
+        )?;
     }
     Ok(())
 }

@@ -573,6 +573,7 @@ impl Bot {
                 newest_tick: frame.input.newest_tick,
                 verdicts_received: Some(self.verdicts.received()),
                 shots,
+                weapon_shots: Vec::new(),
             });
             // The brain's numbers are finite; a message that will not encode is not sent.
             if input.encode(&mut self.scratch).is_ok() {

@@ -280,6 +280,7 @@ mod tests {
             newest_tick: None,
             verdicts_received: None,
             shots: Vec::new(),
+            weapon_shots: Vec::new(),
         })
         .encode(&mut input)
         .expect("an input encodes");

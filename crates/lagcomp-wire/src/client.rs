@@ -2,10 +2,10 @@
 //! its answer to the server's round-trip probe, its interpolation delay and its
 //! not-yet-acknowledged shots.
 
-use glam::Quat;
+use glam::{Quat, Vec3};
 use lagcomp::{EntityId, HitboxId, Tick};
 use lagcomp_net::Ping;
-use lagcomp_validate::{ClaimedHit, RenderTime, ShotClaim, WeaponId};
+use lagcomp_validate::{ClaimedHit, RenderTime, ShotClaim, WeaponClaim, WeaponId};
 
 use crate::MAX_SHOTS_PER_INPUT;
 use crate::codec::{Reader, Writer, encode_into, kind};
@@ -86,6 +86,12 @@ pub struct Input {
     /// Each claim carries a shooter id for the validator's sake; the server must set it
     /// to the connection's own entity rather than trust it.
     pub shots: Vec<(u32, ShotClaim)>,
+    /// Claims of the other weapon kinds not yet acknowledged (version 6): projectile hits,
+    /// shotgun pellets, melee strikes, blasts, each with the sender's sequence number,
+    /// oldest first. At most [`MAX_SHOTS_PER_INPUT`]. A hitscan claim may come here too,
+    /// though [`Input::shots`] is its place. As with `shots`, the server sets the
+    /// shooter to the connection's own entity.
+    pub weapon_shots: Vec<(u32, WeaponClaim)>,
 }
 
 const INPUT_PING: u8 = 1 << 0;
@@ -152,7 +158,7 @@ impl Input {
             w.u32(*seq);
             write_claim(w, claim)?;
         }
-        Ok(())
+        crate::weapons::write_weapon_shots(w, &self.weapon_shots)
     }
 
     fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
@@ -200,6 +206,12 @@ impl Input {
             let seq = r.u32("input.shots.seq")?;
             shots.push((seq, read_claim(r)?));
         }
+        // Version 6; older inputs carry hitscan claims only.
+        let weapon_shots = if r.version() >= crate::weapons::WEAPON_SHOTS_SINCE {
+            crate::weapons::read_weapon_shots(r)?
+        } else {
+            Vec::new()
+        };
         Ok(Self {
             frame,
             ping,
@@ -209,15 +221,46 @@ impl Input {
             newest_tick,
             verdicts_received,
             shots,
+            weapon_shots,
         })
     }
 }
 
-fn write_claim(w: &mut Writer<'_>, claim: &ShotClaim) -> Result<(), EncodeError> {
-    w.u64(claim.shooter.to_bits());
-    w.u16(claim.weapon.0);
-    w.u32(claim.seq);
-    match claim.render_time {
+/// The members every kind's claim starts with: shooter, weapon, seq, render time, and
+/// where it came from and went (a shot's origin and direction, a blade's eye and aim),
+/// whose fields `aim` names.
+pub(crate) struct Head {
+    pub(crate) shooter: EntityId,
+    pub(crate) weapon: WeaponId,
+    pub(crate) seq: u32,
+    pub(crate) render_time: RenderTime,
+    pub(crate) from: Vec3,
+    pub(crate) toward: Vec3,
+}
+
+/// The field names of a claim's two vectors in errors: origin and direction, or eye and
+/// aim.
+pub(crate) type AimFields = [&'static str; 2];
+
+pub(crate) const SHOT_AIM: AimFields = ["input.shots.claim.origin", "input.shots.claim.direction"];
+
+pub(crate) fn write_head(
+    w: &mut Writer<'_>,
+    head: &Head,
+    aim: AimFields,
+) -> Result<(), EncodeError> {
+    let Head {
+        shooter,
+        weapon,
+        seq,
+        render_time,
+        from,
+        toward,
+    } = *head;
+    w.u64(shooter.to_bits());
+    w.u16(weapon.0);
+    w.u32(seq);
+    match render_time {
         RenderTime::Time(time) => {
             w.u8(RENDER_TIME);
             w.f64(time, "input.shots.claim.render_time")?;
@@ -234,9 +277,26 @@ fn write_claim(w: &mut Writer<'_>, claim: &ShotClaim) -> Result<(), EncodeError>
             w.f64(by, "input.shots.claim.render_time.by")?;
         }
     }
-    w.vec3(claim.origin, "input.shots.claim.origin")?;
-    w.vec3(claim.direction, "input.shots.claim.direction")?;
-    let Some(hit) = claim.hit else {
+    w.vec3(from, aim[0])?;
+    w.vec3(toward, aim[1])
+}
+
+pub(crate) fn write_claim(w: &mut Writer<'_>, claim: &ShotClaim) -> Result<(), EncodeError> {
+    let head = Head {
+        shooter: claim.shooter,
+        weapon: claim.weapon,
+        seq: claim.seq,
+        render_time: claim.render_time,
+        from: claim.origin,
+        toward: claim.direction,
+    };
+    write_head(w, &head, SHOT_AIM)?;
+    write_hit(w, claim.hit)
+}
+
+/// A claimed hit: flags, then the target and what the flags announce.
+pub(crate) fn write_hit(w: &mut Writer<'_>, hit: Option<ClaimedHit>) -> Result<(), EncodeError> {
+    let Some(hit) = hit else {
         w.u8(0);
         return Ok(());
     };
@@ -258,7 +318,8 @@ fn write_claim(w: &mut Writer<'_>, claim: &ShotClaim) -> Result<(), EncodeError>
     Ok(())
 }
 
-fn read_claim(r: &mut Reader<'_>) -> Result<ShotClaim, DecodeError> {
+/// What [`write_head`] wrote.
+pub(crate) fn read_head(r: &mut Reader<'_>, aim: AimFields) -> Result<Head, DecodeError> {
     let shooter = EntityId::from_bits(r.u64("input.shots.claim.shooter")?);
     let weapon = WeaponId(r.u16("input.shots.claim.weapon")?);
     let seq = r.u32("input.shots.claim.seq")?;
@@ -282,8 +343,31 @@ fn read_claim(r: &mut Reader<'_>) -> Result<ShotClaim, DecodeError> {
             });
         }
     };
-    let origin = r.vec3("input.shots.claim.origin")?;
-    let direction = r.vec3("input.shots.claim.direction")?;
+    Ok(Head {
+        shooter,
+        weapon,
+        seq,
+        render_time,
+        from: r.vec3(aim[0])?,
+        toward: r.vec3(aim[1])?,
+    })
+}
+
+pub(crate) fn read_claim(r: &mut Reader<'_>) -> Result<ShotClaim, DecodeError> {
+    let head = read_head(r, SHOT_AIM)?;
+    Ok(ShotClaim {
+        shooter: head.shooter,
+        weapon: head.weapon,
+        seq: head.seq,
+        render_time: head.render_time,
+        origin: head.from,
+        direction: head.toward,
+        hit: read_hit(r)?,
+    })
+}
+
+/// What [`write_hit`] wrote.
+pub(crate) fn read_hit(r: &mut Reader<'_>) -> Result<Option<ClaimedHit>, DecodeError> {
     let offset = r.offset();
     let flags = r.flags("input.shots.claim.hit.flags", HIT | HIT_HITBOX | HIT_POINT)?;
     let hit = if flags & HIT != 0 {
@@ -313,13 +397,5 @@ fn read_claim(r: &mut Reader<'_>) -> Result<ShotClaim, DecodeError> {
     } else {
         None
     };
-    Ok(ShotClaim {
-        shooter,
-        weapon,
-        seq,
-        render_time,
-        origin,
-        direction,
-        hit,
-    })
+    Ok(hit)
 }

@@ -35,6 +35,8 @@ pub(crate) mod kind {
 pub(crate) struct Reader<'a> {
     bytes: &'a [u8],
     offset: usize,
+    /// The message's protocol version, from its header (what fields it has).
+    version: u16,
 }
 
 impl<'a> Reader<'a> {
@@ -47,7 +49,11 @@ impl<'a> Reader<'a> {
                 max: MAX_MESSAGE_BYTES,
             });
         }
-        let mut reader = Self { bytes, offset: 0 };
+        let mut reader = Self {
+            bytes,
+            offset: 0,
+            version: PROTOCOL_VERSION,
+        };
         let magic: [u8; 2] = reader.array("header.magic")?;
         if magic != MAGIC {
             return Err(DecodeError::BadMagic { found: magic });
@@ -59,6 +65,7 @@ impl<'a> Reader<'a> {
                 expected: PROTOCOL_VERSION,
             });
         }
+        reader.version = version;
         let kind = reader.u8("header.kind")?;
         let (mine, theirs): (&[u8], &[u8]) = match direction {
             Direction::ToServer => (&kind::CLIENT, &kind::SERVER),
@@ -74,6 +81,11 @@ impl<'a> Reader<'a> {
             return Err(DecodeError::UnknownKind { kind });
         }
         Ok((reader, kind))
+    }
+
+    /// The message's protocol version.
+    pub(crate) fn version(&self) -> u16 {
+        self.version
     }
 
     /// Where the next read starts.

@@ -118,6 +118,17 @@ pub enum DecodeError {
         /// The code.
         code: u16,
     },
+    /// A value the receiver's types refuse (a swept blade of no size, pellets named out
+    /// of order or past the count fired).
+    #[error("invalid {field} at byte {offset}: {reason}")]
+    Invalid {
+        /// Byte offset of the field.
+        offset: usize,
+        /// Which field.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// A value the encoder never writes this way (so every message has one encoding).
     #[error("non-canonical {field} at byte {offset}")]
     NonCanonical {
@@ -153,6 +164,7 @@ impl DecodeError {
             | Self::TooMany { offset, .. }
             | Self::BadPart { offset, .. }
             | Self::UnknownRejectCode { offset, .. }
+            | Self::Invalid { offset, .. }
             | Self::NonCanonical { offset, .. }
             | Self::TrailingBytes { offset, .. } => Some(offset),
         }
@@ -191,6 +203,14 @@ impl std::fmt::Display for Direction {
 /// buffer is left empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum EncodeError {
+    /// A value the receiver would refuse (pellets past the most a shot fires).
+    #[error("invalid {field}: {reason}")]
+    Invalid {
+        /// Which field.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// A float is NaN or infinite.
     #[error("non-finite number in {field}")]
     NonFinite {

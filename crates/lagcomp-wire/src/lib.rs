@@ -9,7 +9,8 @@
 //!
 //! - client to server, [`ClientMessage`]: [`Input`] every frame (view, clock-sync
 //!   [`lagcomp_net::Ping`], [`ProbeReply`], interpolation delay, newest tick, the
-//!   redundant [`lagcomp_validate::ShotClaim`]s);
+//!   redundant [`lagcomp_validate::ShotClaim`]s, and from version 6 claims of every weapon
+//!   kind, [`lagcomp_validate::WeaponClaim`]s);
 //! - server to client, [`ServerMessage`]: [`Welcome`], snapshot parts ([`SnapshotPart`]
 //!   of [`EntityFrame`]s, split by [`SnapshotEncoder`]), [`lagcomp_net::Pong`],
 //!   [`RttProbe`], a cumulative shot acknowledgement, and the shots' [`WireVerdict`]s,
@@ -35,7 +36,7 @@
 //! - [`guard`]: the per-sender malformed-message guard.
 //! - [`error`]: decode and encode errors.
 //!
-//! # Byte layout (version 5)
+//! # Byte layout (version 6)
 //!
 //! All integers and floats little-endian; floats are IEEE 754 bits as they are (never
 //! quantized, never NaN or infinite). Every message starts with a 5-byte header:
@@ -47,7 +48,7 @@
 //!
 //! | kind | message | body |
 //! | --- | --- | --- |
-//! | `0x01` | [`Input`] | frame `u32`, flags, \[ping\], \[probe reply\], aim `4×f32`, interp delay `f64`, \[newest tick\], \[verdicts received `u32`\], shots `u8` × (seq `u32`, claim) |
+//! | `0x01` | [`Input`] | frame `u32`, flags, \[ping\], \[probe reply\], aim `4×f32`, interp delay `f64`, \[newest tick\], \[verdicts received `u32`\], shots `u8` × (seq `u32`, claim), weapon shots `u8` × (seq `u32`, kind `u8`, that kind's claim) |
 //! | `0x81` | [`Welcome`] | entity `u64`, tick rate, send rate, max rewind `f64`, bones `u16`, arena half size `f32`, walls `u16`, seed `u64` |
 //! | `0x82` | [`SnapshotPart`] | tick `u32`, server time `f64`, part `u8`, parts `u8`, entities `u16` × (id `u64`, flags, velocity, \[last teleport `u32`\], \[in view since `u32`\], bones `u16` × (translation, rotation, \[scale\]) \| stance (position, yaw, crouch, phase `f32`, aim)) |
 //! | `0x83` | [`lagcomp_net::Pong`] | id `u32`, three `f64` times |
@@ -83,6 +84,7 @@
 //!     newest_tick: Some(Tick(44)),
 //!     verdicts_received: Some(3),
 //!     shots: vec![(12, claim)],
+//!     weapon_shots: Vec::new(),
 //! });
 //! let mut buffer = Vec::new(); // kept and reused frame after frame
 //! input.encode(&mut buffer)?;
@@ -106,6 +108,7 @@ pub mod server;
 pub mod shot_result;
 pub mod snapshot;
 pub mod verdicts;
+mod weapons;
 
 pub use client::{ClientMessage, Input, ProbeReply};
 pub use error::{DecodeError, Direction, EncodeError};
@@ -125,12 +128,14 @@ pub const MAGIC: [u8; 2] = *b"LW";
 /// (including a new rejection reason). Version 5 added the extrapolated render time
 /// (tag 2: from tick `u32`, by `f64` seconds), the rejection code 405
 /// (`extrapolated_too_far`) and refused shot results (outcome tag 4: spawn protection, a
-/// dodge).
-pub const PROTOCOL_VERSION: u16 = 5;
+/// dodge). Version 6 added an input's weapon shots: claims of every weapon kind
+/// (projectile hits, pellets, melee strikes, blasts), each after a kind byte.
+pub const PROTOCOL_VERSION: u16 = 6;
 
 /// The oldest version this build reads: every message of a version from this one to
 /// [`PROTOCOL_VERSION`] decodes (version 4's messages are version 5's without the
-/// extrapolated render time, code 405 and refused results); any other is refused.
+/// extrapolated render time, code 405 and refused results; version 5's inputs are version
+/// 6's without weapon shots); any other is refused.
 pub const OLDEST_READ_VERSION: u16 = 4;
 
 /// No message is longer than this, bytes; a longer one is refused before it is read.

@@ -4,7 +4,7 @@
 //! module; it uses neither.
 
 use lagcomp::{EntityId, HitboxId};
-use lagcomp_validate::{Refusal, RejectReason, VerdictOutcome};
+use lagcomp_validate::{Refusal, RejectReason, VerdictOutcome, WeaponVerdict};
 
 use crate::codec::{Reader, Writer};
 use crate::error::{DecodeError, EncodeError};
@@ -59,6 +59,20 @@ impl From<&VerdictOutcome> for WireOutcome {
                 target, refusal, ..
             } => Self::Refused { target, refusal },
         }
+    }
+}
+
+impl WireVerdict {
+    /// A verdict of any weapon kind as its shooter gets it: a hitscan, projectile or
+    /// melee verdict as one result; a pellet or blast verdict as one per target struck
+    /// (one miss when none was, one rejection for a refused claim), as
+    /// [`WeaponVerdict::verdicts`] folds them, each with the claim's sequence number.
+    /// Allocates nothing; push each into the client's [`crate::VerdictOutbox`].
+    pub fn of_weapon_verdict(verdict: &WeaponVerdict) -> impl Iterator<Item = Self> + '_ {
+        verdict.verdicts().map(|folded| Self {
+            seq: folded.seq,
+            outcome: WireOutcome::from(&folded.outcome),
+        })
     }
 }
 

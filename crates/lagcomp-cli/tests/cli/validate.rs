@@ -181,3 +181,51 @@ fn scene_writes_the_claims_picture_as_glb() {
     assert!(!out.status.success());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A format 5 recording with a claim of every weapon kind (written by
+/// `lagcomp-validate`'s `recording_kinds` tests).
+fn kinds() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../lagcomp-validate/tests/data/kinds.jsonl")
+}
+
+#[test]
+fn every_weapon_kind_is_re_validated_and_tallied_per_kind() {
+    let out = lagcomp(&["validate", kinds().to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("6 claims re-validated"), "{stdout}");
+    assert!(
+        stdout.contains("0 of 6 recorded verdicts differ"),
+        "{stdout}"
+    );
+    let row = |kind: &str| {
+        stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(kind))
+            .unwrap_or_else(|| panic!("no {kind} row in\n{stdout}"))
+            .split_whitespace()
+            .take(6)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert!(stdout.contains("per weapon kind"), "{stdout}");
+    assert_eq!(row("hitscan"), "hitscan 1 1 0 0 0");
+    assert_eq!(row("pellets"), "pellets 2 1 0 0 1");
+    for kind in ["projectile", "melee", "splash"] {
+        assert_eq!(row(kind), format!("{kind} 1 1 0 0 0"));
+    }
+    // --json: each claim's verdict in its recording line's shape.
+    let out = lagcomp(&["validate", kinds().to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let types: Vec<String> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON")["type"].to_string())
+        .collect();
+    assert_eq!(
+        types,
+        ["\"verdict\""]
+            .into_iter()
+            .chain(["\"weapon_verdict\""; 5])
+            .collect::<Vec<_>>()
+    );
+}

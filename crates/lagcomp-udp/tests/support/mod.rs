@@ -113,6 +113,7 @@ pub(crate) fn flood(server: SocketAddr, seconds: f64, copies: usize, vary: bool)
                     newest_tick: None,
                     verdicts_received: None,
                     shots: vec![(0, claim); copies],
+                    weapon_shots: Vec::new(),
                 });
                 input.encode(&mut bytes).expect("an input encodes");
                 client.send_message(UNRELIABLE, bytes.clone());

@@ -817,6 +817,7 @@ impl Claimant {
             newest_tick: None,
             verdicts_received: Some(self.inbox.received()),
             shots: vec![(seq, claim)],
+            weapon_shots: Vec::new(),
         });
         let mut bytes = Vec::new();
         input.encode(&mut bytes).expect("an input encodes");

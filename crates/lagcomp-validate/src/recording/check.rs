@@ -64,8 +64,8 @@ pub(super) struct Checker {
     /// bytes).
     retiring: VecDeque<(u64, u64)>,
     history_bytes: u64,
-    /// The previous line, if it was a claim: (shooter, seq, weapon).
-    last_claim: Option<(u64, u32, u16)>,
+    /// The previous line, if it was a claim: (shooter, seq, weapon, its kind's name).
+    last_claim: Option<(u64, u32, u16, &'static str)>,
     /// Scratch: entities seen in the frame being checked.
     in_frame: HashSet<u64>,
 }
@@ -316,12 +316,54 @@ impl Checker {
                     self.member_since_extrapolation("claim.render_time.extrapolated")?;
                 }
                 self.first_claim.get_or_insert(at);
-                claim = Some((c.shooter, c.seq, c.weapon));
+                claim = Some((c.shooter, c.seq, c.weapon, "hitscan"));
             }
-            Line::Verdict(v) => {
-                let Some((shooter, seq, weapon)) = self.last_claim else {
+            Line::WeaponClaim(c) => {
+                self.kinds_since(RecordType::WeaponClaim)?;
+                finite("received_at", c.received_at)?;
+                let shooter = c.claim.shooter().to_bits();
+                self.known_entity(shooter, "weapon_claim (shooter)")?;
+                self.first_claim.get_or_insert(at);
+                claim = Some((shooter, c.claim.seq(), c.claim.weapon().0, c.claim.kind()));
+            }
+            Line::WeaponVerdict(v) => {
+                self.kinds_since(RecordType::WeaponVerdict)?;
+                let Some((shooter, seq, weapon, kind)) = self.last_claim else {
                     return Err(RecordingErrorKind::VerdictWithoutClaim);
                 };
+                let verdict = &v.verdict;
+                if verdict.kind() != kind {
+                    return Err(RecordingErrorKind::VerdictKindMismatch {
+                        verdict: verdict.kind(),
+                        claim: kind,
+                    });
+                }
+                let (v_shooter, v_seq, v_weapon) = (
+                    verdict.shooter().to_bits(),
+                    verdict.seq(),
+                    weapon_of(verdict).0,
+                );
+                if (v_shooter, v_seq, v_weapon) != (shooter, seq, weapon) {
+                    return Err(RecordingErrorKind::VerdictMismatch {
+                        shooter: v_shooter,
+                        seq: v_seq,
+                        weapon: v_weapon,
+                        claim_shooter: shooter,
+                        claim_seq: seq,
+                        claim_weapon: weapon,
+                    });
+                }
+            }
+            Line::Verdict(v) => {
+                let Some((shooter, seq, weapon, kind)) = self.last_claim else {
+                    return Err(RecordingErrorKind::VerdictWithoutClaim);
+                };
+                if kind != "hitscan" {
+                    return Err(RecordingErrorKind::VerdictKindMismatch {
+                        verdict: "hitscan",
+                        claim: kind,
+                    });
+                }
                 if v.entity.is_some() {
                     self.member_since("verdict.entity")?;
                 }
@@ -421,6 +463,20 @@ impl Checker {
             return Err(RecordingErrorKind::NotInVersion {
                 kind,
                 needs: LEVEL_RECORDS_SINCE,
+                version: self.version,
+            });
+        }
+        Ok(())
+    }
+
+    /// Refuses a record of format 5 (claims and verdicts of every weapon kind) in an older
+    /// file.
+    fn kinds_since(&self, kind: RecordType) -> Result<(), RecordingErrorKind> {
+        const KINDS_SINCE: u32 = 5;
+        if self.version < u64::from(KINDS_SINCE) {
+            return Err(RecordingErrorKind::NotInVersion {
+                kind,
+                needs: KINDS_SINCE,
                 version: self.version,
             });
         }
@@ -528,5 +584,17 @@ fn too_large(what: &'static str, got: usize, limit: usize) -> RecordingErrorKind
         what,
         got: got as u64,
         limit: limit as u64,
+    }
+}
+
+/// The weapon a verdict of any kind names.
+fn weapon_of(verdict: &crate::any::WeaponVerdict) -> crate::claim::WeaponId {
+    use crate::any::WeaponVerdict;
+    match verdict {
+        WeaponVerdict::Hitscan(v) => v.weapon,
+        WeaponVerdict::Projectile(v) => v.weapon,
+        WeaponVerdict::Pellets(v) => v.weapon,
+        WeaponVerdict::Melee(v) => v.weapon,
+        WeaponVerdict::Splash(v) => v.weapon,
     }
 }

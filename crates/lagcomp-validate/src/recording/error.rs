@@ -310,6 +310,23 @@ pub enum RecordingErrorKind {
         /// The claim's weapon.
         claim_weapon: u16,
     },
+    /// A verdict of another weapon kind than the claim before it (a `verdict` line after
+    /// a pellet claim, a melee verdict after a splash claim).
+    #[error("a {verdict} verdict follows a {claim} claim")]
+    VerdictKindMismatch {
+        /// The verdict's kind: `hitscan`, `projectile`, `pellets`, `melee`, `splash`.
+        verdict: &'static str,
+        /// The claim's kind.
+        claim: &'static str,
+    },
+    /// A claim or verdict of a weapon kind with a number that is NaN or infinite, which
+    /// JSON cannot hold and the reader would refuse (a hitscan claim's are written as
+    /// `null`; other kinds are checked finite on the wire before they are judged).
+    #[error("{what} is not finite")]
+    NotWritable {
+        /// What holds it.
+        what: &'static str,
+    },
     /// A verdict whose members do not fit its outcome.
     #[error("invalid verdict: {0}")]
     Verdict(String),

@@ -54,7 +54,9 @@ mod write;
 pub use error::{RecordingError, RecordingErrorKind};
 pub use read::Recording;
 pub use record::{FrameEntity, RecordType, RecordedFrame, RecordingEntry};
-pub use replay::{ReplayedClaim, Revalidated, revalidate, revalidate_until};
+pub use replay::{
+    ReplayedClaim, Revalidated, RevalidatedAny, revalidate, revalidate_any, revalidate_until,
+};
 pub use write::RecordingWriter;
 
 /// The version of the recording format this crate reads and writes. It changes whenever
@@ -65,8 +67,9 @@ pub use write::RecordingWriter;
 /// heightfields, pieces with lifetimes); version 1 files still read and re-validate the
 /// same. Version 3 added entity roles and weapon layers; version 4 entity velocities in
 /// frames, extrapolated render times, the entity states `invulnerable` and `evasive` and
-/// the `refused` verdict.
-pub const FORMAT_VERSION: u32 = 4;
+/// the `refused` verdict. Version 5 added claims and verdicts of every weapon kind
+/// (`weapon_claim`, `weapon_verdict`: projectiles, pellets, melee, splash).
+pub const FORMAT_VERSION: u32 = 5;
 
 /// The versions this crate reads: every version up to [`FORMAT_VERSION`].
 pub const READS_VERSIONS: std::ops::RangeInclusive<u64> = 1..=FORMAT_VERSION as u64;

@@ -137,6 +137,21 @@ impl Recording {
             .count()
     }
 
+    /// The number of claims of every weapon kind: `claim` and `weapon_claim` lines (what
+    /// [`super::revalidate_any`] judges).
+    #[must_use]
+    pub fn claims_of_every_kind(&self) -> usize {
+        self.records
+            .iter()
+            .filter(|(_, r)| {
+                matches!(
+                    r,
+                    RecordingEntry::Claim { .. } | RecordingEntry::WeaponClaim { .. }
+                )
+            })
+            .count()
+    }
+
     /// Checks the records again, as [`Recording::read`] did, and that `config` and
     /// `rules` are the header's and the rules record's (the fields are public, so a
     /// recording may have been edited since it was read).

@@ -17,7 +17,9 @@ use super::wire::{
     ClaimLine, EntityLine, FrameEntityLine, FrameLine, HeaderLine, HitLine, LevelAddLine,
     LevelLine, LevelRemoveLine, Line, Num32, Num64, OutcomeLabel, ParticipantLine, PieceLine,
     RegisterLine, RenderTimeLine, RulesLine, SpawnLine, StaticLine, TimingLine, VerdictLine,
+    WeaponClaimLine, WeaponVerdictLine,
 };
+use crate::any::{WeaponClaim, WeaponVerdict};
 use crate::claim::{ClaimedHit, ClientTiming, RenderTime, ShotClaim, WeaponId};
 use crate::rules::RuleSet;
 use crate::validator::Participant;
@@ -55,11 +57,16 @@ pub enum RecordType {
     Claim,
     /// The verdict the claim before it was given.
     Verdict,
+    /// A claim of any weapon kind as it arrived (format version 5).
+    WeaponClaim,
+    /// The verdict the `weapon_claim` before it was given, with its kind's breakdown
+    /// (format version 5).
+    WeaponVerdict,
 }
 
 impl RecordType {
     /// Every type, in the order the format document lists them.
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 16] = [
         Self::Header,
         Self::Rules,
         Self::Static,
@@ -74,6 +81,8 @@ impl RecordType {
         Self::Timing,
         Self::Claim,
         Self::Verdict,
+        Self::WeaponClaim,
+        Self::WeaponVerdict,
     ];
 
     /// The `"type"` string.
@@ -94,6 +103,8 @@ impl RecordType {
             Self::Timing => "timing",
             Self::Claim => "claim",
             Self::Verdict => "verdict",
+            Self::WeaponClaim => "weapon_claim",
+            Self::WeaponVerdict => "weapon_verdict",
         }
     }
 
@@ -194,6 +205,17 @@ pub enum RecordingEntry {
     },
     /// The verdict the claim on the previous line was given.
     Verdict(Verdict),
+    /// [`crate::Validator::validate_any`] of a claim of any kind that arrived at
+    /// `received_at` (format 5). Boxed: a pellet claim is about 1 KB, and a recording
+    /// holds mostly frames.
+    WeaponClaim {
+        /// Server time of arrival, seconds.
+        received_at: f64,
+        /// The claim.
+        claim: Box<WeaponClaim>,
+    },
+    /// The verdict the `weapon_claim` on the previous line was given (format 5).
+    WeaponVerdict(Box<WeaponVerdict>),
 }
 
 /// One server tick: [`lagcomp::History::begin_frame`], a
@@ -242,6 +264,8 @@ impl RecordingEntry {
             Self::Timing { .. } => RecordType::Timing,
             Self::Claim { .. } => RecordType::Claim,
             Self::Verdict(_) => RecordType::Verdict,
+            Self::WeaponClaim { .. } => RecordType::WeaponClaim,
+            Self::WeaponVerdict(_) => RecordType::WeaponVerdict,
         }
     }
 
@@ -318,6 +342,10 @@ impl RecordingEntry {
             Self::Timing { shooter, timing } => Line::Timing(timing_line(*shooter, timing)),
             Self::Claim { received_at, claim } => Line::Claim(claim_line(*received_at, claim)),
             Self::Verdict(verdict) => Line::Verdict(verdict_line(verdict)),
+            Self::WeaponClaim { received_at, claim } => {
+                Line::WeaponClaim(weapon_claim_line(*received_at, claim))
+            }
+            Self::WeaponVerdict(verdict) => Line::WeaponVerdict(weapon_verdict_line(verdict)),
         }
     }
 
@@ -399,6 +427,11 @@ impl RecordingEntry {
                 claim: claim_of(&c),
             },
             Line::Verdict(v) => Self::Verdict(verdict_of(&v)?),
+            Line::WeaponClaim(c) => Self::WeaponClaim {
+                received_at: c.received_at,
+                claim: Box::new(c.claim),
+            },
+            Line::WeaponVerdict(v) => Self::WeaponVerdict(Box::new(v.verdict)),
         })
     }
 }
@@ -795,4 +828,19 @@ fn verdict_of(v: &VerdictLine) -> Result<Verdict, RecordingErrorKind> {
         outcome,
         basis: v.basis,
     })
+}
+
+pub(super) fn weapon_claim_line(received_at: f64, claim: &WeaponClaim) -> WeaponClaimLine {
+    WeaponClaimLine {
+        kind: RecordType::WeaponClaim,
+        received_at,
+        claim: *claim,
+    }
+}
+
+pub(super) fn weapon_verdict_line(verdict: &WeaponVerdict) -> WeaponVerdictLine {
+    WeaponVerdictLine {
+        kind: RecordType::WeaponVerdict,
+        verdict: *verdict,
+    }
 }

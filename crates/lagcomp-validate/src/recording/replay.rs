@@ -11,6 +11,10 @@ use lagcomp::{EntityId, History};
 use super::error::{RecordingError, RecordingErrorKind};
 use super::read::Recording;
 use super::record::RecordingEntry;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::any::{WeaponClaim, WeaponVerdict};
 use crate::claim::ShotClaim;
 use crate::rules::{Policy, RuleSet};
 use crate::validator::Validator;
@@ -37,14 +41,75 @@ impl Revalidated {
     /// compared without it.
     #[must_use]
     pub fn changed(&self) -> bool {
-        self.recorded.is_some_and(|recorded| {
-            let mut now = self.verdict;
-            if recorded.basis.measured.is_none() {
-                now.basis.measured = None;
-            }
-            recorded != now
-        })
+        self.recorded
+            .is_some_and(|recorded| hitscan_changed(&recorded, &self.verdict))
     }
+}
+
+/// One claim of any weapon kind judged again ([`revalidate_any`]): a hitscan claim from a
+/// `claim` line as a [`WeaponClaim::Hitscan`], any other kind from a `weapon_claim` line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RevalidatedAny {
+    /// The claim's line.
+    pub line: usize,
+    /// When it arrived (server time).
+    pub received_at: f64,
+    /// The claim, with the recording's entity numbers.
+    pub claim: WeaponClaim,
+    /// The verdict line that followed the claim, if there was one.
+    pub recorded: Option<WeaponVerdict>,
+    /// The verdict now, with the recording's entity numbers.
+    pub verdict: WeaponVerdict,
+}
+
+impl RevalidatedAny {
+    /// Whether there was a recorded verdict and the new one differs from it, breakdown
+    /// included (each pellet, each blast victim, the flown path). A hitscan verdict is
+    /// compared as [`Revalidated::changed`] compares it.
+    #[must_use]
+    pub fn changed(&self) -> bool {
+        match (&self.recorded, &self.verdict) {
+            (Some(WeaponVerdict::Hitscan(recorded)), WeaponVerdict::Hitscan(now)) => {
+                hitscan_changed(recorded, now)
+            }
+            (Some(recorded), now) => recorded != now,
+            (None, _) => false,
+        }
+    }
+}
+
+/// Whether `now` differs from `recorded`, leaving out the measurement when the recorded
+/// verdict was written before verdicts carried one.
+fn hitscan_changed(recorded: &Verdict, now: &Verdict) -> bool {
+    let mut now = *now;
+    if recorded.basis.measured.is_none() {
+        now.basis.measured = None;
+    }
+    *recorded != now
+}
+
+/// Re-runs every claim of `recording`, of every weapon kind, as [`revalidate`] does, each
+/// judged with [`Validator::validate_any`] as its kind's validation judged it live, and
+/// returns them all in file order. `progress` is called after each claim with the number
+/// judged so far and [`Recording::claims_of_every_kind`].
+///
+/// # Errors
+/// As [`revalidate`].
+pub fn revalidate_any(
+    recording: &Recording,
+    rules: Option<&RuleSet>,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Vec<RevalidatedAny>, RecordingError> {
+    recording.check()?;
+    let total = recording.claims_of_every_kind();
+    let rules = rules_for(recording, rules)?;
+    let mut judged: Vec<RevalidatedAny> = Vec::with_capacity(total);
+    replay(recording, rules, |any, _| {
+        judged.push(any.clone());
+        progress(judged.len(), total);
+        ControlFlow::Continue(())
+    })?;
+    Ok(judged)
 }
 
 /// Re-runs every claim of `recording` through a fresh [`History`] and [`Validator`], in
@@ -55,6 +120,10 @@ impl Revalidated {
 ///
 /// `rules` replaces the recording's own (`None`: use them). `progress` is called after
 /// each claim with the number judged so far and the total ([`Recording::claims`]).
+///
+/// Only hitscan claims are returned; claims of the other weapon kinds (format 5's
+/// `weapon_claim` lines) are judged too, in their place, since they change the
+/// validator's state as they did live, and [`revalidate_any`] returns them all.
 ///
 /// The recording is checked in full first ([`Recording::check`]): on error nothing has
 /// been replayed and `progress` was never called. Under unchanged rules every verdict
@@ -73,7 +142,10 @@ pub fn revalidate(
     let total = recording.claims();
     let rules = rules_for(recording, rules)?;
     let mut judged: Vec<Revalidated> = Vec::with_capacity(total);
-    replay(recording, rules, |claim| {
+    replay(recording, rules, |_, hitscan| {
+        let Some(claim) = hitscan else {
+            return ControlFlow::Continue(());
+        };
         judged.push(*claim.judged);
         progress(judged.len(), total);
         ControlFlow::Continue(())
@@ -113,7 +185,7 @@ impl ReplayedClaim<'_> {
     }
 }
 
-/// Replays `recording` like [`revalidate`] and hands each judged claim, with the history
+/// Replays `recording` like [`revalidate`] and hands each judged hitscan claim, with the history
 /// it was judged against, to `pick`, stopping at the first for which `pick` returns
 /// `Some`; that value is returned (`None`: no claim was picked). Claims after the picked
 /// one are not judged.
@@ -128,12 +200,14 @@ pub fn revalidate_until<T>(
     recording.check()?;
     let rules = rules_for(recording, rules)?;
     let mut picked = None;
-    replay(recording, rules, |claim| match pick(&claim) {
-        Some(value) => {
-            picked = Some(value);
-            ControlFlow::Break(())
+    replay(recording, rules, |_, hitscan| {
+        match hitscan.and_then(|claim| pick(&claim)) {
+            Some(value) => {
+                picked = Some(value);
+                ControlFlow::Break(())
+            }
+            None => ControlFlow::Continue(()),
         }
-        None => ControlFlow::Continue(()),
     })?;
     Ok(picked)
 }
@@ -164,12 +238,13 @@ fn rules_for(recording: &Recording, given: Option<&RuleSet>) -> Result<RuleSet, 
     }
 }
 
-/// The replay loop of [`revalidate`] and [`revalidate_until`], on a checked recording:
-/// `on_claim` sees each claim once judged, and may stop the replay there.
+/// The replay loop of [`revalidate`], [`revalidate_any`] and [`revalidate_until`], on a
+/// checked recording: `on_claim` sees each claim of any kind once judged (and, for a
+/// hitscan claim, the history it was judged against), and may stop the replay there.
 fn replay(
     recording: &Recording,
     rules: RuleSet,
-    mut on_claim: impl FnMut(ReplayedClaim<'_>) -> ControlFlow<()>,
+    mut on_claim: impl FnMut(&RevalidatedAny, Option<ReplayedClaim<'_>>) -> ControlFlow<()>,
 ) -> Result<(), RecordingError> {
     let mut history =
         History::new(recording.config).map_err(|e| RecordingError::new(1, e.into()))?;
@@ -184,7 +259,10 @@ fn replay(
         match record {
             // Read once, before the first claim: the validator was made with them.
             // A verdict line belongs to the claim before it, which took it already.
-            RecordingEntry::Header(_) | RecordingEntry::Rules(_) | RecordingEntry::Verdict(_) => {}
+            RecordingEntry::Header(_)
+            | RecordingEntry::Rules(_)
+            | RecordingEntry::Verdict(_)
+            | RecordingEntry::WeaponVerdict(_) => {}
             RecordingEntry::Static {
                 shape,
                 pose,
@@ -265,13 +343,41 @@ fn replay(
                     recorded,
                     verdict: ids.verdict(verdict, claim.shooter),
                 };
+                let any = RevalidatedAny {
+                    line,
+                    received_at: *received_at,
+                    claim: WeaponClaim::Hitscan(*claim),
+                    recorded: recorded.map(WeaponVerdict::Hitscan),
+                    verdict: WeaponVerdict::Hitscan(judged.verdict),
+                };
                 let replayed = ReplayedClaim {
                     judged: &judged,
                     history: &history,
                     validator: &validator,
                     ids: &ids,
                 };
-                if on_claim(replayed).is_break() {
+                if on_claim(&any, Some(replayed)).is_break() {
+                    return Ok(());
+                }
+            }
+            RecordingEntry::WeaponClaim { received_at, claim } => {
+                let replayed_claim = ids.to_replayed(claim.as_ref());
+                let verdict = validator.validate_any(&history, None, &replayed_claim, *received_at);
+                let recorded = match records.peek() {
+                    Some((_, RecordingEntry::WeaponVerdict(recorded))) => Some(**recorded),
+                    Some((_, RecordingEntry::Verdict(recorded))) => {
+                        Some(WeaponVerdict::Hitscan(*recorded))
+                    }
+                    _ => None,
+                };
+                let any = RevalidatedAny {
+                    line,
+                    received_at: *received_at,
+                    claim: **claim,
+                    recorded,
+                    verdict: ids.to_recorded(&verdict),
+                };
+                if on_claim(&any, None).is_break() {
                     return Ok(());
                 }
             }
@@ -313,6 +419,66 @@ impl Ids {
             hit.target = self.replayed(hit.target);
         }
         replayed
+    }
+
+    /// Any value holding entity ids (a weapon claim, a weapon verdict) with each id
+    /// mapped by `map`: through its JSON, where an id is the only object with exactly the
+    /// members `index` and `generation`, so every kind's ids are found, whatever fields
+    /// hold them. Offline only (it allocates); a value that does not come back (it cannot
+    /// for numbers JSON does not hold, which a read recording never has) stays as it was.
+    fn map_entities<T: Serialize + DeserializeOwned + Copy>(
+        value: &T,
+        map: impl Fn(EntityId) -> EntityId,
+    ) -> T {
+        fn walk(value: &mut serde_json::Value, map: &dyn Fn(EntityId) -> EntityId) {
+            if let serde_json::Value::Object(members) = value
+                && members.len() == 2
+                && members.get("index").is_some_and(serde_json::Value::is_u64)
+                && members
+                    .get("generation")
+                    .is_some_and(serde_json::Value::is_u64)
+                && let Ok(id) = serde_json::from_value::<EntityId>(value.clone())
+                && let Ok(mapped) = serde_json::to_value(map(id))
+            {
+                *value = mapped;
+                return;
+            }
+            match value {
+                serde_json::Value::Object(members) => {
+                    for member in members.values_mut() {
+                        walk(member, map);
+                    }
+                }
+                serde_json::Value::Array(items) => {
+                    for item in items {
+                        walk(item, map);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Ok(mut json) = serde_json::to_value(value) else {
+            return *value;
+        };
+        walk(&mut json, &map);
+        serde_json::from_value(json).unwrap_or(*value)
+    }
+
+    /// A claim of any kind as the fresh history names its entities (unknown ones stay
+    /// unknown, as in [`Ids::claim`]).
+    ///
+    /// A pellet claim's seed is made from the live shooter's id
+    /// ([`lagcomp::spread::pellet_seed`]) and the validator checks it against the id it is
+    /// given: its verdict is reproduced when the fresh history numbers the shooter as the
+    /// live one did, as it does when the recording holds every spawn the live history
+    /// made.
+    fn to_replayed(&self, claim: &WeaponClaim) -> WeaponClaim {
+        Self::map_entities(claim, |id| self.replayed(id))
+    }
+
+    /// A verdict of any kind as the recording names its entities.
+    fn to_recorded(&self, verdict: &WeaponVerdict) -> WeaponVerdict {
+        Self::map_entities(verdict, |id| self.recorded.get(&id).copied().unwrap_or(id))
     }
 
     /// The verdict as the recording names its entities.

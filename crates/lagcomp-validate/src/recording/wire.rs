@@ -16,12 +16,17 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::RecordType;
 use super::error::RecordingErrorKind;
+use crate::any::{WeaponClaim, WeaponVerdict};
 use crate::evasion::Refusal;
 use crate::rules::RuleSet;
 use crate::verdict::{Basis, RejectReason};
 
 /// One parsed or to-be-written line.
 #[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a line lives on the stack one at a time while it is written or checked; the records a recording keeps box their weapon claims and verdicts"
+)]
 pub(super) enum Line<'a> {
     Header(HeaderLine<'a>),
     Rules(RulesLine<'a>),
@@ -37,6 +42,8 @@ pub(super) enum Line<'a> {
     Timing(TimingLine),
     Claim(ClaimLine),
     Verdict(VerdictLine),
+    WeaponClaim(WeaponClaimLine),
+    WeaponVerdict(WeaponVerdictLine),
 }
 
 impl Line<'_> {
@@ -56,6 +63,8 @@ impl Line<'_> {
             Self::Timing(_) => RecordType::Timing,
             Self::Claim(_) => RecordType::Claim,
             Self::Verdict(_) => RecordType::Verdict,
+            Self::WeaponClaim(_) => RecordType::WeaponClaim,
+            Self::WeaponVerdict(_) => RecordType::WeaponVerdict,
         }
     }
 }
@@ -76,6 +85,8 @@ impl Serialize for Line<'_> {
             Self::Timing(l) => l.serialize(s),
             Self::Claim(l) => l.serialize(s),
             Self::Verdict(l) => l.serialize(s),
+            Self::WeaponClaim(l) => l.serialize(s),
+            Self::WeaponVerdict(l) => l.serialize(s),
         }
     }
 }
@@ -137,6 +148,10 @@ pub(super) fn parse(text: &str) -> Result<Line<'static>, RecordingErrorKind> {
         RecordType::Timing => Line::Timing(serde_json::from_str(text).map_err(invalid)?),
         RecordType::Claim => Line::Claim(serde_json::from_str(text).map_err(invalid)?),
         RecordType::Verdict => Line::Verdict(serde_json::from_str(text).map_err(invalid)?),
+        RecordType::WeaponClaim => Line::WeaponClaim(serde_json::from_str(text).map_err(invalid)?),
+        RecordType::WeaponVerdict => {
+            Line::WeaponVerdict(serde_json::from_str(text).map_err(invalid)?)
+        }
     })
 }
 
@@ -474,4 +489,26 @@ pub(super) struct VerdictLine {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) refusal: Option<Refusal>,
     pub(super) basis: Basis,
+}
+
+/// A claim of any kind (format 5): the claim as [`WeaponClaim`] serializes it, its kind in
+/// its `"kind"` member. Entities inside it are written as the library's JSON writes an
+/// [`lagcomp::EntityId`], `{"index": .., "generation": ..}`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WeaponClaimLine {
+    #[serde(rename = "type")]
+    pub(super) kind: RecordType,
+    pub(super) received_at: f64,
+    pub(super) claim: WeaponClaim,
+}
+
+/// The verdict of the `weapon_claim` before it (format 5), with the kind's breakdown, as
+/// [`WeaponVerdict`] serializes it.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WeaponVerdictLine {
+    #[serde(rename = "type")]
+    pub(super) kind: RecordType,
+    pub(super) verdict: WeaponVerdict,
 }

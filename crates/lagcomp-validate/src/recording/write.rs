@@ -14,9 +14,14 @@ use super::error::{RecordingError, RecordingErrorKind};
 use super::limits::MAX_LINE_BYTES;
 use super::record::{
     RecordType, RecordingEntry, claim_line, entity_line, header_line, level_add_line, level_line,
-    level_remove_line, participant_line, spawn_line, timing_line, verdict_line,
+    level_remove_line, participant_line, spawn_line, timing_line, verdict_line, weapon_claim_line,
+    weapon_verdict_line,
 };
-use super::wire::{FrameEntityLine, FrameLine, Line, RegisterLine, RulesLine, StaticLine};
+use super::wire::{
+    FrameEntityLine, FrameLine, Line, RegisterLine, RulesLine, StaticLine, WeaponClaimLine,
+    WeaponVerdictLine,
+};
+use crate::any::{WeaponClaim, WeaponVerdict};
 use crate::claim::{ClientTiming, ShotClaim};
 use crate::rules::RuleSet;
 use crate::validator::Participant;
@@ -278,6 +283,34 @@ impl<W: Write> RecordingWriter<W> {
         self.line(&Line::Verdict(verdict_line(verdict)))
     }
 
+    /// A claim of any weapon kind that arrived at server time `received_at`, written
+    /// before [`crate::Validator::validate_any`] judges it: a hitscan claim as
+    /// [`RecordingWriter::claim`] writes it (a `claim` line, so hitscan-only recordings keep
+    /// their shape), any other kind as a `weapon_claim` line (format 5).
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::claim`]; a claim of another kind with a NaN or infinite number
+    /// (JSON holds neither; the wire protocol refuses them before they reach a validator).
+    pub fn weapon_claim(&mut self, received_at: f64, claim: &WeaponClaim) -> io::Result<()> {
+        match claim {
+            WeaponClaim::Hitscan(shot) => self.claim(received_at, shot),
+            _ => self.line(&Line::WeaponClaim(weapon_claim_line(received_at, claim))),
+        }
+    }
+
+    /// The verdict of the claim [`RecordingWriter::weapon_claim`] wrote just before: a
+    /// hitscan verdict as [`RecordingWriter::verdict`] writes it, any other kind as a
+    /// `weapon_verdict` line with the kind's breakdown (pellets, victims, the flown path).
+    ///
+    /// # Errors
+    /// As [`RecordingWriter::verdict`]; a verdict of another kind than its claim's.
+    pub fn weapon_verdict(&mut self, verdict: &WeaponVerdict) -> io::Result<()> {
+        match verdict {
+            WeaponVerdict::Hitscan(verdict) => self.verdict(verdict),
+            _ => self.line(&Line::WeaponVerdict(weapon_verdict_line(verdict))),
+        }
+    }
+
     /// Any record but the header (which [`RecordingWriter::new`] wrote).
     ///
     /// # Errors
@@ -320,6 +353,20 @@ impl<W: Write> RecordingWriter<W> {
             return Err(fail(RecordingErrorKind::LineTooLong {
                 limit: MAX_LINE_BYTES,
             }));
+        }
+        // JSON writes a NaN as `null`, which a weapon kind's claim or verdict cannot read
+        // back: refuse it here rather than write a file the reader refuses.
+        let unreadable = match line {
+            Line::WeaponClaim(_) => serde_json::from_slice::<WeaponClaimLine>(&self.buf)
+                .err()
+                .map(|_| "a number of the weapon claim"),
+            Line::WeaponVerdict(_) => serde_json::from_slice::<WeaponVerdictLine>(&self.buf)
+                .err()
+                .map(|_| "a number of the weapon verdict"),
+            _ => None,
+        };
+        if let Some(what) = unreadable {
+            return Err(fail(RecordingErrorKind::NotWritable { what }));
         }
         self.checker.accept(at, line).map_err(fail)?;
         self.buf.push(b'\n');

@@ -19,6 +19,7 @@ mod readable;
 mod reasons;
 mod recording;
 mod recording_evasion;
+mod recording_kinds;
 mod recording_level;
 mod recording_roles;
 mod recording_support;

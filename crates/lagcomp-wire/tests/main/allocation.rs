@@ -5,7 +5,8 @@ use crate::common;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use lagcomp_wire::{ClientMessage, MAGIC, PROTOCOL_VERSION, ServerMessage};
+use lagcomp_validate::WeaponClaim;
+use lagcomp_wire::{ClientMessage, MAGIC, MAX_SHOTS_PER_INPUT, PROTOCOL_VERSION, ServerMessage};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
@@ -50,9 +51,11 @@ fn allocated_by(f: impl FnOnce()) -> usize {
 /// are at most about five times their wire size (an entity's smallest encoding, 23 bytes
 /// with no bones, becomes a 112-byte frame: the frame holds a humanoid's stance inline,
 /// and its aim quaternion is 16-byte aligned). Protocol 2's frames were 72 bytes and this
-/// bound was 3.
+/// bound was 3. Version 6's weapon shots add at most one in-memory claim per shot the
+/// count announces (about 0.9 KB: a pellet claim holds its 32 pellets inline), so at
+/// most [`MAX_SHOTS_PER_INPUT`] of them, whatever the message's length.
 fn budget(len: usize) -> usize {
-    5 * len
+    5 * len + MAX_SHOTS_PER_INPUT * std::mem::size_of::<(u32, WeaponClaim)>()
 }
 
 fn check(bytes: &[u8]) {

@@ -35,6 +35,7 @@ fn input(shots: usize) -> Input {
         newest_tick: None,
         verdicts_received: None,
         shots: (1..=shots as u32).map(|s| (s, claim(s))).collect(),
+        weapon_shots: Vec::new(),
     }
 }
 
@@ -64,14 +65,23 @@ fn welcome() -> ServerMessage {
 }
 
 /// Version 5 only added values: a version 4 message (every claim a time or ticks) still
-/// decodes to the same message, and an extrapolated claim is read back as sent.
+/// decodes to the same message, and an extrapolated claim is read back as sent. Version 6
+/// added the weapon shots' count after the shots: a version 4 or 5 input without it
+/// decodes to the same message with none.
 #[test]
 fn version_4_messages_still_decode_and_extrapolated_claims_round_trip() {
     let message = ClientMessage::Input(input(2));
     let mut old = encoded(&message);
     assert_eq!(old[2..4], PROTOCOL_VERSION.to_le_bytes());
-    old[2..4].copy_from_slice(&4_u16.to_le_bytes());
-    assert_eq!(ClientMessage::decode(&old), Ok(message));
+    assert_eq!(old.pop(), Some(0), "no weapon shots");
+    for version in [4_u16, 5] {
+        old[2..4].copy_from_slice(&version.to_le_bytes());
+        assert_eq!(
+            ClientMessage::decode(&old),
+            Ok(message.clone()),
+            "{version}"
+        );
+    }
     let mut extrapolating = input(1);
     extrapolating.shots[0].1.render_time = RenderTime::Extrapolated {
         from: Tick(812),

@@ -246,6 +246,7 @@ fn shots_sent_as_bytes_rebuild_the_bones_the_client_drew() {
             newest_tick,
             verdicts_received: None,
             shots: sender.packet(),
+            weapon_shots: Vec::new(),
         })
         .encode(&mut up_bytes)
         .expect("valid");

@@ -8,6 +8,7 @@ mod allocation;
 mod common;
 mod errors;
 mod exchange;
+mod kinds;
 mod robustness;
 mod roundtrip;
 mod sizes;

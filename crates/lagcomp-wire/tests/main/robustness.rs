@@ -19,6 +19,11 @@ fn decode_both(bytes: &[u8]) -> usize {
     let mut decoded = 0;
     let mut again = Vec::new();
     if let Ok(message) = ClientMessage::decode(bytes) {
+        // An input older than version 6 has no weapon shots: today's writes their count, 0.
+        let mut written = written.clone();
+        if u16::from_le_bytes([bytes[2], bytes[3]]) < 6 {
+            written.push(0);
+        }
         message
             .encode(&mut again)
             .expect("a decoded message encodes");

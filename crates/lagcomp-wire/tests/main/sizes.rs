@@ -1,8 +1,18 @@
 //! The sizes `docs/WIRE.md` gives for each message are the encoder's.
 
-use lagcomp::{BoneTransform, EntityId, HitboxId, Quat, Tick, Vec3};
+use lagcomp::projectile::ClaimedTarget;
+use lagcomp::spread::MAX_PELLETS;
+use lagcomp::{
+    BoneTransform, EntityId, HitboxId, PlacedShape, Pose, Quat, Shape, ShapeSweep, Swing, Tick,
+    Vec3,
+};
 use lagcomp_net::{Ping, Pong};
-use lagcomp_validate::{ClaimedHit, RejectReason, RenderTime, ShotClaim, WeaponId};
+use lagcomp_validate::pellets::{PelletClaim, PelletTarget};
+use lagcomp_validate::projectile::ProjectileHitClaim;
+use lagcomp_validate::splash::{MAX_VICTIMS, SplashClaim};
+use lagcomp_validate::{
+    ClaimedHit, MeleeClaim, RejectReason, RenderTime, ShotClaim, WeaponClaim, WeaponId,
+};
 use lagcomp_wire::{
     ClientMessage, EntityFrame, EntityPose, HumanoidStance, Input, MAX_SHOTS_PER_INPUT,
     MAX_VERDICTS_PER_MESSAGE, ProbeReply, RttProbe, ServerMessage, SnapshotPart, Verdicts, Welcome,
@@ -48,6 +58,94 @@ fn client_size(input: Input) -> usize {
     bytes.len()
 }
 
+/// One claim of each weapon kind (hitscan, projectile, pellets, melee, splash) with every
+/// optional part present and every array full.
+fn every_kind_at_its_largest() -> [WeaponClaim; 5] {
+    let shooter = EntityId::from_bits(1);
+    let render_time = RenderTime::Ticks {
+        from: Tick(1),
+        to: Tick(2),
+        fraction: 0.5,
+    };
+    let hit = ClaimedHit {
+        target: EntityId::from_bits(2),
+        hitbox: Some(HitboxId(1)),
+        point: Some(Vec3::ONE),
+    };
+    let blade = PlacedShape::new(
+        Pose::from_translation(Vec3::Y),
+        Shape::cuboid(Vec3::new(0.3, 0.02, 0.01)),
+    );
+    [
+        WeaponClaim::Hitscan(ShotClaim {
+            shooter,
+            weapon: WeaponId(1),
+            seq: 1,
+            render_time,
+            origin: Vec3::ZERO,
+            direction: Vec3::X,
+            hit: Some(hit),
+        }),
+        WeaponClaim::Projectile(ProjectileHitClaim {
+            shooter,
+            weapon: WeaponId(7),
+            seq: 1,
+            render_time,
+            origin: Vec3::ZERO,
+            direction: Vec3::X,
+            step: 24,
+            target: ClaimedTarget::Entity {
+                entity: hit.target,
+                hitbox: HitboxId(0),
+            },
+            position: Vec3::X,
+        }),
+        biggest_weapon_shot(),
+        WeaponClaim::Melee(MeleeClaim {
+            shooter,
+            weapon: WeaponId(11),
+            seq: 1,
+            render_time,
+            eye: Vec3::Y,
+            aim: Vec3::NEG_Z,
+            sweep: ShapeSweep::arc(blade, Swing::new(Vec3::Y, Vec3::Y, 1.5).unwrap()).unwrap(),
+            hit: Some(hit),
+        }),
+        WeaponClaim::Splash(SplashClaim {
+            shooter,
+            weapon: WeaponId(7),
+            seq: 1,
+            render_time,
+            origin: Vec3::ZERO,
+            direction: Vec3::X,
+            blast: Vec3::X,
+            victims: [Some(hit.target); MAX_VICTIMS],
+        }),
+    ]
+}
+
+/// The largest weapon shot: a pellet claim with every pellet struck and its hitbox named.
+fn biggest_weapon_shot() -> WeaponClaim {
+    WeaponClaim::Pellets(PelletClaim {
+        shooter: EntityId::from_bits(1),
+        weapon: WeaponId(9),
+        seq: 1,
+        render_time: RenderTime::Ticks {
+            from: Tick(1),
+            to: Tick(2),
+            fraction: 0.5,
+        },
+        origin: Vec3::ZERO,
+        direction: Vec3::X,
+        seed: 7,
+        pellets: MAX_PELLETS as u8,
+        hits: [Some(PelletTarget {
+            target: EntityId::from_bits(2),
+            hitbox: Some(HitboxId(1)),
+        }); MAX_PELLETS],
+    })
+}
+
 /// The smallest and largest encoding of each kind (a snapshot part's largest is not
 /// fixed: its smallest and one 15-bone entity's share are checked instead).
 fn measured(kind: u8) -> (usize, usize) {
@@ -62,6 +160,7 @@ fn measured(kind: u8) -> (usize, usize) {
                 newest_tick: None,
                 verdicts_received: None,
                 shots: Vec::new(),
+                weapon_shots: Vec::new(),
             };
             let biggest_shot = ShotClaim {
                 shooter: EntityId::from_bits(1),
@@ -92,6 +191,7 @@ fn measured(kind: u8) -> (usize, usize) {
                 newest_tick: Some(Tick(1)),
                 verdicts_received: Some(1),
                 shots: vec![(1, biggest_shot); MAX_SHOTS_PER_INPUT],
+                weapon_shots: vec![(1, biggest_weapon_shot()); MAX_SHOTS_PER_INPUT],
                 ..bare.clone()
             };
             // The shot sizes the document gives.
@@ -101,10 +201,24 @@ fn measured(kind: u8) -> (usize, usize) {
             let one = |claim| {
                 client_size(Input {
                     shots: vec![(1, claim)],
+                    weapon_shots: Vec::new(),
                     ..bare.clone()
                 }) - client_size(bare.clone())
             };
             assert_eq!((one(smallest_shot), one(biggest_shot)), (52, 78));
+            // A weapon shot of each kind at its largest: the document's table.
+            let weapon = |claim| {
+                client_size(Input {
+                    weapon_shots: vec![(1, claim)],
+                    ..bare.clone()
+                }) - client_size(bare.clone())
+            };
+            let sizes: Vec<usize> = every_kind_at_its_largest()
+                .into_iter()
+                .map(weapon)
+                .collect();
+            assert_eq!(sizes, [79, 83, 450, 149, 213]);
+            assert_eq!(weapon(biggest_weapon_shot()), 450);
             (client_size(bare), client_size(full))
         }
         0x81 => {

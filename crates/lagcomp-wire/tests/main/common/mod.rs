@@ -1,8 +1,18 @@
 //! Strategies for arbitrary valid messages, shared by the test binaries.
 
-use lagcomp::{BoneTransform, EntityId, HitboxId, Quat, Tick, Vec3};
+use lagcomp::projectile::ClaimedTarget;
+use lagcomp::spread::MAX_PELLETS;
+use lagcomp::{
+    Axis, BoneTransform, EntityId, HitboxId, PlacedShape, Pose, Quat, Shape, ShapeSweep, StaticId,
+    SweepPath, Swing, Tick, Vec3,
+};
 use lagcomp_net::{Ping, Pong};
-use lagcomp_validate::{ClaimedHit, Refusal, RejectReason, RenderTime, ShotClaim, WeaponId};
+use lagcomp_validate::pellets::{PelletClaim, PelletTarget};
+use lagcomp_validate::projectile::ProjectileHitClaim;
+use lagcomp_validate::splash::{MAX_VICTIMS, SplashClaim};
+use lagcomp_validate::{
+    ClaimedHit, MeleeClaim, Refusal, RejectReason, RenderTime, ShotClaim, WeaponClaim, WeaponId,
+};
 use lagcomp_wire::{
     ClientMessage, EntityFrame, EntityPose, HumanoidStance, Input, MAX_SHOTS_PER_INPUT,
     MAX_VERDICTS_PER_MESSAGE, ProbeReply, RttProbe, ServerMessage, SnapshotPart, Verdicts, Welcome,
@@ -60,7 +70,7 @@ pub(crate) fn quat() -> impl Strategy<Value = Quat> {
         .prop_map(|(x, y, z, w)| Quat::from_xyzw(x, y, z, w))
 }
 
-pub(crate) fn entity_id() -> impl Strategy<Value = EntityId> {
+pub(crate) fn entity_id() -> impl Strategy<Value = EntityId> + Clone {
     any::<u64>().prop_map(EntityId::from_bits)
 }
 
@@ -117,6 +127,176 @@ pub(crate) fn shot_claim() -> impl Strategy<Value = ShotClaim> {
         )
 }
 
+/// The head every kind's claim starts with: shooter, weapon, seq, render time, origin,
+/// direction.
+type Head = (EntityId, WeaponId, u32, RenderTime, Vec3, Vec3);
+
+fn head() -> impl Strategy<Value = Head> {
+    (
+        entity_id(),
+        any::<u16>().prop_map(WeaponId),
+        any::<u32>(),
+        render_time(),
+        vec3(),
+        vec3(),
+    )
+}
+
+/// A fixed array of `N` slots, each filled with the given odds.
+fn slots<T: std::fmt::Debug + Copy, const N: usize>(
+    item: impl Strategy<Value = T> + Clone,
+) -> impl Strategy<Value = [Option<T>; N]> {
+    prop::collection::vec(proptest::option::weighted(0.3, item), N).prop_map(|items| {
+        let mut out = [None; N];
+        out.copy_from_slice(&items);
+        out
+    })
+}
+
+/// A valid swept blade: any box, sphere or capsule of size, moved along a line or
+/// swung about a pivot, with its direction or axis in the form that crosses the wire bit
+/// for bit (see `melee_sweeps_cross_in_their_settled_form` for the others).
+fn shape_sweep() -> impl Strategy<Value = ShapeSweep> {
+    let size = 0.01_f32..2.0;
+    let shape = prop_oneof![
+        size.clone().prop_map(Shape::sphere),
+        (size.clone(), size.clone(), size.clone())
+            .prop_map(|(x, y, z)| Shape::cuboid(Vec3::new(x, y, z))),
+        (size.clone(), size, 0..3_u8).prop_map(|(r, h, axis)| Shape::capsule(
+            r,
+            h,
+            [Axis::X, Axis::Y, Axis::Z][usize::from(axis)]
+        )),
+    ];
+    let place = (-100.0_f32..100.0, -100.0_f32..100.0, -100.0_f32..100.0)
+        .prop_map(|(x, y, z)| Vec3::new(x, y, z));
+    let unit = (-1.0_f32..1.0, -1.0_f32..1.0, -1.0_f32..1.0)
+        .prop_map(|(x, y, z)| Vec3::new(x, y, z))
+        .prop_filter("a direction", |v| v.length() > 0.1);
+    (
+        shape,
+        place.clone(),
+        unit.clone(),
+        any::<bool>(),
+        place,
+        unit,
+        -6.0_f32..6.0,
+    )
+        .prop_map(|(shape, at, dir, line, pivot, axis, amount)| {
+            let start = PlacedShape::new(Pose::from_translation(at), shape);
+            // Renormalized until it maps back to itself in two steps, as the encoder
+            // carries it (`weapons::settled`).
+            let bits = |v: Vec3| v.to_array().map(f32::to_bits);
+            let settle = |mut v: Vec3, make: &dyn Fn(Vec3) -> Vec3| {
+                for _ in 0..8 {
+                    v = make(v);
+                    if bits(make(make(v))) == bits(v) {
+                        break;
+                    }
+                }
+                v
+            };
+            let distance = amount.abs() + 0.01;
+            if line {
+                let along = |d: Vec3| match ShapeSweep::line(start, d, distance).unwrap().path() {
+                    SweepPath::Line { direction, .. } => direction,
+                    SweepPath::Arc(_) => unreachable!(),
+                };
+                ShapeSweep::line(start, settle(dir, &along), distance)
+            } else {
+                let about = |a: Vec3| Swing::new(pivot, a, amount).unwrap().axis();
+                ShapeSweep::arc(
+                    start,
+                    Swing::new(pivot, settle(axis, &about), amount).unwrap(),
+                )
+            }
+            .expect("a valid sweep")
+        })
+}
+
+/// A claim of any weapon kind, every array partly filled.
+pub(crate) fn weapon_claim() -> impl Strategy<Value = WeaponClaim> {
+    let target = prop_oneof![
+        (entity_id(), any::<u16>()).prop_map(|(entity, hitbox)| ClaimedTarget::Entity {
+            entity,
+            hitbox: HitboxId(hitbox),
+        }),
+        any::<u64>().prop_map(|piece| ClaimedTarget::Static(StaticId(piece))),
+    ];
+    let pellet = (
+        entity_id(),
+        proptest::option::of(any::<u16>().prop_map(HitboxId)),
+    )
+        .prop_map(|(target, hitbox)| PelletTarget { target, hitbox });
+    prop_oneof![
+        shot_claim().prop_map(WeaponClaim::Hitscan),
+        (head(), any::<u32>(), target, vec3()).prop_map(
+            |((shooter, weapon, seq, render_time, origin, direction), step, target, position)| {
+                WeaponClaim::Projectile(ProjectileHitClaim {
+                    shooter,
+                    weapon,
+                    seq,
+                    render_time,
+                    origin,
+                    direction,
+                    step,
+                    target,
+                    position,
+                })
+            }
+        ),
+        (
+            head(),
+            any::<u64>(),
+            0..=MAX_PELLETS as u8,
+            slots::<_, MAX_PELLETS>(pellet)
+        )
+            .prop_map(
+                |((shooter, weapon, seq, render_time, origin, direction), seed, pellets, hits)| {
+                    WeaponClaim::Pellets(PelletClaim {
+                        shooter,
+                        weapon,
+                        seq,
+                        render_time,
+                        origin,
+                        direction,
+                        seed,
+                        pellets,
+                        hits,
+                    })
+                }
+            ),
+        (head(), shape_sweep(), proptest::option::of(claimed_hit())).prop_map(
+            |((shooter, weapon, seq, render_time, eye, aim), sweep, hit)| {
+                WeaponClaim::Melee(MeleeClaim {
+                    shooter,
+                    weapon,
+                    seq,
+                    render_time,
+                    eye,
+                    aim,
+                    sweep,
+                    hit,
+                })
+            }
+        ),
+        (head(), vec3(), slots::<_, MAX_VICTIMS>(entity_id())).prop_map(
+            |((shooter, weapon, seq, render_time, origin, direction), blast, victims)| {
+                WeaponClaim::Splash(SplashClaim {
+                    shooter,
+                    weapon,
+                    seq,
+                    render_time,
+                    origin,
+                    direction,
+                    blast,
+                    victims,
+                })
+            }
+        ),
+    ]
+}
+
 pub(crate) fn input() -> impl Strategy<Value = Input> {
     (
         any::<u32>(),
@@ -127,9 +307,20 @@ pub(crate) fn input() -> impl Strategy<Value = Input> {
         proptest::option::of(any::<u32>()),
         proptest::option::of(any::<u32>()),
         prop::collection::vec((any::<u32>(), shot_claim()), 0..=MAX_SHOTS_PER_INPUT),
+        prop::collection::vec((any::<u32>(), weapon_claim()), 0..=MAX_SHOTS_PER_INPUT),
     )
         .prop_map(
-            |(frame, ping, reply, aim, interp_delay, newest_tick, verdicts_received, shots)| {
+            |(
+                frame,
+                ping,
+                reply,
+                aim,
+                interp_delay,
+                newest_tick,
+                verdicts_received,
+                shots,
+                weapon_shots,
+            )| {
                 Input {
                     frame,
                     ping: ping.map(|(id, client_send)| Ping { id, client_send }),
@@ -139,6 +330,7 @@ pub(crate) fn input() -> impl Strategy<Value = Input> {
                     newest_tick: newest_tick.map(Tick),
                     verdicts_received,
                     shots,
+                    weapon_shots,
                 }
             },
         )
