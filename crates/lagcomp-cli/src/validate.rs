@@ -124,13 +124,7 @@ impl Tally {
 /// A claim's verdict as one label: `confirmed`, `miss`, `blocked`, or the reason's name (a
 /// pellet or blast claim counts once, whatever its pellets or victims came to).
 fn label(verdict: &WeaponVerdict) -> &'static str {
-    match verdict {
-        WeaponVerdict::Hitscan(v) => v.outcome.label(),
-        WeaponVerdict::Projectile(v) => v.outcome.label(),
-        WeaponVerdict::Pellets(v) => v.outcome.label(),
-        WeaponVerdict::Melee(v) => v.outcome.label(),
-        WeaponVerdict::Splash(v) => v.outcome.label(),
-    }
+    verdict.label()
 }
 
 fn print_summary(out: &mut impl Write, results: &[RevalidatedAny], diff: bool) -> io::Result<()> {

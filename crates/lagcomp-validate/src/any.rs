@@ -195,6 +195,20 @@ impl WeaponVerdict {
         each_kind!(self, verdict => verdict.seq)
     }
 
+    /// The outcome as one short stable label: `confirmed`, `miss`, `blocked`, or the
+    /// reason's name (a pellet, blast or penetration claim counts once, whatever its
+    /// pellets, victims or layers came to).
+    #[must_use]
+    pub fn label(&self) -> &'static str {
+        each_kind!(self, verdict => verdict.outcome.label())
+    }
+
+    /// The claimed weapon.
+    #[must_use]
+    pub fn weapon(&self) -> WeaponId {
+        each_kind!(self, verdict => verdict.weapon)
+    }
+
     /// What the shot's checks decided on.
     #[must_use]
     pub fn basis(&self) -> Basis {

@@ -8,6 +8,7 @@
 //! | `2` | pellets | origin, direction, seed `u64`, pellets fired `u8`, hits `u8` × (pellet index `u8`, flags, target `u64`, \[hitbox `u16`\]) |
 //! | `3` | melee | eye, aim, sweep (start pose, shape, path), hit as in `shots` |
 //! | `4` | splash | origin, direction, blast point, victims `u8` × (slot `u8`, entity `u64`) |
+//! | `5` | penetration | origin, direction, layers `u8` × (slot `u8`, tag: `0` any wall, `1` wall + piece `u64`, `2` body + entity `u64`, `3` body + entity `u64` + hitbox `u16`) |
 //!
 //! Kind bytes are open-ended: a kind this build does not know is an
 //! [`DecodeError::UnknownTag`], as are unknown shape and path tags.
@@ -19,6 +20,7 @@ use lagcomp::{
     Vec3,
 };
 use lagcomp_validate::pellets::{PelletClaim, PelletTarget};
+use lagcomp_validate::penetration::{ClaimedLayer, MAX_PENETRATION_LAYERS, PenetrationClaim};
 use lagcomp_validate::projectile::ProjectileHitClaim;
 use lagcomp_validate::splash::{MAX_VICTIMS, SplashClaim};
 use lagcomp_validate::{MeleeClaim, WeaponClaim};
@@ -38,6 +40,12 @@ const KIND_PROJECTILE: u8 = 1;
 const KIND_PELLETS: u8 = 2;
 const KIND_MELEE: u8 = 3;
 const KIND_SPLASH: u8 = 4;
+const KIND_PENETRATION: u8 = 5;
+
+const LAYER_ANY_WALL: u8 = 0;
+const LAYER_WALL: u8 = 1;
+const LAYER_BODY: u8 = 2;
+const LAYER_BODY_HITBOX: u8 = 3;
 
 const TARGET_ENTITY: u8 = 0;
 const TARGET_STATIC: u8 = 1;
@@ -63,6 +71,9 @@ const MIN_WEAPON_SHOT_BYTES: usize = 4 + 1 + 8 + 2 + 4 + 1 + 8;
 
 /// The fewest bytes a pellet hit or a victim takes.
 const MIN_SLOT_BYTES: usize = 1 + 8;
+
+/// The fewest bytes a penetration layer takes: its slot and tag (a wall of any id).
+const MIN_LAYER_BYTES: usize = 1 + 1;
 
 pub(crate) fn write_weapon_shots(
     w: &mut Writer<'_>,
@@ -200,6 +211,47 @@ fn write_weapon_claim(w: &mut Writer<'_>, claim: &WeaponClaim) -> Result<(), Enc
                 let Some(victim) = victim else { continue };
                 w.u8(slot as u8);
                 w.u64(victim.to_bits());
+            }
+            Ok(())
+        }
+        WeaponClaim::Penetration(round) => {
+            w.u8(KIND_PENETRATION);
+            let head = Head {
+                shooter: round.shooter,
+                weapon: round.weapon,
+                seq: round.seq,
+                render_time: round.render_time,
+                from: round.origin,
+                toward: round.direction,
+            };
+            write_head(w, &head, SHOT_AIM)?;
+            // At most MAX_PENETRATION_LAYERS (8): one byte.
+            w.u8(round.layers.iter().flatten().count() as u8);
+            for (slot, layer) in round.layers.iter().enumerate() {
+                let Some(layer) = layer else { continue };
+                w.u8(slot as u8);
+                match *layer {
+                    ClaimedLayer::Wall { piece: None } => w.u8(LAYER_ANY_WALL),
+                    ClaimedLayer::Wall { piece: Some(piece) } => {
+                        w.u8(LAYER_WALL);
+                        w.u64(piece.0);
+                    }
+                    ClaimedLayer::Body {
+                        target,
+                        hitbox: None,
+                    } => {
+                        w.u8(LAYER_BODY);
+                        w.u64(target.to_bits());
+                    }
+                    ClaimedLayer::Body {
+                        target,
+                        hitbox: Some(hitbox),
+                    } => {
+                        w.u8(LAYER_BODY_HITBOX);
+                        w.u64(target.to_bits());
+                        w.u16(hitbox.0);
+                    }
+                }
             }
             Ok(())
         }
@@ -364,6 +416,67 @@ fn read_weapon_claim(r: &mut Reader<'_>) -> Result<WeaponClaim, DecodeError> {
                 direction,
                 blast,
                 victims,
+            })
+        }
+        KIND_PENETRATION => {
+            let Head {
+                shooter,
+                weapon,
+                seq,
+                render_time,
+                from: origin,
+                toward: direction,
+            } = read_head(r, SHOT_AIM)?;
+            let count = r.count_u8(
+                "input.weapon_shots.penetration.layers.count",
+                "input.weapon_shots.penetration.layers",
+                MAX_PENETRATION_LAYERS,
+                MIN_LAYER_BYTES,
+            )?;
+            let mut layers = [None; MAX_PENETRATION_LAYERS];
+            read_slots(
+                r,
+                count,
+                MAX_PENETRATION_LAYERS,
+                "input.weapon_shots.penetration.layers.slot",
+                |r, slot| {
+                    let offset = r.offset();
+                    let field = "input.weapon_shots.penetration.layers.target";
+                    layers[slot] =
+                        Some(match r.u8("input.weapon_shots.penetration.layers.tag")? {
+                            LAYER_ANY_WALL => ClaimedLayer::Wall { piece: None },
+                            LAYER_WALL => ClaimedLayer::Wall {
+                                piece: Some(StaticId(r.u64(field)?)),
+                            },
+                            LAYER_BODY => ClaimedLayer::Body {
+                                target: EntityId::from_bits(r.u64(field)?),
+                                hitbox: None,
+                            },
+                            LAYER_BODY_HITBOX => ClaimedLayer::Body {
+                                target: EntityId::from_bits(r.u64(field)?),
+                                hitbox: Some(HitboxId(
+                                    r.u16("input.weapon_shots.penetration.layers.hitbox")?,
+                                )),
+                            },
+                            tag => {
+                                return Err(DecodeError::UnknownTag {
+                                    offset,
+                                    field: "input.weapon_shots.penetration.layers.tag",
+                                    tag,
+                                });
+                            }
+                        });
+                    Ok(())
+                },
+            )?;
+            WeaponClaim::Penetration(PenetrationClaim {
+                shooter,
+                weapon,
+                seq,
+                render_time,
+                origin,
+                direction,
+                layers,
             })
         }
         tag => {

@@ -589,12 +589,5 @@ fn too_large(what: &'static str, got: usize, limit: usize) -> RecordingErrorKind
 
 /// The weapon a verdict of any kind names.
 fn weapon_of(verdict: &crate::any::WeaponVerdict) -> crate::claim::WeaponId {
-    use crate::any::WeaponVerdict;
-    match verdict {
-        WeaponVerdict::Hitscan(v) => v.weapon,
-        WeaponVerdict::Projectile(v) => v.weapon,
-        WeaponVerdict::Pellets(v) => v.weapon,
-        WeaponVerdict::Melee(v) => v.weapon,
-        WeaponVerdict::Splash(v) => v.weapon,
-    }
+    verdict.weapon()
 }

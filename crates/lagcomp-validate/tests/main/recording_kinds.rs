@@ -386,7 +386,7 @@ fn every_kind_is_recorded_and_revalidates_to_the_same_verdicts() {
     );
     assert_eq!(FORMAT_VERSION, 5);
     // The verdicts the live server gave are the ones each kind should give.
-    let labels: Vec<&str> = live.iter().map(|(_, v)| label(v)).collect();
+    let labels: Vec<&str> = live.iter().map(|(_, v)| v.label()).collect();
     assert_eq!(
         labels,
         [
@@ -448,7 +448,7 @@ fn entity_numbers_are_mapped_inside_every_kind() {
         if matches!(claim, WeaponClaim::Pellets(_)) {
             // The seed is made from the live shooter's id, which the fresh history does
             // not give it: the one documented case a renumbered replay cannot reproduce.
-            assert_eq!(label(&r.verdict), "pellet_seed_mismatch", "line {}", r.line);
+            assert_eq!(r.verdict.label(), "pellet_seed_mismatch", "line {}", r.line);
         } else {
             assert_eq!(r.verdict, *verdict, "line {}", r.line);
         }
@@ -474,19 +474,9 @@ fn a_change_of_rules_changes_the_kind_verdicts_it_touches() {
     let changed: Vec<&str> = again
         .iter()
         .filter(|r| r.changed())
-        .map(|r| label(&r.verdict))
+        .map(|r| r.verdict.label())
         .collect();
     assert_eq!(changed, ["pellet_count_mismatch", "pellet_count_mismatch"]);
-}
-
-fn label(verdict: &WeaponVerdict) -> &'static str {
-    match verdict {
-        WeaponVerdict::Hitscan(v) => v.outcome.label(),
-        WeaponVerdict::Projectile(v) => v.outcome.label(),
-        WeaponVerdict::Pellets(v) => v.outcome.label(),
-        WeaponVerdict::Melee(v) => v.outcome.label(),
-        WeaponVerdict::Splash(v) => v.outcome.label(),
-    }
 }
 
 /// The recording's lines, and the index of the first `weapon_claim` of kind `kind`.

@@ -5,10 +5,13 @@
 
 use lagcomp::projectile::ClaimedTarget;
 use lagcomp::spread::MAX_PELLETS;
-use lagcomp::{EntityId, HitboxId, PlacedShape, Pose, Quat, Shape, ShapeSweep, Swing, Tick, Vec3};
+use lagcomp::{
+    EntityId, HitboxId, PlacedShape, Pose, Quat, Shape, ShapeSweep, StaticId, Swing, Tick, Vec3,
+};
 use lagcomp_validate::pellets::{
     PelletClaim, PelletOutcome, PelletResult, PelletTarget, PelletVerdict,
 };
+use lagcomp_validate::penetration::{ClaimedLayer, PenetrationClaim};
 use lagcomp_validate::projectile::ProjectileHitClaim;
 use lagcomp_validate::splash::{MAX_VICTIMS, SplashClaim};
 use lagcomp_validate::{
@@ -118,6 +121,36 @@ fn every_kind() -> Vec<(u32, WeaponClaim)> {
                 victims,
             }),
         ),
+        (
+            5,
+            WeaponClaim::Penetration(PenetrationClaim {
+                shooter: SHOOTER,
+                weapon: WeaponId(8),
+                seq: 5,
+                render_time: RENDER,
+                origin: Vec3::new(0.0, 1.6, 0.0),
+                direction: Vec3::NEG_Z,
+                // Every tag, with a gap: only the used slots travel.
+                layers: [
+                    Some(ClaimedLayer::Wall { piece: None }),
+                    Some(ClaimedLayer::Wall {
+                        piece: Some(StaticId(42)),
+                    }),
+                    None,
+                    Some(ClaimedLayer::Body {
+                        target: EntityId::from_bits(3 | 1 << 32),
+                        hitbox: None,
+                    }),
+                    Some(ClaimedLayer::Body {
+                        target: EntityId::from_bits(4),
+                        hitbox: Some(HitboxId(2)),
+                    }),
+                    None,
+                    None,
+                    None,
+                ],
+            }),
+        ),
     ]
 }
 
@@ -187,18 +220,18 @@ fn bad_weapon_shots_are_typed_errors() {
     let one = |claim| input(vec![(1, claim)]);
     let decode = |bytes: &[u8]| ClientMessage::decode(bytes);
 
-    // An unknown kind (penetration is not this build's yet).
+    // An unknown kind (six kinds are known: 0 to 5).
     let pellet = one(WeaponClaim::Pellets(pellets(&[0, 1])));
     let at = first_kind_at(&pellet);
     let mut bytes = encoded(&pellet);
     assert_eq!(bytes[at], 2, "the pellets' kind byte");
-    bytes[at] = 5;
+    bytes[at] = 6;
     assert_eq!(
         decode(&bytes),
         Err(DecodeError::UnknownTag {
             offset: at,
             field: "input.weapon_shots.kind",
-            tag: 5
+            tag: 6
         })
     );
 

@@ -8,6 +8,7 @@ use lagcomp::{
 };
 use lagcomp_net::{Ping, Pong};
 use lagcomp_validate::pellets::{PelletClaim, PelletTarget};
+use lagcomp_validate::penetration::{ClaimedLayer, MAX_PENETRATION_LAYERS, PenetrationClaim};
 use lagcomp_validate::projectile::ProjectileHitClaim;
 use lagcomp_validate::splash::{MAX_VICTIMS, SplashClaim};
 use lagcomp_validate::{
@@ -58,9 +59,9 @@ fn client_size(input: Input) -> usize {
     bytes.len()
 }
 
-/// One claim of each weapon kind (hitscan, projectile, pellets, melee, splash) with every
-/// optional part present and every array full.
-fn every_kind_at_its_largest() -> [WeaponClaim; 5] {
+/// One claim of each weapon kind (hitscan, projectile, pellets, melee, splash,
+/// penetration) with every optional part present and every array full.
+fn every_kind_at_its_largest() -> [WeaponClaim; 6] {
     let shooter = EntityId::from_bits(1);
     let render_time = RenderTime::Ticks {
         from: Tick(1),
@@ -120,6 +121,18 @@ fn every_kind_at_its_largest() -> [WeaponClaim; 5] {
             direction: Vec3::X,
             blast: Vec3::X,
             victims: [Some(hit.target); MAX_VICTIMS],
+        }),
+        WeaponClaim::Penetration(PenetrationClaim {
+            shooter,
+            weapon: WeaponId(5),
+            seq: 1,
+            render_time,
+            origin: Vec3::ZERO,
+            direction: Vec3::X,
+            layers: [Some(ClaimedLayer::Body {
+                target: hit.target,
+                hitbox: Some(HitboxId(1)),
+            }); MAX_PENETRATION_LAYERS],
         }),
     ]
 }
@@ -217,7 +230,7 @@ fn measured(kind: u8) -> (usize, usize) {
                 .into_iter()
                 .map(weapon)
                 .collect();
-            assert_eq!(sizes, [79, 83, 450, 149, 213]);
+            assert_eq!(sizes, [79, 83, 450, 149, 213, 153]);
             assert_eq!(weapon(biggest_weapon_shot()), 450);
             (client_size(bare), client_size(full))
         }
