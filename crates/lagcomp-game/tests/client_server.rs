@@ -10,7 +10,7 @@ use lagcomp_game::body::{Arena, EYE};
 use lagcomp_game::brain::{BotBrain, BrainConfig, WARM_UP};
 use lagcomp_game::server::{CoreConfig, ServerCore};
 use lagcomp_game::traffic::{ClientInput, EntityUpdate, FiredShot};
-use lagcomp_validate::{RenderTime, ShotClaim, VerdictOutcome};
+use lagcomp_validate::{RenderTime, ShotClaim, VerdictOutcome, WeaponClaim};
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
@@ -45,13 +45,24 @@ fn core_with(
     (core, ids, arena, rig)
 }
 
+/// The hitscan claim a rifle-only brain sends.
+fn hitscan(claim: &WeaponClaim) -> &ShotClaim {
+    match claim {
+        WeaponClaim::Hitscan(shot) => shot,
+        other => panic!("a rifle-only brain sent a {} claim", other.kind()),
+    }
+}
+
 fn input(frame: u32, aim: Quat, shots: Vec<(u32, ShotClaim)>) -> ClientInput {
     ClientInput {
         frame,
         aim,
         ping: None,
         probe_reply: None,
-        shots,
+        shots: shots
+            .into_iter()
+            .map(|(seq, claim)| (seq, WeaponClaim::Hitscan(claim)))
+            .collect(),
         interp_delay: 0.1,
         newest_tick: None,
     }
@@ -86,8 +97,8 @@ fn brains_fed_straight_from_a_core_agree_with_its_verdicts() {
             .tick(Tick(tick), time, dt, &mut tick_rng)
             .expect("ticks increase")
         {
-            let verdict = core.validate(&queued.claim, queued.received);
-            let shot = &fired[&(queued.shooter, queued.claim.seq)];
+            let verdict = core.validate(hitscan(&queued.claim), queued.received);
+            let shot = &fired[&(queued.shooter, queued.claim.seq())];
             verdicts += 1;
             let client = shot.client_hit.map(|(id, _)| id);
             if client.is_some() {
@@ -178,7 +189,8 @@ fn the_core_applies_only_newer_views_and_names_the_shooter_itself() {
     assert_eq!(queued.len(), 1, "the copy is dropped");
     assert_eq!(queued[0].shooter, me);
     assert_eq!(
-        queued[0].claim.shooter, me,
+        queued[0].claim.shooter(),
+        me,
         "the connection's entity, not the claim's"
     );
     assert_eq!(queued[0].received, 0.01);
@@ -380,8 +392,8 @@ fn steady_fire_with_interest_management_blends_nothing_across_a_gap_and_agrees()
             .tick(Tick(tick), time, dt, &mut tick_rng)
             .expect("ticks increase")
         {
-            let verdict = core.validate(&queued.claim, queued.received);
-            let shot = &fired[&(queued.shooter, queued.claim.seq)];
+            let verdict = core.validate(hitscan(&queued.claim), queued.received);
+            let shot = &fired[&(queued.shooter, queued.claim.seq())];
             if let Some((target, _)) = shot.client_hit {
                 hits += 1;
                 if matches!(verdict.outcome, VerdictOutcome::Confirmed(hit) if hit.target == target)
@@ -434,7 +446,7 @@ fn steady_fire_with_interest_management_blends_nothing_across_a_gap_and_agrees()
                 fired.insert((id, shot.seq), shot);
             }
             for (_, claim) in &frame.input.shots {
-                if let RenderTime::Ticks { from, to, .. } = claim.render_time {
+                if let RenderTime::Ticks { from, to, .. } = claim.render_time() {
                     widest = widest.max(to.0 - from.0);
                 }
             }
@@ -512,7 +524,7 @@ fn a_body_back_in_view_is_not_blended_across_the_gap() {
                 .tick(Tick(tick), time, dt, &mut tick_rng)
                 .expect("ticks increase")
             {
-                core.validate(&queued.claim, queued.received);
+                core.validate(hitscan(&queued.claim), queued.received);
             }
             // Out of view for half a second of every second and a half, after the warm-up.
             let out = time > WARM_UP && (tick % 96) >= 64;
@@ -546,7 +558,7 @@ fn a_body_back_in_view_is_not_blended_across_the_gap() {
                 aimed_at_it += 1;
             }
             for (_, claim) in &frame.input.shots {
-                if let RenderTime::Ticks { from, to, .. } = claim.render_time {
+                if let RenderTime::Ticks { from, to, .. } = claim.render_time() {
                     widest = widest.max(to.0 - from.0);
                 }
             }
@@ -612,7 +624,7 @@ fn steady_fire_keeps_the_weapons_spacing_while_the_round_trip_jumps() {
                 .tick(Tick(tick), tick_time, dt, &mut tick_rng)
                 .expect("ticks increase")
             {
-                let verdict = core.validate(&queued.claim, queued.received);
+                let verdict = core.validate(hitscan(&queued.claim), queued.received);
                 if matches!(
                     verdict.outcome,
                     VerdictOutcome::Rejected {
@@ -667,7 +679,7 @@ fn steady_fire_keeps_the_weapons_spacing_while_the_round_trip_jumps() {
                 if seq <= *last_seq {
                     continue;
                 }
-                let RenderTime::Ticks { from, to, fraction } = claim.render_time else {
+                let RenderTime::Ticks { from, to, fraction } = claim.render_time() else {
                     panic!("a steady brain's shot is stamped with ticks");
                 };
                 let at = (f64::from(from.0)

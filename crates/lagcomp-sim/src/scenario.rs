@@ -237,9 +237,19 @@ fn preset_run(preset: &Preset, tally: Tally, window: f64) -> PresetRun {
             m.agreed as f64 / m.client_hits as f64
         };
     }
-    let honest_rejected = modes
-        .get(&Mode::Full)
-        .map_or(0, |m| m.rejections.values().sum());
+    let mut weapons = tally.arms;
+    for m in weapons.values_mut() {
+        m.agreement = if m.client_hits == 0 {
+            f64::NAN
+        } else {
+            m.agreed as f64 / m.client_hits as f64
+        };
+    }
+    // Every weapon's: the hitscan ones' are the full mode's.
+    let honest_rejected = weapons
+        .values()
+        .map(|m| m.rejections.values().sum::<u64>())
+        .sum();
     let movers = |claimed_hit| {
         tally
             .honest_blocked
@@ -262,6 +272,7 @@ fn preset_run(preset: &Preset, tally: Tally, window: f64) -> PresetRun {
         rewind: rewind_stats(tally.rewinds, window),
         blocked_by_movers,
         blocked_by_movers_disputed,
+        weapons,
     }
 }
 
