@@ -20,7 +20,7 @@ use lagcomp_validate::{ClaimedHit, MeleeClaim, RenderTime, WeaponClaim};
 use super::{BotBrain, Stops};
 use crate::body::{self, Arena, BONES, EYE};
 use crate::traffic::{FiredShot, claim_fingerprint};
-use crate::weapon::{self, Arm, KNIFE_REACH};
+use crate::weapon::{self, Arm, KNIFE_REACH, ROCKET_SPEED};
 
 /// Targets nearer than this (eye to chest, metres) get the knife.
 const KNIFE_RANGE: f32 = 1.4;
@@ -34,6 +34,10 @@ const SNIPER_RANGE: f32 = 22.0;
 /// The shotgun's reach in the rules: a pellet that strikes farther is claimed as nothing.
 const SHOTGUN_REACH: f32 = 39.0;
 
+/// Seconds of margin a rocket's claim keeps inside the window: resends after lost
+/// inputs, the frame and step it waits for.
+const ROCKET_MARGIN: f64 = 0.15;
+
 /// How far a pellet's line may be moved sideways, metres, and still strike the same body
 /// for the client to claim it: a pellet that grazes an edge is left unclaimed rather than
 /// risk the server's trace seeing the edge a hair differently.
@@ -45,6 +49,15 @@ const PELLET_MARGIN: f32 = 0.02;
 const BLADE: f32 = 0.08;
 const HAND: f32 = 0.2;
 const THRUST: f32 = 1.5;
+
+/// How far off the thrust the views reported in the last round trip and interpolation
+/// delay may have looked, degrees: the server judges a strike by the view it recorded at
+/// the moment drawn (within the knife's 90 degrees), which a bot turning after a target
+/// close by may have swept past.
+const KNIFE_STEADY: f32 = 60.0;
+
+/// Views remembered: a second and a half of frames at 60 a second.
+const VIEWS_KEPT: usize = 96;
 
 /// What a brain with the whole arsenal keeps besides the rifle's state.
 #[derive(Debug, Clone)]
@@ -58,8 +71,12 @@ pub(super) struct Arsenal {
     recent: VecDeque<f64>,
     /// The rocket in flight, if any: it holds fire until the rocket has struck.
     rocket: Option<Rocket>,
+    /// The server's rewind window, seconds.
+    window: f64,
     /// Each remote's bones at the moment a rocket step is traced.
     sampled: Vec<Vec<BoneTransform>>,
+    /// The views it reported lately, oldest first: (local time, forward).
+    views: VecDeque<(f64, Vec3)>,
 }
 
 /// A rocket this client fired and is flying, step by step, through what it draws.
@@ -86,9 +103,11 @@ impl Arsenal {
         Some(Self {
             spread,
             flight,
+            window,
             recent: VecDeque::with_capacity(32),
             rocket: None,
             sampled: Vec::new(),
+            views: VecDeque::with_capacity(VIEWS_KEPT),
         })
     }
 
@@ -112,6 +131,24 @@ impl Arsenal {
             self.recent.pop_front();
         }
         self.recent.push_back(at);
+    }
+
+    /// Remembers the view reported at local time `local` (forward, unit length).
+    pub(super) fn viewed(&mut self, local: f64, forward: Vec3) {
+        while self.views.len() >= VIEWS_KEPT {
+            self.views.pop_front();
+        }
+        self.views.push_back((local, forward));
+    }
+
+    /// Whether every view reported since local time `since` looks within `degrees` of
+    /// `aim` (unit length).
+    fn steady_since(&self, since: f64, aim: Vec3, degrees: f32) -> bool {
+        let cos = degrees.to_radians().cos();
+        self.views
+            .iter()
+            .filter(|(at, _)| *at >= since)
+            .all(|(_, forward)| forward.dot(aim) >= cos)
     }
 
     /// Whether a rocket is in flight (the brain holds fire).
@@ -155,7 +192,20 @@ impl BotBrain {
         let view = self.remotes[aimed].view?;
         let render_time = RenderTime::from(stamp(&view));
         let at = self.claimed_at(aimed, render_time)?;
-        let arm = pick(chest.distance(eye));
+        // Weapons other than the rifles only on a plain view (a frame or a blend of two):
+        // an extrapolated or teleport's view is the rifle's alone, whose claim names the
+        // one body it hit; and a rocket only when its claim will reach the server while
+        // the history still holds the moment it was fired.
+        let plain = matches!(view, View::Exact { .. } | View::Interpolated { .. });
+        let distance = chest.distance(eye);
+        let arm = match pick(distance) {
+            Arm::Rifle | Arm::SniperRifle => pick(distance),
+            _ if !plain => Arm::Rifle,
+            Arm::RocketLauncher if !self.rocket_arrives_in_time(distance / ROCKET_SPEED) => {
+                Arm::Rifle
+            }
+            arm => arm,
+        };
         let allowed = self.arsenal.as_ref().is_some_and(|a| a.may_fire(arm, at));
         if !allowed {
             self.held = true;
@@ -186,6 +236,17 @@ impl BotBrain {
             arsenal.fired(at);
         }
         shot
+    }
+
+    /// Whether a rocket claim for a strike `flight` seconds into the flight reaches the
+    /// server while its history still holds the moment the rocket was fired: that moment
+    /// is a round trip and the interpolation delay old when the claim is sent (half a
+    /// round trip to arrive), plus the flight, plus a margin for a resend or two.
+    fn rocket_arrives_in_time(&self, flight: f32) -> bool {
+        let age = self.clock.rtt().srtt().unwrap_or(0.0) + self.delay.delay() + f64::from(flight);
+        self.arsenal
+            .as_ref()
+            .is_some_and(|a| age + ROCKET_MARGIN <= a.window)
     }
 
     /// Where a player's aim lands on a target's chest: off by a human-sized error.
@@ -226,7 +287,11 @@ impl BotBrain {
         let mut hits = [None; MAX_PELLETS];
         let mut first = None;
         for (slot, &direction) in hits.iter_mut().zip(drawn.directions()) {
-            let Some((i, hitbox, at)) = self.robust_trace(me, eye, direction, arena, rig) else {
+            // Pellets are claimed on the body aimed at, whose view stamped the claim.
+            let Some((i, hitbox, at)) = self
+                .robust_trace(me, eye, direction, arena, rig)
+                .filter(|(i, _, _)| *i == self.target)
+            else {
                 continue;
             };
             *slot = Some(PelletTarget {
@@ -296,6 +361,17 @@ impl BotBrain {
         arena: &Arena,
         rig: &Rig,
     ) -> Option<(WeaponClaim, FiredShot)> {
+        // The view the server will judge by is one this client reported up to a round
+        // trip and its interpolation delay ago.
+        let looked = self.clock.rtt().srtt().unwrap_or(0.0) + self.delay.delay() + 0.15;
+        let now = self.views_now();
+        if !self
+            .arsenal
+            .as_ref()
+            .is_some_and(|a| a.steady_since(now - looked, aim, KNIFE_STEADY))
+        {
+            return None;
+        }
         let hand = eye + aim * HAND;
         let struck = |radius: f32| -> Option<(f32, usize, HitboxId)> {
             let mut best: Option<(f32, usize, HitboxId)> = None;
@@ -347,6 +423,14 @@ impl BotBrain {
         let at = hand + aim * (enter + BLADE);
         let shot = self.fired_any(&claim, Arm::Knife, Some((i, hitbox, at)), i, clean_view);
         Some((claim, shot))
+    }
+
+    /// The local time of the latest view remembered.
+    fn views_now(&self) -> f64 {
+        self.arsenal
+            .as_ref()
+            .and_then(|a| a.views.back())
+            .map_or(f64::NEG_INFINITY, |(at, _)| *at)
     }
 
     /// Fires a rocket from `eye` along `aim` at server time `at` (what `render_time`
@@ -429,9 +513,13 @@ impl BotBrain {
                 break;
             }
             if let Some((distance, i, hitbox)) = struck {
+                // A strike whose claim would arrive after the history let go of the fire
+                // moment is not claimed: the server could only refuse it as too old.
+                let in_time = self.rocket_arrives_in_time(flight.time_of_step(step) as f32);
                 let mine = sampled[me].get(EYE as usize).map(|b| b.translation);
                 outcome = Some(
-                    mine.map(|eye| (step, start, from + direction * distance, i, hitbox, eye)),
+                    mine.filter(|_| in_time)
+                        .map(|eye| (step, start, from + direction * distance, i, hitbox, eye)),
                 );
                 break;
             }
@@ -467,15 +555,21 @@ impl BotBrain {
             seq: self.take_seq(),
             render_time: RenderTime::Time(start),
             origin: eye,
-            direction: position - eye,
+            // Where it was aimed: the view its inputs report until the claims are in.
+            direction: rocket.direction,
             blast: position,
             victims,
         });
         if let Some(arsenal) = &mut self.arsenal {
             arsenal.fired(start);
         }
-        self.next_fire = self.next_fire.max(local + Arm::RocketLauncher.interval());
-        self.hold_aim_until = local;
+        // The server spaces arrivals by a rocket's interval per claim, the projectile's
+        // counted from when it was fired: two intervals from now.
+        self.next_fire = self
+            .next_fire
+            .max(local + 2.0 * Arm::RocketLauncher.interval());
+        // The view stays on the rocket's line while the claims may still be resent.
+        self.hold_aim_until = local + 0.3;
         let struck = Some((i, hitbox, position));
         let blast_shot = self.fired_any(&blast, Arm::RocketBlast, struck, i, rocket.clean_view);
         let rocket_shot = self.fired_any(

@@ -551,6 +551,9 @@ impl BotBrain {
             self.aim = look_along(chest - eye);
         }
         input.aim = self.reported_aim();
+        if let Some(arsenal) = &mut self.arsenal {
+            arsenal.viewed(local, self.aim * Vec3::NEG_Z);
+        }
 
         let settled = now - self.target_since > 0.4;
         let protected = self.shown_protected(self.target);

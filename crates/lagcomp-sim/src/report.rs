@@ -9,7 +9,8 @@
 //! - `report/plot.rs`: the chart frame every chart shares (axes, ticks, legend);
 //! - `report/agreement.rs`, `reconstruction.rs`, `rejections.rs`, `shot.rs`: one chart
 //!   each;
-//! - `report/tables.rs`: the results, reconstruction and cheat tables.
+//! - `report/tables.rs`: the results, reconstruction and cheat tables;
+//! - `report/weapons.rs`: the per-weapon table.
 //!
 //! The page is also well-formed XML (every element closed, only the XML entities), so
 //! tests can parse it with an XML parser, and the same [`SimResult`] always gives the same
@@ -42,6 +43,7 @@ mod rejections;
 mod shot;
 mod tables;
 mod text;
+mod weapons;
 
 use text::esc;
 
@@ -91,6 +93,7 @@ pub fn render_html(result: &SimResult) -> String {
     out.push_str(&tables::results(result));
     out.push_str(&tables::movers(result));
     out.push_str(&tables::refused(result));
+    out.push_str(&weapons::table(result));
     out.push_str("</section>\n");
 
     section(
