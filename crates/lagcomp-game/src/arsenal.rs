@@ -63,9 +63,9 @@ const VIEWS_KEPT: usize = 96;
 #[derive(Debug, Clone)]
 pub(super) struct Arsenal {
     /// The shotgun's spread, from the server's rules.
-    spread: Spread,
+    pub(super) spread: Spread,
     /// The rocket's flight, from the server's rules.
-    flight: Flight,
+    pub(super) flight: Flight,
     /// The claimed times of its latest shots, oldest first: what the server's fire-rate
     /// rule spaces a new shot from, whatever weapon fired them.
     recent: VecDeque<f64>,
@@ -115,11 +115,17 @@ impl Arsenal {
     /// run of `k` shots ending with this one spans at least `k` of this weapon's
     /// intervals, less the server's 5 % slack, whatever weapon fired the earlier ones),
     /// with a margin for the claim's `f32` fraction.
+    ///
+    /// The server looks back `(burst + 2) * 4` of the weapon's intervals; this looks back
+    /// as far for a burst of one (the rocket's), and allows no burst: never more
+    /// lenient than the server.
     pub(super) fn may_fire(&self, arm: Arm, at: f64) -> bool {
         let spacing = 0.97 * arm.interval();
+        let horizon = 12.0 * arm.interval();
         self.recent
             .iter()
             .rev()
+            .take_while(|&&f| at - f <= horizon)
             .enumerate()
             .all(|(k, &f)| at - f >= (k as f64 + 1.0) * spacing)
     }
@@ -260,7 +266,7 @@ impl BotBrain {
     }
 
     /// The next sequence number.
-    fn take_seq(&mut self) -> u32 {
+    pub(super) fn take_seq(&mut self) -> u32 {
         let seq = self.next_seq;
         self.next_seq += 1;
         seq
@@ -583,7 +589,7 @@ impl BotBrain {
     }
 
     /// What this client remembers of a claim of any kind.
-    fn fired_any(
+    pub(super) fn fired_any(
         &self,
         claim: &WeaponClaim,
         arm: Arm,

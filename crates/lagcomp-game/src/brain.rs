@@ -27,6 +27,8 @@
 //! an honest brain fire at a steady rate instead, at the nearest opponent drawn or along
 //! its view when none is ([`BotBrain::next_shot`] says when the next shot is due).
 
+#[path = "armed_cheats.rs"]
+mod armed_cheats;
 #[path = "arsenal.rs"]
 mod arsenal;
 #[path = "sight.rs"]
@@ -240,7 +242,10 @@ impl BotBrain {
             held: false,
             scenery: None,
             drawn_at: f64::NEG_INFINITY,
-            arsenal: if config.arsenal && config.cheat.is_none() && config.fire_rate.is_none() {
+            arsenal: if config.arsenal
+                && config.cheat.is_none_or(Cheat::needs_arsenal)
+                && config.fire_rate.is_none()
+            {
                 arsenal::Arsenal::new(config.window)
             } else {
                 None
@@ -558,7 +563,9 @@ impl BotBrain {
         let settled = now - self.target_since > 0.4;
         let protected = self.shown_protected(self.target);
         let allowed = match self.cheat {
-            Some(Cheat::ThroughWalls) => self.behind_cover(eye, chest, arena),
+            Some(Cheat::ThroughWalls | Cheat::BlastThroughWall) => {
+                self.behind_cover(eye, chest, arena)
+            }
             Some(Cheat::ThroughDoor) => {
                 protected == Some(false) && self.behind_door(eye, chest, arena)
             }
@@ -590,7 +597,9 @@ impl BotBrain {
             // A pair starts only with a shot that was really fired: otherwise the next
             // shot would be counted as the fast one while it is the first.
             self.tapped = None;
-            let shot = if self.arsenal.is_some() {
+            let shot = if self.cheat.is_some_and(Cheat::needs_arsenal) {
+                self.cheat_arm(eye, chest, arena)
+            } else if self.arsenal.is_some() {
                 self.fire_arm(me, eye, chest, render, local, arena, rig)
             } else {
                 self.fire(me, eye, render, arena, rig, cheating)
@@ -846,7 +855,7 @@ impl BotBrain {
                 return false;
             }
             match c.cheat {
-                Some(Cheat::ThroughWalls) => {
+                Some(Cheat::ThroughWalls | Cheat::BlastThroughWall) => {
                     c.behind_cover(eye, remote.scratch[body::CHEST as usize].translation, arena)
                 }
                 // Unprotected ones only: what stops its shots is the door, nothing else.
@@ -859,6 +868,12 @@ impl BotBrain {
                         )
                 }
                 Some(Cheat::Invulnerable) => remote.flags.back().is_some_and(|f| f.1),
+                // In sight, past the knife's reach and near enough to lunge at.
+                Some(Cheat::LongKnife) => {
+                    let chest = remote.scratch[body::CHEST as usize].translation;
+                    let (near, far) = armed_cheats::LONG_KNIFE;
+                    !c.behind_cover(eye, chest, arena) && (near..far).contains(&chest.distance(eye))
+                }
                 // A player picks someone it can see: not behind a wall or the level (a
                 // door or the tram may still slide into the line).
                 _ => !c.behind_cover(eye, remote.scratch[body::CHEST as usize].translation, arena),
@@ -867,7 +882,13 @@ impl BotBrain {
         let stale = now - self.target_since > 3.0 || self.target == me;
         let cheat_needs_new = matches!(
             self.cheat,
-            Some(Cheat::ThroughWalls | Cheat::ThroughDoor | Cheat::Invulnerable)
+            Some(
+                Cheat::ThroughWalls
+                    | Cheat::ThroughDoor
+                    | Cheat::Invulnerable
+                    | Cheat::BlastThroughWall
+                    | Cheat::LongKnife
+            )
         ) && !wanted(self, self.target);
         if stale || cheat_needs_new {
             let start = self.rng.random_range(0..bots);

@@ -47,6 +47,9 @@ pub struct Scenario {
     /// Whether the arena has doors, a tram, a breakable wall and a mesh level
     /// ([`SkirmishConfig::scenery`]); on in every built-in scenario.
     pub scenery: bool,
+    /// Whether honest bots carry every weapon ([`SkirmishConfig::arsenal`]); on in every
+    /// built-in scenario.
+    pub arsenal: bool,
 }
 
 /// Why a scenario could not be built.
@@ -84,6 +87,7 @@ impl Scenario {
             respawn_rate: 0.05,
             echo_ceiling: true,
             scenery: true,
+            arsenal: true,
         };
         match name {
             "default" => {}
@@ -122,6 +126,7 @@ impl Scenario {
             cheat,
             echo_ceiling: self.echo_ceiling,
             scenery: self.scenery,
+            arsenal: self.arsenal,
         };
         let mut out: Vec<_> = self
             .presets

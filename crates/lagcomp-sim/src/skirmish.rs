@@ -66,6 +66,11 @@ pub struct SkirmishConfig {
     /// tram, a wall that falls a third of the way through the match and is rebuilt at
     /// two thirds, and a triangle-mesh level.
     pub scenery: bool,
+    /// Whether honest bots carry every weapon and pick the one that fits each target
+    /// ([`BrainConfig::arsenal`]; a cheat that bends a weapon other than the rifle needs
+    /// it too), or the rifle only: the hitscan claims the three modes compare, at the
+    /// rifle's rate.
+    pub arsenal: bool,
 }
 
 /// What one match measured.
@@ -221,8 +226,7 @@ pub fn play(config: &SkirmishConfig, mut progress: impl FnMut(f64)) -> Tally {
             let mut brain = BotBrain::new(
                 BrainConfig {
                     window: config.max_rewind,
-                    // Honest bots carry every weapon; the cheating one its rifle.
-                    arsenal: true,
+                    arsenal: config.arsenal,
                     ..BrainConfig::new(config.tick_rate, (b == 0).then_some(config.cheat).flatten())
                 },
                 ids[b],

@@ -6,3 +6,4 @@ mod floors;
 mod report;
 mod report_browser;
 mod scenery;
+mod weapons;
