@@ -29,17 +29,28 @@ const EARLY_STEP: u32 = 2;
 pub(super) const LONG_KNIFE: (f32, f32) = (KNIFE_REACH + 0.5, 8.0);
 
 impl BotBrain {
-    /// A cheating claim of its class's weapon at the target (slot `self.target`, its
-    /// chest at `chest`), from `eye`; `None` when the target does not suit the class this
-    /// frame, or the weapon's rate holds it back ([`BotBrain::held`] set): the cheats
-    /// keep the fire rate, so what refuses them is what their class bends.
+    /// A cheating claim of its class's weapon at the target (slot `self.target`; a
+    /// blast-through-wall cheat takes any body it can claim), from `eye`; `None` when no
+    /// body suits the class this frame, or the weapon's rate holds it back
+    /// ([`BotBrain::held`] set): the cheats keep the fire rate, so what refuses them is
+    /// what their class bends.
     pub(super) fn cheat_arm(
         &mut self,
         eye: Vec3,
-        chest: Vec3,
         arena: &Arena,
     ) -> Option<(WeaponClaim, FiredShot)> {
         let cheat = self.cheat?;
+        if cheat == Cheat::BlastThroughWall {
+            // Any body it can claim a blast on, the target first.
+            let bodies = self.remotes.len();
+            let me = self.index.get(&self.me).copied();
+            self.target = (0..bodies).map(|k| (self.target + k) % bodies).find(|&i| {
+                Some(i) != me
+                    && self.remotes[i].view.is_some()
+                    && self.shown_protected(i) == Some(false)
+                    && self.blast_spot(eye, i, arena).is_some()
+            })?;
+        }
         let aimed = self.target;
         let view = self.remotes[aimed].view?;
         let render_time = RenderTime::from(stamp(&view));
@@ -51,6 +62,7 @@ impl BotBrain {
             Cheat::BlastThroughWall => Arm::RocketBlast,
             _ => return None,
         };
+        let chest = self.remotes[aimed].scratch[body::CHEST as usize].translation;
         let aim = (chest - eye).normalize_or_zero();
         let distance = chest.distance(eye);
         if aim == Vec3::ZERO {
@@ -133,16 +145,7 @@ impl BotBrain {
                 })
             }
             Cheat::BlastThroughWall => {
-                // A blast just this side of the wall the target stands behind, claimed
-                // to catch it.
-                let wall = self.cover_distance(arena, eye, aim);
-                if wall >= distance || distance - wall > BLAST_RADIUS - 0.5 || wall < 1.0 {
-                    return None;
-                }
-                let blast = eye + aim * (wall - 0.2);
-                if !self.walled_off(blast, aimed, arena) {
-                    return None;
-                }
+                let blast = self.blast_spot(eye, aimed, arena)?;
                 let mut victims = [None; MAX_VICTIMS];
                 victims[0] = Some(target);
                 WeaponClaim::Splash(SplashClaim {
@@ -172,17 +175,39 @@ impl BotBrain {
         Some((claim, shot))
     }
 
-    /// Whether walls or the level stand between `blast` and every part of the body in
-    /// slot `i` (its bones, and points a body's width to each side of its chest): a blast
-    /// there can only catch it through a wall.
+    /// Where a blast-through-wall cheat at `eye` puts its blast to claim the body in slot
+    /// `i`: just the other side of a wall within the blast's radius of it, when that
+    /// walls the body off from the blast (`None` otherwise). The wall between the two
+    /// first, then one in any of eight directions round the body (a claimed blast may be
+    /// anywhere within the launcher's range).
+    pub(super) fn blast_spot(&self, eye: Vec3, i: usize, arena: &Arena) -> Option<Vec3> {
+        let chest = self.remotes[i]
+            .scratch
+            .get(body::CHEST as usize)?
+            .translation;
+        let toward_eye = (eye - chest).normalize_or_zero();
+        let around = (0..8).map(|k| {
+            let (sin, cos) = (k as f32 * std::f32::consts::FRAC_PI_4).sin_cos();
+            Vec3::new(cos, 0.0, sin)
+        });
+        std::iter::once(toward_eye)
+            .chain(around)
+            .filter(|d| *d != Vec3::ZERO)
+            .find_map(|d| {
+                let wall = self.cover_distance(arena, chest, d);
+                let blast = chest + d * (wall + 0.2);
+                (wall > 0.3 && wall + 0.2 < BLAST_RADIUS && blast.distance(eye) < 50.0)
+                    .then_some(blast)
+                    .filter(|&blast| self.walled_off(blast, i, arena))
+            })
+    }
+
+    /// Whether walls or the level stand between `blast` and every bone of the body in
+    /// slot `i`: a blast there can only catch it through a wall.
     fn walled_off(&self, blast: Vec3, i: usize, arena: &Arena) -> bool {
-        let bones = &self.remotes[i].scratch;
-        let chest = bones[body::CHEST as usize].translation;
-        let across = (chest - blast).cross(Vec3::Y).normalize_or_zero() * 0.4;
-        bones
+        self.remotes[i]
+            .scratch
             .iter()
-            .map(|b| b.translation)
-            .chain([chest + across, chest - across, chest + Vec3::Y * 0.6])
-            .all(|point| self.behind_cover(blast, point, arena))
+            .all(|bone| self.behind_cover(blast, bone.translation, arena))
     }
 }

@@ -563,9 +563,9 @@ impl BotBrain {
         let settled = now - self.target_since > 0.4;
         let protected = self.shown_protected(self.target);
         let allowed = match self.cheat {
-            Some(Cheat::ThroughWalls | Cheat::BlastThroughWall) => {
-                self.behind_cover(eye, chest, arena)
-            }
+            Some(Cheat::ThroughWalls) => self.behind_cover(eye, chest, arena),
+            // It picks the body its blast can claim when it fires.
+            Some(Cheat::BlastThroughWall) => true,
             Some(Cheat::ThroughDoor) => {
                 protected == Some(false) && self.behind_door(eye, chest, arena)
             }
@@ -598,7 +598,7 @@ impl BotBrain {
             // shot would be counted as the fast one while it is the first.
             self.tapped = None;
             let shot = if self.cheat.is_some_and(Cheat::needs_arsenal) {
-                self.cheat_arm(eye, chest, arena)
+                self.cheat_arm(eye, arena)
             } else if self.arsenal.is_some() {
                 self.fire_arm(me, eye, chest, render, local, arena, rig)
             } else {
@@ -855,9 +855,10 @@ impl BotBrain {
                 return false;
             }
             match c.cheat {
-                Some(Cheat::ThroughWalls | Cheat::BlastThroughWall) => {
+                Some(Cheat::ThroughWalls) => {
                     c.behind_cover(eye, remote.scratch[body::CHEST as usize].translation, arena)
                 }
+                Some(Cheat::BlastThroughWall) => c.blast_spot(eye, i, arena).is_some(),
                 // Unprotected ones only: what stops its shots is the door, nothing else.
                 Some(Cheat::ThroughDoor) => {
                     c.shown_protected(i) == Some(false)
