@@ -470,12 +470,11 @@ fn judge(
         }
     }
     // How far the pose the server rebuilt is from the one the client drew.
-    if let Some((target, rebuilt)) = reconstruct(history, claim.render_time, shot, tally) {
-        if tally.picture.is_none()
-            && let VerdictOutcome::Confirmed(hit) = verdict.outcome
-        {
-            tally.picture = picture(server, claim, target, hit.point, &rebuilt);
-        }
+    if let Some((target, rebuilt)) = reconstruct(history, claim.render_time, shot, tally)
+        && tally.picture.is_none()
+        && let VerdictOutcome::Confirmed(hit) = verdict.outcome
+    {
+        tally.picture = picture(server, claim, target, hit.point, &rebuilt);
     }
 }
 
