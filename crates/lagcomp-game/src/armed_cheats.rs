@@ -24,6 +24,10 @@ use crate::weapon::{self, Arm, BLAST_RADIUS, KNIFE_REACH};
 /// and a quarter out, wherever the target really is.
 const EARLY_STEP: u32 = 2;
 
+/// How far an early rocket's target must be, metres: far enough that a strike on it
+/// during [`EARLY_STEP`] (or the step after, the server's leeway) is a lie.
+const EARLY_TARGET: f32 = 6.0;
+
 /// How far a long knife's target is, metres: past the knife's reach, near enough to
 /// pass for a lunge.
 pub(super) const LONG_KNIFE: (f32, f32) = (KNIFE_REACH + 0.5, 8.0);
@@ -75,6 +79,9 @@ impl BotBrain {
         let target = self.remotes[aimed].id;
         let claim = match cheat {
             Cheat::EarlyRocket => {
+                if distance < EARLY_TARGET {
+                    return None;
+                }
                 let flight = self.arsenal.as_ref()?.flight;
                 let mut state = flight.launch(eye, aim).ok()?;
                 for _ in 0..EARLY_STEP {
@@ -202,12 +209,32 @@ impl BotBrain {
             })
     }
 
-    /// Whether walls or the level stand between `blast` and every bone of the body in
-    /// slot `i`: a blast there can only catch it through a wall.
+    /// Whether walls or the level stand between `blast` and every part of the body in
+    /// slot `i` (its bones, and points a body's width to each side of, above and below
+    /// each), the breakable wall left out: a blast there can only catch it
+    /// through a wall.
     fn walled_off(&self, blast: Vec3, i: usize, arena: &Arena) -> bool {
-        self.remotes[i]
-            .scratch
+        let Some(rig) = self.arsenal.as_ref().map(|a| &a.rig) else {
+            return false;
+        };
+        let bones = &self.remotes[i].scratch;
+        let chest = bones[body::CHEST as usize].translation;
+        let across = (chest - blast).cross(Vec3::Y).normalize_or_zero() * 0.3;
+        let up = Vec3::Y * 0.2;
+        // The server looks from the blast to each hitbox's nearest point: those, and
+        // points round them and round every bone, all behind a wall well before.
+        let nearest = rig
+            .hitboxes()
             .iter()
-            .all(|bone| self.behind_cover(blast, bone.translation, arena))
+            .map(|h| h.placed(&bones[usize::from(h.bone)]).closest_point(blast));
+        bones
+            .iter()
+            .map(|b| b.translation)
+            .chain(nearest)
+            .flat_map(|at| [at, at + across, at - across, at + up, at - up])
+            .all(|point| {
+                let to = point - blast;
+                self.fixed_cover_distance(arena, blast, to.normalize_or_zero()) + 0.1 < to.length()
+            })
     }
 }

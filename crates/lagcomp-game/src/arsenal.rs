@@ -77,6 +77,9 @@ pub(super) struct Arsenal {
     sampled: Vec<Vec<BoneTransform>>,
     /// The views it reported lately, oldest first: (local time, forward).
     views: VecDeque<(f64, Vec3)>,
+    /// The players' rig (for a cheat that judges a blast's sight lines to their
+    /// hitboxes).
+    pub(super) rig: std::sync::Arc<Rig>,
 }
 
 /// A rocket this client fired and is flying, step by step, through what it draws.
@@ -108,6 +111,7 @@ impl Arsenal {
             rocket: None,
             sampled: Vec::new(),
             views: VecDeque::with_capacity(VIEWS_KEPT),
+            rig: body::humanoid(),
         })
     }
 

@@ -75,6 +75,15 @@ impl BotBrain {
         wall_distance(arena, origin, direction).min(scenery)
     }
 
+    /// How far along the line the first wall or piece of the level is, leaving out the
+    /// breakable wall (whose fall or rebuilding this client may not have heard of yet).
+    pub(super) fn fixed_cover_distance(&self, arena: &Arena, origin: Vec3, direction: Vec3) -> f32 {
+        let level = self.scenery.as_ref().map_or(f32::INFINITY, |s| {
+            s.level_distance(origin, direction, self.drawn_at)
+        });
+        wall_distance(arena, origin, direction).min(level)
+    }
+
     /// How far along the line the first door or tram as drawn is (infinity when none).
     pub(super) fn mover_distance(&self, origin: Vec3, direction: Vec3) -> f32 {
         self.scenery
