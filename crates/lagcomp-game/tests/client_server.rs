@@ -749,3 +749,121 @@ fn replayed_probe_replies_and_negative_delays_leave_a_players_timing_alone() {
     assert_eq!(core.reported_delay(me), Some(0.05));
     assert_eq!(core.timing(me), Some(timing));
 }
+
+/// Each kind's claim fingerprint changes with the kind's own fields (a tampered pellet
+/// seed, a rocket's step, a blast's victims, a knife's sweep), so a resent copy of a claim
+/// is told from a different claim under the same number; and two kinds with the same
+/// shot never share one.
+#[test]
+fn every_kind_of_claims_fingerprint_changes_with_its_own_fields() {
+    use lagcomp::projectile::ClaimedTarget;
+    use lagcomp::{PlacedShape, Pose, Shape, ShapeSweep};
+    use lagcomp_game::traffic::claim_fingerprint;
+    use lagcomp_validate::pellets::{PelletClaim, PelletTarget};
+    use lagcomp_validate::projectile::ProjectileHitClaim;
+    use lagcomp_validate::splash::SplashClaim;
+    use lagcomp_validate::{ClaimedHit, MeleeClaim};
+
+    let (shooter, target) = (EntityId::from_bits(3), EntityId::from_bits(4));
+    let render_time = RenderTime::Time(1.5);
+    let (origin, direction) = (glam::Vec3::new(1.0, 1.6, 0.0), glam::Vec3::NEG_Z);
+    let rocket = ProjectileHitClaim {
+        shooter,
+        weapon: lagcomp_game::weapon::ROCKET_LAUNCHER,
+        seq: 7,
+        render_time,
+        origin,
+        direction,
+        step: 12,
+        target: ClaimedTarget::Entity {
+            entity: target,
+            hitbox: lagcomp::HitboxId(1),
+        },
+        position: glam::Vec3::new(1.0, 1.6, -7.5),
+    };
+    let mut hits = [None; lagcomp::spread::MAX_PELLETS];
+    hits[0] = Some(PelletTarget {
+        target,
+        hitbox: None,
+    });
+    let pellets = PelletClaim {
+        shooter,
+        weapon: lagcomp_game::weapon::SHOTGUN,
+        seq: 7,
+        render_time,
+        origin,
+        direction,
+        seed: 99,
+        pellets: 12,
+        hits,
+    };
+    let blade = PlacedShape::new(Pose::from_translation(origin), Shape::sphere(0.08));
+    let knife = MeleeClaim {
+        shooter,
+        weapon: lagcomp_game::weapon::KNIFE,
+        seq: 7,
+        render_time,
+        eye: origin,
+        aim: direction,
+        sweep: ShapeSweep::line(blade, direction, 1.5).expect("a thrust"),
+        hit: Some(ClaimedHit {
+            target,
+            hitbox: None,
+            point: None,
+        }),
+    };
+    let mut victims = [None; lagcomp_validate::splash::MAX_VICTIMS];
+    victims[0] = Some(target);
+    let blast = SplashClaim {
+        shooter,
+        weapon: lagcomp_game::weapon::ROCKET_LAUNCHER,
+        seq: 7,
+        render_time,
+        origin,
+        direction,
+        blast: glam::Vec3::new(1.0, 1.6, -7.5),
+        victims,
+    };
+    let hitscan = ShotClaim {
+        shooter,
+        weapon: lagcomp_game::weapon::RIFLE,
+        seq: 7,
+        render_time,
+        origin,
+        direction,
+        hit: None,
+    };
+    let prints = [
+        WeaponClaim::Hitscan(hitscan),
+        WeaponClaim::Projectile(rocket),
+        WeaponClaim::Pellets(pellets),
+        WeaponClaim::Melee(knife),
+        WeaponClaim::Splash(blast),
+        WeaponClaim::Projectile(ProjectileHitClaim { step: 2, ..rocket }),
+        WeaponClaim::Pellets(PelletClaim {
+            seed: 98,
+            ..pellets
+        }),
+        WeaponClaim::Pellets(PelletClaim {
+            pellets: 13,
+            ..pellets
+        }),
+        WeaponClaim::Melee(MeleeClaim {
+            sweep: ShapeSweep::line(blade, direction, 1.0).expect("a thrust"),
+            ..knife
+        }),
+        WeaponClaim::Splash(SplashClaim {
+            victims: [Some(shooter); lagcomp_validate::splash::MAX_VICTIMS],
+            ..blast
+        }),
+    ]
+    .map(|claim| claim_fingerprint(&claim));
+    for (i, a) in prints.iter().enumerate() {
+        for b in &prints[i + 1..] {
+            assert_ne!(a, b, "fingerprint {i} collides");
+        }
+    }
+    // A copy is the same claim; the hitscan print is the rifle's `fingerprint`.
+    assert_eq!(claim_fingerprint(&WeaponClaim::Pellets(pellets)), prints[2]);
+    assert_eq!(prints[0], lagcomp_game::traffic::fingerprint(&hitscan));
+}

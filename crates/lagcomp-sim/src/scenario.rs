@@ -2,7 +2,7 @@
 //! how the matches' tallies become a [`SimResult`].
 
 use lagcomp_game::cheat::Cheat;
-use lagcomp_game::scorecard::CheatResult;
+use lagcomp_game::scorecard::{CheatResult, ModeResult};
 use lagcomp_net::conditioner::{PRESETS, Preset, preset};
 
 use crate::result::{DistanceStats, Mode, PresetRun, RewindStats, SimResult};
@@ -234,22 +234,18 @@ pub fn parse_latency(text: &str) -> Result<Preset, ScenarioError> {
 }
 
 fn preset_run(preset: &Preset, tally: Tally, window: f64) -> PresetRun {
+    // Agreement: of the hits the client saw, the share the server agreed with.
+    let agreement = |m: &mut ModeResult| {
+        m.agreement = if m.client_hits == 0 {
+            f64::NAN
+        } else {
+            m.agreed as f64 / m.client_hits as f64
+        };
+    };
     let mut modes = tally.modes;
-    for m in modes.values_mut() {
-        m.agreement = if m.client_hits == 0 {
-            f64::NAN
-        } else {
-            m.agreed as f64 / m.client_hits as f64
-        };
-    }
+    modes.values_mut().for_each(agreement);
     let mut weapons = tally.arms;
-    for m in weapons.values_mut() {
-        m.agreement = if m.client_hits == 0 {
-            f64::NAN
-        } else {
-            m.agreed as f64 / m.client_hits as f64
-        };
-    }
+    weapons.values_mut().for_each(agreement);
     // Every weapon's: the hitscan ones' are the full mode's.
     let honest_rejected = weapons
         .values()
