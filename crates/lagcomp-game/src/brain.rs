@@ -22,6 +22,14 @@
 //! back into view after such a gap starts afresh ([`EntityUpdate::in_view_since`]), never
 //! blended from where it was before. In the simulator every entity is in every snapshot.
 //!
+//! With [`BrainConfig::arsenal`] an honest brain carries every weapon of
+//! [`crate::weapon`] and picks the one that fits each target; each kind's claim is built
+//! from what it draws (`arsenal.rs`: pellets from the seed the server draws from, the
+//! knife's thrust, a rocket flown step by step through the bodies drawn at each step's
+//! moment, then its projectile and blast claims), and every shot keeps the server's
+//! fire-rate rule across weapons. The cheats that bend those weapons are in
+//! `armed_cheats.rs`.
+//!
 //! A brain plays as a person does by default: it fires at a target it has had in view for
 //! a moment, with a pause between shots. For load tests [`BrainConfig::fire_rate`] makes
 //! an honest brain fire at a steady rate instead, at the nearest opponent drawn or along
