@@ -117,11 +117,12 @@ struct Cheats(Vec<Cheat>);
 /// `all`, or cheat class names separated by commas.
 fn cheats(text: &str) -> Result<Cheats, String> {
     if text.trim() == "all" {
-        // `lagcomp serve`'s arena has no doors: a class that needs them would never fire.
+        // `lagcomp serve`'s arena has no doors, and its bots carry the rifle only (the
+        // wire carries hitscan claims): a class that needs either would never fire.
         return Ok(Cheats(
             Cheat::ALL
                 .into_iter()
-                .filter(|c| !c.needs_doors())
+                .filter(|c| !c.needs_doors() && !c.needs_arsenal())
                 .collect(),
         ));
     }

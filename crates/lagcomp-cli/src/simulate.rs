@@ -246,12 +246,71 @@ fn print_table(out: &mut impl Write, result: &SimResult, page: &std::path::Path)
         out.write_all(NETWORK_LEGEND.as_bytes())?;
         out.write_all(AGREEMENT_LEGEND.as_bytes())?;
         out.write_all(RECONSTRUCTION_LEGEND.as_bytes())?;
+        print_weapons(out, result)?;
     }
     print_cheats(out, &result.cheats)?;
     writeln!(out)?;
     writeln!(out, "report: {}", page.display())?;
     Ok(())
 }
+
+/// The per-weapon table: each weapon's honest claims through the full validator, per
+/// network (nothing when no run judged a claim per weapon).
+fn print_weapons(out: &mut impl Write, result: &SimResult) -> io::Result<()> {
+    if result.runs.iter().all(|run| run.weapons.is_empty()) {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<12} {:<16} {:<11} {:>6} {:>7} {:>10} {:>10} {:>6} {:>9}",
+        "network",
+        "weapon",
+        "kind",
+        "claims",
+        "hits",
+        "confirmed",
+        "agreement",
+        "false",
+        "rejected"
+    )?;
+    for run in &result.runs {
+        for (arm, m) in &run.weapons {
+            writeln!(
+                out,
+                "{:<12} {:<16} {:<11} {:>6} {:>7} {:>10} {:>10} {:>6} {:>9}",
+                run.preset,
+                arm.name(),
+                arm.kind(),
+                m.shots_arrived,
+                m.client_hits,
+                m.confirmed,
+                percent(m.agreement),
+                m.false_confirmations,
+                m.rejections.values().sum::<u64>(),
+            )?;
+        }
+    }
+    writeln!(out)?;
+    out.write_all(WEAPON_LEGEND.as_bytes())
+}
+
+/// What the per-weapon table means, printed under it.
+const WEAPON_LEGEND: &str = "\
+weapon     what honest bots fired, each picking what fits the target: the knife within
+           reach, the shotgun close, the rocket launcher at mid range (each rocket that
+           strikes makes two claims: its flight's, rocket_launcher, and its blast's,
+           rocket_blast), the sniper rifle far, the rifle otherwise; every claim judged
+           by the full validator (the modes above judge the hitscan claims only)
+kind       how the server judges the claim: hitscan (one ray), pellets (the shotgun's
+           pellets regenerated from the seed), projectile (the flight re-flown step by
+           step), splash (the blast's victims in radius and in sight), melee (the blade's
+           sweep)
+claims     honest claims that reached the server; hits: those whose shooter saw a hit
+agreement  share of the hits the server confirmed on the player the shooter saw first
+false      claims whose shooter saw no hit but the server confirmed one
+rejected   honest claims the validator refused (the JSON lists them by reason)
+";
 
 /// The cheat table (nothing when no cheat played), as `simulate` and `bots` print it.
 pub(crate) fn print_cheats(out: &mut impl Write, cheats: &[CheatResult]) -> io::Result<()> {

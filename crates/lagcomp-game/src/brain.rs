@@ -22,11 +22,23 @@
 //! back into view after such a gap starts afresh ([`EntityUpdate::in_view_since`]), never
 //! blended from where it was before. In the simulator every entity is in every snapshot.
 //!
+//! With [`BrainConfig::arsenal`] an honest brain carries every weapon of
+//! [`crate::weapon`] and picks the one that fits each target; each kind's claim is built
+//! from what it draws (`arsenal.rs`: pellets from the seed the server draws from, the
+//! knife's thrust, a rocket flown step by step through the bodies drawn at each step's
+//! moment, then its projectile and blast claims), and every shot keeps the server's
+//! fire-rate rule across weapons. The cheats that bend those weapons are in
+//! `armed_cheats.rs`.
+//!
 //! A brain plays as a person does by default: it fires at a target it has had in view for
 //! a moment, with a pause between shots. For load tests [`BrainConfig::fire_rate`] makes
 //! an honest brain fire at a steady rate instead, at the nearest opponent drawn or along
 //! its view when none is ([`BotBrain::next_shot`] says when the next shot is due).
 
+#[path = "armed_cheats.rs"]
+mod armed_cheats;
+#[path = "arsenal.rs"]
+mod arsenal;
 #[path = "sight.rs"]
 mod sight;
 
@@ -39,7 +51,7 @@ use lagcomp_net::interp::{
     InterpolationConfig, InterpolationDelay, Snapshot, SnapshotBuffer, View,
 };
 use lagcomp_net::shot::{ShotSender, stamp};
-use lagcomp_validate::{ClaimedHit, RenderTime, ShotClaim};
+use lagcomp_validate::{ClaimedHit, RenderTime, ShotClaim, WeaponClaim};
 use rand::Rng;
 use rand_pcg::Pcg64Mcg;
 
@@ -47,7 +59,7 @@ use crate::body::{self, Arena, BONES, EYE, look_along};
 use crate::cheat::{Cheat, FAKE_LATENCY};
 use crate::scenery::SceneryView;
 use crate::traffic::{BotFrame, ClientInput, EntityUpdate, FiredShot, fingerprint};
-use crate::weapon::{RIFLE, RIFLE_INTERVAL};
+use crate::weapon::{Arm, RIFLE_INTERVAL};
 
 /// How far past its newest snapshot a client draws the world (extrapolating each body
 /// along its velocity), seconds; past that it holds the world and holds fire.
@@ -90,6 +102,12 @@ pub struct BrainConfig {
     /// [`Cheat::TooOld`] brain claims moments [`TOO_OLD_MARGIN`] older than that. A window
     /// that is not a positive number means [`lagcomp::DEFAULT_MAX_REWIND`].
     pub window: f64,
+    /// Whether an honest brain carries the whole arsenal ([`crate::weapon::Arm`]) and
+    /// picks the weapon that fits each target: the knife within reach, the shotgun close,
+    /// a rocket at mid range, the sniper rifle far, the rifle otherwise. `false`: the
+    /// rifle only (what `lagcomp bots` plays, whose wire carries hitscan claims). A
+    /// cheating brain and a load test's steady fire use the rifle either way.
+    pub arsenal: bool,
 }
 
 /// How much older than the server's window a [`Cheat::TooOld`] brain claims, seconds.
@@ -106,6 +124,7 @@ impl BrainConfig {
             pause: HUMAN_PAUSE,
             fire_rate: None,
             window: lagcomp::DEFAULT_MAX_REWIND,
+            arsenal: false,
         }
     }
 }
@@ -149,7 +168,7 @@ pub struct BotBrain {
     index: HashMap<EntityId, usize>,
     clock: ClockSync,
     delay: InterpolationDelay,
-    sender: ShotSender<ShotClaim>,
+    sender: ShotSender<WeaponClaim>,
     frame: u32,
     newest_tick: Option<Tick>,
     newest_time: f64,
@@ -184,6 +203,11 @@ pub struct BotBrain {
     scenery: Option<SceneryView>,
     /// The server time drawn this frame (what the breakable wall is looked at with).
     drawn_at: f64,
+    /// The weapons besides the rifle, when it carries them ([`BrainConfig::arsenal`]).
+    arsenal: Option<arsenal::Arsenal>,
+    /// The hitscan weapon the shot being built is fired with: the rifle, or the sniper
+    /// rifle while [`BotBrain::fire_arm`] fires it.
+    arm: Arm,
 }
 
 /// What stops a shot in a client's trace.
@@ -226,6 +250,15 @@ impl BotBrain {
             held: false,
             scenery: None,
             drawn_at: f64::NEG_INFINITY,
+            arsenal: if config.arsenal
+                && config.cheat.is_none_or(Cheat::needs_arsenal)
+                && config.fire_rate.is_none()
+            {
+                arsenal::Arsenal::new(config.window)
+            } else {
+                None
+            },
+            arm: Arm::Rifle,
             target: 0,
             target_since: 0.0,
             aim: Quat::IDENTITY,
@@ -428,20 +461,25 @@ impl BotBrain {
         };
         let mut fired = None;
         let mut replayed = None;
+        let mut blast = None;
         self.decide(
             now,
             local,
             arena,
             rig,
             &mut input,
-            &mut fired,
+            [&mut fired, &mut blast],
             &mut replayed,
         );
         input.shots = self.sender.packet();
         if let Some(replayed) = replayed {
             input.shots.push(replayed);
         }
-        BotFrame { input, fired }
+        BotFrame {
+            input,
+            fired,
+            blast,
+        }
     }
 
     #[expect(clippy::too_many_arguments, reason = "one step of the frame")]
@@ -452,8 +490,8 @@ impl BotBrain {
         arena: &Arena,
         rig: &Rig,
         input: &mut ClientInput,
-        fired: &mut Option<FiredShot>,
-        replayed: &mut Option<(u32, ShotClaim)>,
+        [fired, blast]: [&mut Option<FiredShot>; 2],
+        replayed: &mut Option<(u32, WeaponClaim)>,
     ) {
         let Some(estimate) = self.clock.server_time(local) else {
             return;
@@ -496,6 +534,19 @@ impl BotBrain {
             return;
         }
         let eye = self.remotes[me].scratch[EYE as usize].translation;
+        if self.arsenal.as_ref().is_some_and(arsenal::Arsenal::flying) {
+            // The rocket in flight is flown through what is drawn now; nothing else is
+            // fired (nor the view turned) until it has struck.
+            if let Some([(claim, shot), (blast_claim, blast_shot)]) =
+                self.fly_rocket(me, render, local, arena, rig)
+            {
+                self.sender.fire(shot.seq, claim);
+                self.sender.fire(blast_shot.seq, blast_claim);
+                *blast = Some(blast_shot);
+                *fired = Some(shot);
+            }
+            return;
+        }
         if let Some(interval) = self.steady {
             self.decide_steady(
                 interval, me, eye, now, local, render, arena, rig, input, fired,
@@ -513,11 +564,16 @@ impl BotBrain {
             self.aim = look_along(chest - eye);
         }
         input.aim = self.reported_aim();
+        if let Some(arsenal) = &mut self.arsenal {
+            arsenal.viewed(local, self.aim * Vec3::NEG_Z);
+        }
 
         let settled = now - self.target_since > 0.4;
         let protected = self.shown_protected(self.target);
         let allowed = match self.cheat {
             Some(Cheat::ThroughWalls) => self.behind_cover(eye, chest, arena),
+            // It picks the body its blast can claim when it fires.
+            Some(Cheat::BlastThroughWall) => true,
             Some(Cheat::ThroughDoor) => {
                 protected == Some(false) && self.behind_door(eye, chest, arena)
             }
@@ -549,11 +605,21 @@ impl BotBrain {
             // A pair starts only with a shot that was really fired: otherwise the next
             // shot would be counted as the fast one while it is the first.
             self.tapped = None;
-            if let Some((claim, shot)) = self.fire(me, eye, render, arena, rig, cheating) {
+            let shot = if self.cheat.is_some_and(Cheat::needs_arsenal) {
+                self.cheat_arm(eye, arena)
+            } else if self.arsenal.is_some() {
+                self.fire_arm(me, eye, chest, render, local, arena, rig)
+            } else {
+                self.fire(me, eye, render, arena, rig, cheating)
+                    .map(|(claim, shot)| (WeaponClaim::Hitscan(claim), shot))
+            };
+            if let Some((claim, shot)) = shot {
                 self.tapped = double_tap.then_some(local);
+                // A slower weapon than the rifle waits its own interval.
+                self.next_fire += shot.arm.interval() - RIFLE_INTERVAL;
                 // The view this input reports is the one the shot was aimed with (a
                 // snapping cheat's stays a quarter turn off it until the shot has arrived).
-                self.aim = look_along(claim.direction);
+                self.aim = look_along(aim_of(&claim));
                 let hold = if self.cheat == Some(Cheat::Snap) {
                     0.5
                 } else {
@@ -627,7 +693,7 @@ impl BotBrain {
             self.aim = look_along(claim.direction);
             self.hold_aim_until = local + 0.15;
             input.aim = self.reported_aim();
-            self.sender.fire(shot.seq, claim);
+            self.sender.fire(shot.seq, WeaponClaim::Hitscan(claim));
             *fired = Some(shot);
         } else if std::mem::take(&mut self.held) {
             self.next_fire = due;
@@ -697,11 +763,17 @@ impl BotBrain {
         let Some(at) = at else {
             return true;
         };
-        if at < self.last_claimed + CLAIM_SPACING {
+        let arm = self.arm;
+        if at < self.last_claimed + CLAIM_SPACING
+            || self.arsenal.as_ref().is_some_and(|a| !a.may_fire(arm, at))
+        {
             self.held = true;
             return false;
         }
         self.last_claimed = at;
+        if let Some(arsenal) = &mut self.arsenal {
+            arsenal.fired(at);
+        }
         true
     }
 
@@ -717,7 +789,7 @@ impl BotBrain {
     ) -> ShotClaim {
         ShotClaim {
             shooter: self.me,
-            weapon: RIFLE,
+            weapon: self.arm.id(),
             seq,
             render_time,
             origin,
@@ -742,6 +814,7 @@ impl BotBrain {
     ) -> FiredShot {
         FiredShot {
             fingerprint: fingerprint(claim),
+            arm: self.arm,
             seq: claim.seq,
             client_hit: hit.map(|(i, h, _)| (self.remotes[i].id, h)),
             drawn: self.remotes[shown].scratch.clone(),
@@ -793,6 +866,7 @@ impl BotBrain {
                 Some(Cheat::ThroughWalls) => {
                     c.behind_cover(eye, remote.scratch[body::CHEST as usize].translation, arena)
                 }
+                Some(Cheat::BlastThroughWall) => c.blast_spot(eye, i, arena).is_some(),
                 // Unprotected ones only: what stops its shots is the door, nothing else.
                 Some(Cheat::ThroughDoor) => {
                     c.shown_protected(i) == Some(false)
@@ -803,6 +877,12 @@ impl BotBrain {
                         )
                 }
                 Some(Cheat::Invulnerable) => remote.flags.back().is_some_and(|f| f.1),
+                // In sight, past the knife's reach and near enough to lunge at.
+                Some(Cheat::LongKnife) => {
+                    let chest = remote.scratch[body::CHEST as usize].translation;
+                    let (near, far) = armed_cheats::LONG_KNIFE;
+                    !c.behind_cover(eye, chest, arena) && (near..far).contains(&chest.distance(eye))
+                }
                 // A player picks someone it can see: not behind a wall or the level (a
                 // door or the tram may still slide into the line).
                 _ => !c.behind_cover(eye, remote.scratch[body::CHEST as usize].translation, arena),
@@ -811,7 +891,13 @@ impl BotBrain {
         let stale = now - self.target_since > 3.0 || self.target == me;
         let cheat_needs_new = matches!(
             self.cheat,
-            Some(Cheat::ThroughWalls | Cheat::ThroughDoor | Cheat::Invulnerable)
+            Some(
+                Cheat::ThroughWalls
+                    | Cheat::ThroughDoor
+                    | Cheat::Invulnerable
+                    | Cheat::BlastThroughWall
+                    | Cheat::LongKnife
+            )
         ) && !wanted(self, self.target);
         if stale || cheat_needs_new {
             let start = self.rng.random_range(0..bots);
@@ -985,6 +1071,18 @@ impl BotBrain {
         let claim = self.claim(seq, render_time, origin, direction, hit);
         let shot = self.fired(&claim, hit, shown, clean_view, cheating);
         Some((claim, shot))
+    }
+}
+
+/// Which way a claim of any kind was aimed.
+fn aim_of(claim: &WeaponClaim) -> Vec3 {
+    match claim {
+        WeaponClaim::Hitscan(shot) => shot.direction,
+        WeaponClaim::Projectile(hit) => hit.direction,
+        WeaponClaim::Pellets(pellets) => pellets.direction,
+        WeaponClaim::Melee(strike) => strike.aim,
+        WeaponClaim::Splash(blast) => blast.direction,
+        WeaponClaim::Penetration(round) => round.direction,
     }
 }
 

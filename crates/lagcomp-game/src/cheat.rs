@@ -37,6 +37,18 @@ pub enum Cheat {
     /// claiming hits as if the door were not there. Needs a map with doors
     /// ([`crate::scenery`]); on one without, it never fires.
     ThroughDoor,
+    /// Fires rockets and claims each struck the target 2/64 s into its flight, a metre
+    /// and a quarter out: before it could arrive. Needs the arsenal.
+    EarlyRocket,
+    /// Fires the shotgun with pellets drawn from a seed of its choosing, every pellet
+    /// claimed on the target. Needs the arsenal.
+    ChosenPelletSeed,
+    /// Knifes targets 2.5 to 8 m away, its blade starting half a metre short of the
+    /// target's chest (the knife reaches 2 m from the eye). Needs the arsenal.
+    LongKnife,
+    /// Claims rocket blasts just this side of a wall that catch a target standing
+    /// behind it. Needs the arsenal.
+    BlastThroughWall,
 }
 
 /// How late a fake-latency cheat answers the server's round-trip probes, seconds.
@@ -44,7 +56,7 @@ pub const FAKE_LATENCY: f64 = 0.5;
 
 impl Cheat {
     /// Every class, in report order.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 15] = [
         Self::TooOld,
         Self::Backtrack,
         Self::RapidFire,
@@ -56,6 +68,10 @@ impl Cheat {
         Self::Invulnerable,
         Self::FakeLatency,
         Self::ThroughDoor,
+        Self::EarlyRocket,
+        Self::ChosenPelletSeed,
+        Self::LongKnife,
+        Self::BlastThroughWall,
     ];
 
     /// Whether the class needs doors ([`crate::scenery`]) to play: on a map without them
@@ -63,6 +79,17 @@ impl Cheat {
     #[must_use]
     pub const fn needs_doors(self) -> bool {
         matches!(self, Self::ThroughDoor)
+    }
+
+    /// Whether the class plays a weapon other than the rifle, which a brain carries only
+    /// with [`BrainConfig::arsenal`](crate::brain::BrainConfig::arsenal): without it, it
+    /// never fires.
+    #[must_use]
+    pub const fn needs_arsenal(self) -> bool {
+        matches!(
+            self,
+            Self::EarlyRocket | Self::ChosenPelletSeed | Self::LongKnife | Self::BlastThroughWall
+        )
     }
 
     /// The class's name.
@@ -80,6 +107,10 @@ impl Cheat {
             Self::Invulnerable => "invulnerable",
             Self::FakeLatency => "fake_latency",
             Self::ThroughDoor => "through_door",
+            Self::EarlyRocket => "early_rocket",
+            Self::ChosenPelletSeed => "chosen_pellet_seed",
+            Self::LongKnife => "long_knife",
+            Self::BlastThroughWall => "blast_through_wall",
         }
     }
 
@@ -100,6 +131,12 @@ impl Cheat {
                 "answers probes 500 ms late, claims render times 250 ms older than it drew"
             }
             Self::ThroughDoor => "shoots only targets behind a shut door, claiming hits",
+            Self::EarlyRocket => "claims its rocket struck 2/64 s into its flight, 1.25 m out",
+            Self::ChosenPelletSeed => {
+                "draws its pellets from a seed of its choosing, all on target"
+            }
+            Self::LongKnife => "knifes targets 2.5 to 8 m away (reach: 2 m from the eye)",
+            Self::BlastThroughWall => "claims blasts that catch a target behind a wall",
         }
     }
 }

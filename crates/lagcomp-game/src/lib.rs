@@ -3,7 +3,8 @@
 //! that needs the time takes it, and the caller moves the values between client and server.
 //!
 //! - [`body`]: the humanoid rig, how bodies move, the arena.
-//! - [`weapon`]: the rifle and the rules its shots are judged by.
+//! - [`weapon`]: the arsenal (rifle, shotgun, rocket launcher, knife, sniper rifle) and
+//!   the rules their claims are judged by.
 //! - [`traffic`]: what a bot and the server exchange (inputs, snapshot updates, shots).
 //! - [`brain`]: [`brain::BotBrain`], a bot's client logic.
 //! - [`server`]: [`server::ServerCore`], the server's game state and per-tick logic.
@@ -55,9 +56,11 @@
 //! for tick in 0..((WARM_UP + 4.0) / dt) as u32 {
 //!     let time = f64::from(tick) * dt;
 //!     for queued in core.tick(Tick(tick), time, dt, &mut rng)? {
-//!         let verdict = core.validate(&queued.claim, queued.received);
+//!         let verdict = core.validate_any(&queued.claim, queued.received);
 //!         verdicts += 1;
-//!         confirmed += u32::from(matches!(verdict.outcome, VerdictOutcome::Confirmed(_)));
+//!         confirmed += u32::from(
+//!             verdict.verdicts().any(|v| matches!(v.outcome, VerdictOutcome::Confirmed(_))),
+//!         );
 //!     }
 //!     let snapshot = core.snapshot(time);
 //!     // A round-trip probe four times a second: the server's latency estimate.

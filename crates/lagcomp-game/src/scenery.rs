@@ -587,13 +587,7 @@ impl SceneryView {
     /// stands at `time`) first stops it, metres; infinity when nothing does.
     #[must_use]
     pub fn cover_distance(&self, origin: Vec3, direction: Vec3, time: f64) -> f32 {
-        let Ok(ray) = Ray::new(origin, direction, REACH) else {
-            return f32::INFINITY;
-        };
-        let level = self
-            .level
-            .cast_ray(&ray, u32::MAX, time)
-            .map_or(f32::INFINITY, |hit| hit.distance.max(0.0));
+        let level = self.level_distance(origin, direction, time);
         let wall = self
             .breakable
             .filter(|(_, news)| news.stands_at(time))
@@ -601,6 +595,19 @@ impl SceneryView {
             .and_then(|c| c.clip(REACH))
             .map_or(f32::INFINITY, |c| c.enter);
         level.min(wall)
+    }
+
+    /// How far along the line from `origin` the level first stops it, metres; infinity
+    /// when nothing does. The breakable wall is left out: whether it stands is news that
+    /// may not have arrived yet.
+    #[must_use]
+    pub fn level_distance(&self, origin: Vec3, direction: Vec3, time: f64) -> f32 {
+        let Ok(ray) = Ray::new(origin, direction, REACH) else {
+            return f32::INFINITY;
+        };
+        self.level
+            .cast_ray(&ray, u32::MAX, time)
+            .map_or(f32::INFINITY, |hit| hit.distance.max(0.0))
     }
 
     /// How far along the line from `origin` the first mover as drawn stops it, metres;

@@ -17,13 +17,14 @@ use lagcomp::{
 use lagcomp_net::clock::Pong;
 use lagcomp_net::shot::{Delivery, ShotReceiver};
 use lagcomp_validate::{
-    ClientTiming, LatencyTracker, Participant, RulesError, ShotClaim, Validator,
+    ClientTiming, LatencyTracker, Participant, RulesError, ShotClaim, Validator, WeaponClaim,
+    WeaponVerdict,
 };
 use rand_pcg::Pcg64Mcg;
 
 use crate::body::{self, Arena, BONES, Body, EYE, Stance};
 use crate::scenery::{Scenery, SceneryError, Stage, WallNews};
-use crate::traffic::{ClientInput, fingerprint};
+use crate::traffic::{ClientInput, claim_fingerprint};
 use crate::weapon::rules;
 
 /// How a server is set up.
@@ -119,8 +120,8 @@ pub struct QueuedShot {
     pub shooter: EntityId,
     /// Server time it arrived.
     pub received: f64,
-    /// The claim.
-    pub claim: ShotClaim,
+    /// The claim, of any weapon kind.
+    pub claim: WeaponClaim,
 }
 
 /// One connected player.
@@ -174,8 +175,8 @@ struct Player {
 ///     let time = f64::from(tick) * dt;
 ///     // Inputs go in as they arrive, between ticks: `core.receive(player, input, now)`.
 ///     for queued in core.tick(Tick(tick), time, dt, &mut rng)? {
-///         let verdict = core.validate(&queued.claim, queued.received);
-///         println!("{:?}'s shot {}: {:?}", queued.shooter, queued.claim.seq, verdict.outcome);
+///         let verdict = core.validate_any(&queued.claim, queued.received);
+///         println!("{:?}'s shot {}: {:?}", queued.shooter, queued.claim.seq(), verdict.kind());
 ///     }
 ///     let snapshot = core.snapshot(time);
 ///     assert_eq!(snapshot.len(), 2);
@@ -354,9 +355,17 @@ impl ServerCore {
         (&self.history, &mut self.validator)
     }
 
-    /// Validates one claim against the history as recorded so far.
+    /// Validates one hitscan claim against the history as recorded so far.
     pub fn validate(&mut self, claim: &ShotClaim, received: f64) -> lagcomp_validate::Verdict {
         self.validator.validate(&self.history, claim, received)
+    }
+
+    /// Validates one claim of any weapon kind against the history as recorded so far
+    /// (its level included: the server has no other world), with the kind's own
+    /// validation ([`Validator::validate_any`]).
+    pub fn validate_any(&mut self, claim: &WeaponClaim, received: f64) -> WeaponVerdict {
+        self.validator
+            .validate_any(&self.history, None, claim, received)
     }
 
     /// Player `id`'s registration with the validator.
@@ -443,8 +452,8 @@ impl ServerCore {
         }
         let _refused = player.latency.delay_reported(input.interp_delay);
         for (seq, mut claim) in input.shots {
-            claim.shooter = player.id;
-            match player.receiver.accept(seq, fingerprint(&claim)) {
+            set_shooter(&mut claim, player.id);
+            match player.receiver.accept(seq, claim_fingerprint(&claim)) {
                 Delivery::Copy => {}
                 Delivery::New | Delivery::Conflict => self.queue.push(QueuedShot {
                     shooter: player.id,
@@ -607,6 +616,12 @@ impl ServerCore {
             protected: p.body.invulnerable(time),
         })
     }
+}
+
+/// Puts the connection's entity in the claim: who fired is the server's to know, not the
+/// packet's to say.
+fn set_shooter(claim: &mut WeaponClaim, id: EntityId) {
+    claim.set_shooter(id);
 }
 
 /// A player's registration: its own team, its eye as the aim bone, looking down -Z.

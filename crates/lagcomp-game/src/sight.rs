@@ -56,10 +56,32 @@ impl BotBrain {
     /// How far along the line the first wall, piece of the level or standing breakable
     /// wall is (as this client knows them at the moment drawn; infinity when none).
     pub(super) fn cover_distance(&self, arena: &Arena, origin: Vec3, direction: Vec3) -> f32 {
-        let scenery = self.scenery.as_ref().map_or(f32::INFINITY, |s| {
-            s.cover_distance(origin, direction, self.drawn_at)
-        });
+        self.cover_distance_at(arena, origin, direction, self.drawn_at)
+    }
+
+    /// [`BotBrain::cover_distance`] with the breakable wall as this client knows it at
+    /// server time `time` (a rocket's step is traced at its own moment).
+    pub(super) fn cover_distance_at(
+        &self,
+        arena: &Arena,
+        origin: Vec3,
+        direction: Vec3,
+        time: f64,
+    ) -> f32 {
+        let scenery = self
+            .scenery
+            .as_ref()
+            .map_or(f32::INFINITY, |s| s.cover_distance(origin, direction, time));
         wall_distance(arena, origin, direction).min(scenery)
+    }
+
+    /// How far along the line the first wall or piece of the level is, leaving out the
+    /// breakable wall (whose fall or rebuilding this client may not have heard of yet).
+    pub(super) fn fixed_cover_distance(&self, arena: &Arena, origin: Vec3, direction: Vec3) -> f32 {
+        let level = self.scenery.as_ref().map_or(f32::INFINITY, |s| {
+            s.level_distance(origin, direction, self.drawn_at)
+        });
+        wall_distance(arena, origin, direction).min(level)
     }
 
     /// How far along the line the first door or tram as drawn is (infinity when none).

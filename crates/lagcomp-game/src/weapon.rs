@@ -1,19 +1,130 @@
-//! The one weapon of the game and the rules the server judges its shots by: what the
-//! bot brain (which paces its fire by them) and the server core (which validates with
-//! them) share. Neither the brain nor the server lives here.
+//! The game's arsenal and the rules the server judges each weapon's claims by: what the
+//! bot brain (which picks a weapon and paces its fire by them) and the server core (which
+//! validates with them) share. Neither the brain nor the server lives here.
+//!
+//! Five weapons, one per way a shot is judged: the rifle and the sniper rifle (hitscan),
+//! the shotgun (pellets from a seed), the rocket launcher (a projectile whose impact
+//! blasts: a projectile claim and a splash claim) and the knife (a swept blade).
 
 use lagcomp_validate::{RuleSet, RulesError, WeaponId};
+use serde::{Deserialize, Serialize};
 
-/// The weapon every bot carries.
+/// The rifle: hitscan, for anything no other weapon fits.
 pub const RIFLE: WeaponId = WeaponId(1);
+/// The shotgun: twelve pellets from a seed, for targets close by.
+pub const SHOTGUN: WeaponId = WeaponId(2);
+/// The rocket launcher: a projectile that blasts where it strikes, for targets on the
+/// ground at mid range.
+pub const ROCKET_LAUNCHER: WeaponId = WeaponId(3);
+/// The knife: a blade thrust along the view, for targets within reach.
+pub const KNIFE: WeaponId = WeaponId(4);
+/// The sniper rifle: hitscan, slow, for targets far away.
+pub const SNIPER_RIFLE: WeaponId = WeaponId(5);
 
 /// The rifle's least interval between shots, seconds (its `min_interval` in [`rules`]): a
 /// steady rate of fire is never faster.
 pub const RIFLE_INTERVAL: f64 = 0.1;
 
-/// The rules the server validates with: the rifle reaches back `max_rewind` seconds (the
-/// server's history window: the two are one setting, [`CoreConfig::max_rewind`]), and
-/// rewinds nobody whose round trip is above `no_rewind_above_rtt` seconds, if given.
+/// How far the knife reaches from the eye, metres (its `melee.reach` in [`rules`]).
+pub const KNIFE_REACH: f32 = 2.0;
+
+/// The rocket's flight: muzzle speed, m/s.
+pub const ROCKET_SPEED: f32 = 40.0;
+/// The rocket's flight: seconds per traced step (the server's tick at 64 Hz).
+pub const ROCKET_STEP: f32 = 1.0 / 64.0;
+/// The rocket's flight: seconds before it expires unexploded.
+pub const ROCKET_MAX_TIME: f32 = 0.75;
+/// The rocket's blast radius, metres.
+pub const BLAST_RADIUS: f32 = 3.0;
+
+/// One of the game's weapons: what a bot carries and picks from, and what the report
+/// counts claims by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arm {
+    /// [`RIFLE`].
+    Rifle,
+    /// [`SHOTGUN`].
+    Shotgun,
+    /// [`ROCKET_LAUNCHER`]: its projectile claim.
+    RocketLauncher,
+    /// The rocket launcher's blast: the splash claim sent with each rocket that struck.
+    RocketBlast,
+    /// [`KNIFE`].
+    Knife,
+    /// [`SNIPER_RIFLE`].
+    SniperRifle,
+}
+
+impl Arm {
+    /// Every weapon (and the rocket's blast), in report order.
+    pub const ALL: [Self; 6] = [
+        Self::Rifle,
+        Self::Shotgun,
+        Self::RocketLauncher,
+        Self::RocketBlast,
+        Self::Knife,
+        Self::SniperRifle,
+    ];
+
+    /// The weapon's id in [`rules`] (the blast's is the launcher's).
+    #[must_use]
+    pub const fn id(self) -> WeaponId {
+        match self {
+            Self::Rifle => RIFLE,
+            Self::Shotgun => SHOTGUN,
+            Self::RocketLauncher | Self::RocketBlast => ROCKET_LAUNCHER,
+            Self::Knife => KNIFE,
+            Self::SniperRifle => SNIPER_RIFLE,
+        }
+    }
+
+    /// Its name, as in the JSON result and the report.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Rifle => "rifle",
+            Self::Shotgun => "shotgun",
+            Self::RocketLauncher => "rocket_launcher",
+            Self::RocketBlast => "rocket_blast",
+            Self::Knife => "knife",
+            Self::SniperRifle => "sniper_rifle",
+        }
+    }
+
+    /// The kind of claim it makes, as [`lagcomp_validate::WeaponClaim::kind`] names it.
+    #[must_use]
+    pub const fn kind(self) -> &'static str {
+        match self {
+            Self::Rifle | Self::SniperRifle => "hitscan",
+            Self::Shotgun => "pellets",
+            Self::RocketLauncher => "projectile",
+            Self::RocketBlast => "splash",
+            Self::Knife => "melee",
+        }
+    }
+
+    /// Its least interval between shots, seconds (its `min_interval` in [`rules`]).
+    ///
+    /// Kept short for the slower weapons: the server spaces a shot by its weapon's
+    /// interval from every recent shot of any weapon (a run of `k` shots ending with it
+    /// spans `k` intervals), so a weapon of one second would be held back for seconds
+    /// after a burst of the rifle.
+    #[must_use]
+    pub const fn interval(self) -> f64 {
+        match self {
+            Self::Rifle => RIFLE_INTERVAL,
+            Self::Shotgun => 0.35,
+            Self::RocketLauncher | Self::RocketBlast => 0.3,
+            Self::Knife => 0.3,
+            Self::SniperRifle => 0.4,
+        }
+    }
+}
+
+/// The rules the server validates with: every weapon reaches back `max_rewind` seconds
+/// (the server's history window: the two are one setting, [`CoreConfig::max_rewind`]),
+/// and rewinds nobody whose round trip is above `no_rewind_above_rtt` seconds, if given.
 ///
 /// [`CoreConfig::max_rewind`]: crate::server::CoreConfig::max_rewind
 ///
@@ -24,21 +135,86 @@ pub fn rules(max_rewind: f64, no_rewind_above_rtt: Option<f64>) -> Result<RuleSe
     let no_rewind = no_rewind_above_rtt
         .map(|rtt| format!("no_rewind_above_rtt = {rtt:?}"))
         .unwrap_or_default();
+    // What every weapon shares: the window, the threshold, and how far the muzzle may be
+    // from the body the server recorded.
+    let common = format!("origin_tolerance = 0.35\nmax_rewind = {max_rewind:?}\n{no_rewind}");
+    let interval = |arm: Arm| arm.interval();
     RuleSet::from_toml(&format!(
         r#"
         [weapons.rifle]
-        id = {id}
+        id = {rifle}
         max_range = 200.0
-        min_interval = {RIFLE_INTERVAL}
+        min_interval = {rifle_interval}
         aim_tolerance_deg = 45.0
-        origin_tolerance = 0.35
         hit_leeway = 1.05
         hit_leeway_min = 0.02
-        max_rewind = {max_rewind:?}
-        {no_rewind}
         damage = {{ head = 4.0, torso = 1.0, limb = 0.75 }}
+        {common}
+
+        # Hitscan for now. PENETRATION: once the validator judges penetrating claims,
+        # this table gains the weapon's power and the brain's sniper shot its chain.
+        [weapons.sniper_rifle]
+        id = {sniper}
+        max_range = 200.0
+        min_interval = {sniper_interval}
+        aim_tolerance_deg = 45.0
+        hit_leeway = 1.05
+        hit_leeway_min = 0.02
+        damage = {{ head = 10.0, torso = 4.0, limb = 2.0 }}
+        {common}
+
+        [weapons.shotgun]
+        kind = "pellets"
+        id = {shotgun}
+        max_range = 40.0
+        min_interval = {shotgun_interval}
+        aim_tolerance_deg = 45.0
+        hit_leeway = 1.0
+        hit_leeway_min = 0.0
+        damage = {{ head = 2.0, torso = 1.0, limb = 0.75 }}
+        pellets = {{ count = 12, half_angle_deg = 4.0, falloff = {{ start = 5.0, end = 20.0, min = 0.25 }} }}
+        {common}
+
+        [weapons.rocket_launcher]
+        kind = "projectile"
+        id = {rocket}
+        max_range = 60.0
+        min_interval = {rocket_interval}
+        # Each rocket that strikes makes two claims, its flight's and its blast's, both
+        # counted as shots: the pair may come closer than the interval.
+        burst = 1
+        aim_tolerance_deg = 45.0
+        hit_leeway = 1.05
+        hit_leeway_min = 0.05
+        damage = {{ head = 3.0, torso = 3.0, limb = 3.0 }}
+        flight = {{ speed = {ROCKET_SPEED:?}, radius = 0.0, step = {ROCKET_STEP:?}, max_time = {ROCKET_MAX_TIME:?} }}
+        area = {{ radius = {BLAST_RADIUS:?}, falloff = {{ start = 0.5, end = {BLAST_RADIUS:?}, min = 0.2 }}, bodies_block = false }}
+        {common}
+
+        [weapons.knife]
+        kind = "melee"
+        id = {knife}
+        max_range = 3.0
+        min_interval = {knife_interval}
+        # The view a melee strike is judged by is the one recorded at the moment drawn,
+        # and a bot turning after a target close by sweeps its view fast: a quarter turn.
+        aim_tolerance_deg = 90.0
+        hit_leeway = 1.0
+        hit_leeway_min = 0.0
+        damage = {{ head = 5.0, torso = 2.5, limb = 1.5 }}
+        melee = {{ reach = {KNIFE_REACH:?}, angle_deg = 90.0, max_blade = 0.2, max_swing_deg = 10.0 }}
+        {common}
         "#,
-        id = RIFLE.0,
+        rifle = RIFLE.0,
+        sniper = SNIPER_RIFLE.0,
+        shotgun = SHOTGUN.0,
+        rocket = ROCKET_LAUNCHER.0,
+        knife = KNIFE.0,
+        rifle_interval = interval(Arm::Rifle),
+        sniper_interval = interval(Arm::SniperRifle),
+        shotgun_interval = interval(Arm::Shotgun),
+        rocket_interval = interval(Arm::RocketLauncher),
+        knife_interval = interval(Arm::Knife),
     ))
     .map(|mut rules| {
         // The server records each bot's view from its latest input, which also carries

@@ -10,7 +10,7 @@ use lagcomp_game::body::{Arena, EYE};
 use lagcomp_game::brain::{BotBrain, BrainConfig, WARM_UP};
 use lagcomp_game::server::{CoreConfig, ServerCore};
 use lagcomp_game::traffic::{ClientInput, EntityUpdate, FiredShot};
-use lagcomp_validate::{RenderTime, ShotClaim, VerdictOutcome};
+use lagcomp_validate::{RenderTime, ShotClaim, VerdictOutcome, WeaponClaim};
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
@@ -45,13 +45,24 @@ fn core_with(
     (core, ids, arena, rig)
 }
 
+/// The hitscan claim a rifle-only brain sends.
+fn hitscan(claim: &WeaponClaim) -> &ShotClaim {
+    match claim {
+        WeaponClaim::Hitscan(shot) => shot,
+        other => panic!("a rifle-only brain sent a {} claim", other.kind()),
+    }
+}
+
 fn input(frame: u32, aim: Quat, shots: Vec<(u32, ShotClaim)>) -> ClientInput {
     ClientInput {
         frame,
         aim,
         ping: None,
         probe_reply: None,
-        shots,
+        shots: shots
+            .into_iter()
+            .map(|(seq, claim)| (seq, WeaponClaim::Hitscan(claim)))
+            .collect(),
         interp_delay: 0.1,
         newest_tick: None,
     }
@@ -86,8 +97,8 @@ fn brains_fed_straight_from_a_core_agree_with_its_verdicts() {
             .tick(Tick(tick), time, dt, &mut tick_rng)
             .expect("ticks increase")
         {
-            let verdict = core.validate(&queued.claim, queued.received);
-            let shot = &fired[&(queued.shooter, queued.claim.seq)];
+            let verdict = core.validate(hitscan(&queued.claim), queued.received);
+            let shot = &fired[&(queued.shooter, queued.claim.seq())];
             verdicts += 1;
             let client = shot.client_hit.map(|(id, _)| id);
             if client.is_some() {
@@ -178,7 +189,8 @@ fn the_core_applies_only_newer_views_and_names_the_shooter_itself() {
     assert_eq!(queued.len(), 1, "the copy is dropped");
     assert_eq!(queued[0].shooter, me);
     assert_eq!(
-        queued[0].claim.shooter, me,
+        queued[0].claim.shooter(),
+        me,
         "the connection's entity, not the claim's"
     );
     assert_eq!(queued[0].received, 0.01);
@@ -380,8 +392,8 @@ fn steady_fire_with_interest_management_blends_nothing_across_a_gap_and_agrees()
             .tick(Tick(tick), time, dt, &mut tick_rng)
             .expect("ticks increase")
         {
-            let verdict = core.validate(&queued.claim, queued.received);
-            let shot = &fired[&(queued.shooter, queued.claim.seq)];
+            let verdict = core.validate(hitscan(&queued.claim), queued.received);
+            let shot = &fired[&(queued.shooter, queued.claim.seq())];
             if let Some((target, _)) = shot.client_hit {
                 hits += 1;
                 if matches!(verdict.outcome, VerdictOutcome::Confirmed(hit) if hit.target == target)
@@ -434,7 +446,7 @@ fn steady_fire_with_interest_management_blends_nothing_across_a_gap_and_agrees()
                 fired.insert((id, shot.seq), shot);
             }
             for (_, claim) in &frame.input.shots {
-                if let RenderTime::Ticks { from, to, .. } = claim.render_time {
+                if let RenderTime::Ticks { from, to, .. } = claim.render_time() {
                     widest = widest.max(to.0 - from.0);
                 }
             }
@@ -512,7 +524,7 @@ fn a_body_back_in_view_is_not_blended_across_the_gap() {
                 .tick(Tick(tick), time, dt, &mut tick_rng)
                 .expect("ticks increase")
             {
-                core.validate(&queued.claim, queued.received);
+                core.validate(hitscan(&queued.claim), queued.received);
             }
             // Out of view for half a second of every second and a half, after the warm-up.
             let out = time > WARM_UP && (tick % 96) >= 64;
@@ -546,7 +558,7 @@ fn a_body_back_in_view_is_not_blended_across_the_gap() {
                 aimed_at_it += 1;
             }
             for (_, claim) in &frame.input.shots {
-                if let RenderTime::Ticks { from, to, .. } = claim.render_time {
+                if let RenderTime::Ticks { from, to, .. } = claim.render_time() {
                     widest = widest.max(to.0 - from.0);
                 }
             }
@@ -612,7 +624,7 @@ fn steady_fire_keeps_the_weapons_spacing_while_the_round_trip_jumps() {
                 .tick(Tick(tick), tick_time, dt, &mut tick_rng)
                 .expect("ticks increase")
             {
-                let verdict = core.validate(&queued.claim, queued.received);
+                let verdict = core.validate(hitscan(&queued.claim), queued.received);
                 if matches!(
                     verdict.outcome,
                     VerdictOutcome::Rejected {
@@ -667,7 +679,7 @@ fn steady_fire_keeps_the_weapons_spacing_while_the_round_trip_jumps() {
                 if seq <= *last_seq {
                     continue;
                 }
-                let RenderTime::Ticks { from, to, fraction } = claim.render_time else {
+                let RenderTime::Ticks { from, to, fraction } = claim.render_time() else {
                     panic!("a steady brain's shot is stamped with ticks");
                 };
                 let at = (f64::from(from.0)
@@ -736,4 +748,122 @@ fn replayed_probe_replies_and_negative_delays_leave_a_players_timing_alone() {
         .expect("the next tick");
     assert_eq!(core.reported_delay(me), Some(0.05));
     assert_eq!(core.timing(me), Some(timing));
+}
+
+/// Each kind's claim fingerprint changes with the kind's own fields (a tampered pellet
+/// seed, a rocket's step, a blast's victims, a knife's sweep), so a resent copy of a claim
+/// is told from a different claim under the same number; and two kinds with the same
+/// shot never share one.
+#[test]
+fn every_kind_of_claims_fingerprint_changes_with_its_own_fields() {
+    use lagcomp::projectile::ClaimedTarget;
+    use lagcomp::{PlacedShape, Pose, Shape, ShapeSweep};
+    use lagcomp_game::traffic::claim_fingerprint;
+    use lagcomp_validate::pellets::{PelletClaim, PelletTarget};
+    use lagcomp_validate::projectile::ProjectileHitClaim;
+    use lagcomp_validate::splash::SplashClaim;
+    use lagcomp_validate::{ClaimedHit, MeleeClaim};
+
+    let (shooter, target) = (EntityId::from_bits(3), EntityId::from_bits(4));
+    let render_time = RenderTime::Time(1.5);
+    let (origin, direction) = (glam::Vec3::new(1.0, 1.6, 0.0), glam::Vec3::NEG_Z);
+    let rocket = ProjectileHitClaim {
+        shooter,
+        weapon: lagcomp_game::weapon::ROCKET_LAUNCHER,
+        seq: 7,
+        render_time,
+        origin,
+        direction,
+        step: 12,
+        target: ClaimedTarget::Entity {
+            entity: target,
+            hitbox: lagcomp::HitboxId(1),
+        },
+        position: glam::Vec3::new(1.0, 1.6, -7.5),
+    };
+    let mut hits = [None; lagcomp::spread::MAX_PELLETS];
+    hits[0] = Some(PelletTarget {
+        target,
+        hitbox: None,
+    });
+    let pellets = PelletClaim {
+        shooter,
+        weapon: lagcomp_game::weapon::SHOTGUN,
+        seq: 7,
+        render_time,
+        origin,
+        direction,
+        seed: 99,
+        pellets: 12,
+        hits,
+    };
+    let blade = PlacedShape::new(Pose::from_translation(origin), Shape::sphere(0.08));
+    let knife = MeleeClaim {
+        shooter,
+        weapon: lagcomp_game::weapon::KNIFE,
+        seq: 7,
+        render_time,
+        eye: origin,
+        aim: direction,
+        sweep: ShapeSweep::line(blade, direction, 1.5).expect("a thrust"),
+        hit: Some(ClaimedHit {
+            target,
+            hitbox: None,
+            point: None,
+        }),
+    };
+    let mut victims = [None; lagcomp_validate::splash::MAX_VICTIMS];
+    victims[0] = Some(target);
+    let blast = SplashClaim {
+        shooter,
+        weapon: lagcomp_game::weapon::ROCKET_LAUNCHER,
+        seq: 7,
+        render_time,
+        origin,
+        direction,
+        blast: glam::Vec3::new(1.0, 1.6, -7.5),
+        victims,
+    };
+    let hitscan = ShotClaim {
+        shooter,
+        weapon: lagcomp_game::weapon::RIFLE,
+        seq: 7,
+        render_time,
+        origin,
+        direction,
+        hit: None,
+    };
+    let prints = [
+        WeaponClaim::Hitscan(hitscan),
+        WeaponClaim::Projectile(rocket),
+        WeaponClaim::Pellets(pellets),
+        WeaponClaim::Melee(knife),
+        WeaponClaim::Splash(blast),
+        WeaponClaim::Projectile(ProjectileHitClaim { step: 2, ..rocket }),
+        WeaponClaim::Pellets(PelletClaim {
+            seed: 98,
+            ..pellets
+        }),
+        WeaponClaim::Pellets(PelletClaim {
+            pellets: 13,
+            ..pellets
+        }),
+        WeaponClaim::Melee(MeleeClaim {
+            sweep: ShapeSweep::line(blade, direction, 1.0).expect("a thrust"),
+            ..knife
+        }),
+        WeaponClaim::Splash(SplashClaim {
+            victims: [Some(shooter); lagcomp_validate::splash::MAX_VICTIMS],
+            ..blast
+        }),
+    ]
+    .map(|claim| claim_fingerprint(&claim));
+    for (i, a) in prints.iter().enumerate() {
+        for b in &prints[i + 1..] {
+            assert_ne!(a, b, "fingerprint {i} collides");
+        }
+    }
+    // A copy is the same claim; the hitscan print is the rifle's `fingerprint`.
+    assert_eq!(claim_fingerprint(&WeaponClaim::Pellets(pellets)), prints[2]);
+    assert_eq!(prints[0], lagcomp_game::traffic::fingerprint(&hitscan));
 }

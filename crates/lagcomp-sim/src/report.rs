@@ -10,7 +10,8 @@
 //! - `report/agreement.rs`, `reconstruction.rs`, `rejections.rs`, `shot.rs`: one chart
 //!   each;
 //! - `report/tables.rs`: the results, reconstruction and cheat tables;
-//! - `report/scenes.rs`: the chosen shots' 3D pictures, linked `.glb` files beside the page.
+//! - `report/scenes.rs`: the chosen shots' 3D pictures, linked `.glb` files beside the page;
+//! - `report/weapons.rs`: the per-weapon table.
 //!
 //! The page is also well-formed XML (every element closed, only the XML entities), so
 //! tests can parse it with an XML parser, and the same [`SimResult`] always gives the same
@@ -44,6 +45,7 @@ mod scenes;
 mod shot;
 mod tables;
 mod text;
+mod weapons;
 
 pub use scenes::{ChosenShot, ShotScene, ShotScenes};
 use text::esc;
@@ -96,6 +98,7 @@ pub fn render_html(result: &SimResult) -> String {
     out.push_str(&tables::results(result));
     out.push_str(&tables::movers(result));
     out.push_str(&tables::refused(result));
+    out.push_str(&weapons::table(result));
     out.push_str("</section>\n");
 
     section(

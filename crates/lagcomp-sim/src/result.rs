@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use lagcomp_game::scorecard::{CheatResult, ModeResult};
+use lagcomp_game::weapon::Arm;
 use serde::{Deserialize, Serialize};
 
 /// How the server decides a shot, side by side on the same shots.
@@ -88,6 +89,14 @@ pub struct PresetRun {
     /// an honest hit lost, counted against agreement.
     #[serde(default)]
     pub blocked_by_movers_disputed: u64,
+    /// Per weapon (the rocket's blast on its own), the full validator's verdicts on the
+    /// honest claims it made: `agreed` of `client_hits` (the client saw a hit and the
+    /// server confirmed it on the same player, or agreed and refused damage),
+    /// `false_confirmations` (the client saw none, the server confirmed one), rejections
+    /// by reason. `shots_sent` is not counted per weapon (0). The modes above judge the
+    /// hitscan claims (rifle, sniper rifle) only.
+    #[serde(default)]
+    pub weapons: BTreeMap<Arm, ModeResult>,
 }
 
 /// Honest shots claiming an extrapolated view, and their rejections.

@@ -2,7 +2,7 @@
 //! how the matches' tallies become a [`SimResult`].
 
 use lagcomp_game::cheat::Cheat;
-use lagcomp_game::scorecard::CheatResult;
+use lagcomp_game::scorecard::{CheatResult, ModeResult};
 use lagcomp_net::conditioner::{PRESETS, Preset, preset};
 
 use crate::result::{DistanceStats, Mode, PresetRun, RewindStats, SimResult};
@@ -47,6 +47,9 @@ pub struct Scenario {
     /// Whether the arena has doors, a tram, a breakable wall and a mesh level
     /// ([`SkirmishConfig::scenery`]); on in every built-in scenario.
     pub scenery: bool,
+    /// Whether honest bots carry every weapon ([`SkirmishConfig::arsenal`]); on in every
+    /// built-in scenario.
+    pub arsenal: bool,
 }
 
 /// Why a scenario could not be built.
@@ -84,6 +87,7 @@ impl Scenario {
             respawn_rate: 0.05,
             echo_ceiling: true,
             scenery: true,
+            arsenal: true,
         };
         match name {
             "default" => {}
@@ -122,6 +126,7 @@ impl Scenario {
             cheat,
             echo_ceiling: self.echo_ceiling,
             scenery: self.scenery,
+            arsenal: self.arsenal,
         };
         let mut out: Vec<_> = self
             .presets
@@ -232,17 +237,23 @@ pub fn parse_latency(text: &str) -> Result<Preset, ScenarioError> {
 }
 
 fn preset_run(preset: &Preset, tally: Tally, window: f64) -> PresetRun {
-    let mut modes = tally.modes;
-    for m in modes.values_mut() {
+    // Agreement: of the hits the client saw, the share the server agreed with.
+    let agreement = |m: &mut ModeResult| {
         m.agreement = if m.client_hits == 0 {
             f64::NAN
         } else {
             m.agreed as f64 / m.client_hits as f64
         };
-    }
-    let honest_rejected = modes
-        .get(&Mode::Full)
-        .map_or(0, |m| m.rejections.values().sum());
+    };
+    let mut modes = tally.modes;
+    modes.values_mut().for_each(agreement);
+    let mut weapons = tally.arms;
+    weapons.values_mut().for_each(agreement);
+    // Every weapon's: the hitscan ones' are the full mode's.
+    let honest_rejected = weapons
+        .values()
+        .map(|m| m.rejections.values().sum::<u64>())
+        .sum();
     let movers = |claimed_hit| {
         tally
             .honest_blocked
@@ -265,6 +276,7 @@ fn preset_run(preset: &Preset, tally: Tally, window: f64) -> PresetRun {
         rewind: rewind_stats(tally.rewinds, window),
         blocked_by_movers,
         blocked_by_movers_disputed,
+        weapons,
     }
 }
 

@@ -22,10 +22,11 @@ use lagcomp_game::cheat::Cheat;
 use lagcomp_game::scenery::{Scenery, WallNews};
 use lagcomp_game::scorecard::ModeResult;
 use lagcomp_game::server::{CoreConfig, EntitySnapshot, QueuedShot, ServerCore};
-use lagcomp_game::traffic::{ClientInput, EntityUpdate, FiredShot, fingerprint};
+use lagcomp_game::traffic::{ClientInput, EntityUpdate, FiredShot, claim_fingerprint};
+use lagcomp_game::weapon::Arm;
 use lagcomp_net::clock::Pong;
 use lagcomp_net::conditioner::{LinkConditioner, Preset};
-use lagcomp_validate::{RenderTime, ShotClaim, VerdictOutcome};
+use lagcomp_validate::{RenderTime, ShotClaim, VerdictOutcome, WeaponClaim};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
@@ -66,6 +67,11 @@ pub struct SkirmishConfig {
     /// tram, a wall that falls a third of the way through the match and is rebuilt at
     /// two thirds, and a triangle-mesh level.
     pub scenery: bool,
+    /// Whether honest bots carry every weapon and pick the one that fits each target
+    /// ([`BrainConfig::arsenal`]; a cheat that bends a weapon other than the rifle needs
+    /// it too), or the rifle only: the hitscan claims the three modes compare, at the
+    /// rifle's rate.
+    pub arsenal: bool,
 }
 
 /// What one match measured.
@@ -98,6 +104,8 @@ pub struct Tally {
     pub honest_blocked: BTreeMap<(&'static str, bool), u64>,
     /// What the arena held besides its walls ([`Scenery::describe`]), if anything.
     pub scenery: Option<String>,
+    /// Per weapon, honest claims only, the full validator's verdicts.
+    pub arms: BTreeMap<Arm, ModeResult>,
 }
 
 /// A snapshot message: every entity at one tick (shared by all clients).
@@ -221,6 +229,7 @@ pub fn play(config: &SkirmishConfig, mut progress: impl FnMut(f64)) -> Tally {
             let mut brain = BotBrain::new(
                 BrainConfig {
                     window: config.max_rewind,
+                    arsenal: config.arsenal,
                     ..BrainConfig::new(config.tick_rate, (b == 0).then_some(config.cheat).flatten())
                 },
                 ids[b],
@@ -325,15 +334,19 @@ pub fn play(config: &SkirmishConfig, mut progress: impl FnMut(f64)) -> Tally {
             client.next_frame += 1.0 / config.client_fps;
             let local = client.local(now);
             let frame = client.brain.frame(now, local, &arena, &rig);
-            if let Some(shot) = frame.fired {
-                // Keyed by content: a replaying cheat sends many claims under one number.
+            // Keyed by content: a replaying cheat sends many claims under one number.
+            for shot in frame.fired.into_iter().chain(frame.blast) {
                 fired.insert((bot, shot.fingerprint), shot);
             }
             ups[bot].send(now, frame.input);
         }
     }
     progress(1.0);
-    let sent = fired.values().filter(|f| !f.cheat).count() as u64;
+    // The modes judge hitscan claims only.
+    let sent = fired
+        .values()
+        .filter(|f| !f.cheat && f.arm.kind() == "hitscan")
+        .count() as u64;
     for m in tally.modes.values_mut() {
         m.shots_sent = sent;
     }
@@ -349,12 +362,19 @@ fn judge(
     tick_dt: f64,
     tally: &mut Tally,
 ) {
-    let (claim, received) = (&queued.claim, queued.received);
+    let received = queued.received;
     let Some(bot) = ids.iter().position(|&i| i == queued.shooter) else {
         return;
     };
-    let Some(shot) = fired.get(&(bot, fingerprint(claim))) else {
+    let Some(shot) = fired.get(&(bot, claim_fingerprint(&queued.claim))) else {
         return;
+    };
+    let claim = match &queued.claim {
+        WeaponClaim::Hitscan(claim) => claim,
+        other => {
+            judge_any(server, ids, other, shot, received, tally);
+            return;
+        }
     };
     if !shot.cheat {
         tally.rewinds.push(received - claimed_time(claim, tick_dt));
@@ -425,6 +445,18 @@ fn judge(
         _ => None,
     };
     let client_hit = shot.client_hit.and_then(|(id, _)| index_of(id));
+    let confirmed_on = match verdict.outcome {
+        VerdictOutcome::Confirmed(hit) => index_of(hit.target),
+        _ => None,
+    };
+    count_arm(
+        tally,
+        shot.arm,
+        client_hit,
+        confirmed_on,
+        refused_on,
+        verdict.outcome.reason().map(|r| r.name()),
+    );
     let srtt = server.srtt(queued.shooter).unwrap_or(0.0);
     let reported_delay = server.reported_delay(queued.shooter).unwrap_or(0.0);
     let newest = history.window().map_or(received, |w| w.1);
@@ -460,30 +492,129 @@ fn judge(
         }
     }
     // How far the pose the server rebuilt is from the one the client drew.
-    if let (Some((target, _)), true) = (shot.client_hit, shot.clean_view)
-        && let Some(rebuilt) = rebuilt_as_drawn(history, claim, target)
+    if let Some((target, rebuilt)) = reconstruct(history, claim.render_time, shot, tally)
+        && tally.picture.is_none()
+        && let VerdictOutcome::Confirmed(hit) = verdict.outcome
     {
-        if !rebuilt.sample().rewound() {
-            // Lag compensation was off then: the present pose was used on purpose.
-            return;
+        tally.picture = picture(server, claim, target, hit.point, &rebuilt);
+        if tally.picture.is_some() {
+            offer(tally, ChosenShot::Confirmed, server, (claim, &verdict), ids);
         }
-        let error = (0..BONES as u16)
-            .filter_map(|b| {
-                let server = rebuilt.bone(b)?.translation;
-                Some(f64::from(
-                    server.distance(shot.drawn[usize::from(b)].translation),
-                ))
-            })
-            .fold(0.0, f64::max);
-        tally.reconstruction.push(error);
-        if tally.picture.is_none()
-            && let VerdictOutcome::Confirmed(hit) = verdict.outcome
-        {
-            tally.picture = picture(server, claim, target, hit.point, &rebuilt);
-            if tally.picture.is_some() {
-                offer(tally, ChosenShot::Confirmed, server, (claim, &verdict), ids);
+    }
+}
+
+/// How far (largest bone distance) the pose the server rebuilds for a claim stamped
+/// `render_time` lies from the one the client drew of the target it saw hit, pushed to
+/// the tally; the target and the rebuilt pose. Not for a teleport's view, nor when lag
+/// compensation was off (the present pose used on purpose).
+fn reconstruct<'h>(
+    history: &'h lagcomp::History,
+    render_time: RenderTime,
+    shot: &FiredShot,
+    tally: &mut Tally,
+) -> Option<(EntityId, lagcomp::EntityAt<'h>)> {
+    let (target, _) = shot.client_hit.filter(|_| shot.clean_view)?;
+    let rebuilt = rebuilt_as_drawn(history, render_time, target)?;
+    if !rebuilt.sample().rewound() {
+        return None;
+    }
+    let error = (0..BONES as u16)
+        .filter_map(|b| {
+            let server = rebuilt.bone(b)?.translation;
+            Some(f64::from(
+                server.distance(shot.drawn[usize::from(b)].translation),
+            ))
+        })
+        .fold(0.0, f64::max);
+    tally.reconstruction.push(error);
+    Some((target, rebuilt))
+}
+
+/// One honest claim's verdict in its weapon's tally: `client_hit` is the player the
+/// client saw hit, `confirmed_on` the player the server confirmed a hit on, `refused_on`
+/// the one it agreed was hit and denied damage, `rejected` the rejection's reason.
+fn count_arm(
+    tally: &mut Tally,
+    arm: Arm,
+    client_hit: Option<usize>,
+    confirmed_on: Option<usize>,
+    refused_on: Option<usize>,
+    rejected: Option<&str>,
+) {
+    let m = tally.arms.entry(arm).or_default();
+    m.shots_arrived += 1;
+    m.client_hits += u64::from(client_hit.is_some());
+    m.confirmed += u64::from(confirmed_on.is_some());
+    if client_hit.is_some() && (confirmed_on == client_hit || refused_on == client_hit) {
+        m.agreed += 1;
+    }
+    if client_hit.is_none() && confirmed_on.is_some() {
+        m.false_confirmations += 1;
+    }
+    if let Some(reason) = rejected {
+        *m.rejections.entry(reason.to_owned()).or_default() += 1;
+    }
+}
+
+/// Validates a claim of a kind other than hitscan (pellets, knife, rocket, blast) and
+/// tallies it for its weapon (or as a cheat). A claim that names several players (pellets,
+/// a blast) agrees when the server confirms the first the client saw hit; it is
+/// rejected when any of its parts is.
+fn judge_any(
+    server: &mut ServerCore,
+    ids: &[EntityId],
+    claim: &WeaponClaim,
+    shot: &FiredShot,
+    received: f64,
+    tally: &mut Tally,
+) {
+    let verdict = server.validate_any(claim, received);
+    let index_of = |id: EntityId| ids.iter().position(|&i| i == id);
+    let client_hit = shot.client_hit.and_then(|(id, _)| index_of(id));
+    let (mut confirmed_on, mut refused_on, mut rejected) = (None, None, None);
+    for part in verdict.verdicts() {
+        match part.outcome {
+            VerdictOutcome::Confirmed(hit) => {
+                let on = index_of(hit.target);
+                // The first the client saw hit, if confirmed; else any player confirmed.
+                if confirmed_on.is_none() || on == client_hit {
+                    confirmed_on = on.or(confirmed_on);
+                }
             }
+            VerdictOutcome::Refused {
+                target, refusal, ..
+            } => {
+                *tally.refused.entry(refusal.name().to_owned()).or_default() += 1;
+                if refused_on.is_none() || index_of(target) == client_hit {
+                    refused_on = index_of(target);
+                }
+            }
+            ref outcome => rejected = rejected.or(outcome.reason().map(|r| r.name())),
         }
+    }
+    if shot.cheat {
+        tally.cheat_attempts += 1;
+        let label = if confirmed_on.is_some() {
+            tally.cheat_accepted += 1;
+            "confirmed"
+        } else {
+            rejected.unwrap_or("miss")
+        };
+        *tally.cheat_outcomes.entry(label.to_owned()).or_default() += 1;
+        return;
+    }
+    count_arm(
+        tally,
+        shot.arm,
+        client_hit,
+        confirmed_on,
+        refused_on,
+        rejected,
+    );
+    // The pellets and the knife were stamped with the moment drawn, as a rifle shot is
+    // (a rocket's record holds what was drawn when it struck, not when it was fired).
+    if matches!(shot.arm, Arm::Shotgun | Arm::Knife) {
+        let _ = reconstruct(server.history(), claim.render_time(), shot, tally);
     }
 }
 
@@ -620,8 +751,8 @@ fn claimed_time(claim: &ShotClaim, tick_dt: f64) -> f64 {
     }
 }
 
-fn rewind_target(claim: &ShotClaim) -> Option<RewindTarget> {
-    match claim.render_time {
+fn rewind_target(render_time: RenderTime) -> Option<RewindTarget> {
+    match render_time {
         RenderTime::Ticks { from, to, fraction } => Some(RewindTarget::between(from, to, fraction)),
         RenderTime::Time(t) => Some(RewindTarget::Time(t)),
         // The frame extrapolated from; the picture is rebuilt by `rebuilt_as_drawn`.
@@ -632,12 +763,12 @@ fn rewind_target(claim: &ShotClaim) -> Option<RewindTarget> {
 /// The claimed target as the server rebuilds what the client drew.
 fn rebuilt_as_drawn<'h>(
     history: &'h lagcomp::History,
-    claim: &ShotClaim,
+    render_time: RenderTime,
     target: EntityId,
 ) -> Option<lagcomp::EntityAt<'h>> {
-    let rebuilt = match claim.render_time {
+    let rebuilt = match render_time {
         RenderTime::Extrapolated { from, by } => history.entity_extrapolated(target, from, by),
-        _ => history.entity_at(target, rewind_target(claim)?, WindowPolicy::Reject),
+        _ => history.entity_at(target, rewind_target(render_time)?, WindowPolicy::Reject),
     };
     rebuilt.ok().flatten()
 }

@@ -33,6 +33,7 @@ use lagcomp_game::brain::{BotBrain, BrainConfig, HUMAN_PAUSE};
 use lagcomp_game::cheat::Cheat;
 use lagcomp_game::scorecard::{CheatResult, ModeResult};
 use lagcomp_game::traffic::{EntityUpdate, FiredShot};
+use lagcomp_validate::WeaponClaim;
 use lagcomp_wire::{
     ClientMessage, EntityPose, Input, MAX_SHOTS_PER_INPUT, ProbeReply, ServerMessage, VerdictInbox,
     WireOutcome, WireVerdict,
@@ -559,7 +560,17 @@ impl Bot {
                 }
                 self.shots.entry(shot.seq).or_default().push_back(shot);
             }
-            let mut shots = frame.input.shots;
+            // A rifle-only brain (`BrainConfig::arsenal` off) sends hitscan claims, all the
+            // wire carries.
+            let mut shots: Vec<_> = frame
+                .input
+                .shots
+                .into_iter()
+                .filter_map(|(seq, claim)| match claim {
+                    WeaponClaim::Hitscan(shot) => Some((seq, shot)),
+                    _ => None,
+                })
+                .collect();
             shots.truncate(MAX_SHOTS_PER_INPUT);
             let input = ClientMessage::Input(Input {
                 frame: frame.input.frame,

@@ -133,6 +133,12 @@ impl WeaponClaim {
         each_kind!(self, claim => claim.seq)
     }
 
+    /// Puts `shooter` in the claim: who fired is the server's to know from the connection,
+    /// not the packet's to say.
+    pub fn set_shooter(&mut self, shooter: EntityId) {
+        each_kind!(self, claim => claim.shooter = shooter);
+    }
+
     /// With what.
     #[must_use]
     pub fn weapon(&self) -> WeaponId {

@@ -101,6 +101,7 @@ pub(crate) fn realistic() -> SimResult {
                 },
                 blocked_by_movers: 40,
                 blocked_by_movers_disputed: 0,
+                weapons: Default::default(),
             }
         })
         .collect();

@@ -7,3 +7,4 @@ mod report;
 mod report_browser;
 mod report_scenes;
 mod scenery;
+mod weapons;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use lagcomp_game::body::BONES;
 use lagcomp_game::server::QueuedShot;
 use lagcomp_game::traffic::{ClientInput, fingerprint};
+use lagcomp_validate::WeaponClaim;
 use lagcomp_wire::datagram::DatagramRecord;
 use lagcomp_wire::{ClientMessage, Penalty, ServerMessage, VerdictOutbox, Welcome};
 use renet::{ClientId, ServerEvent};
@@ -90,7 +91,13 @@ impl GameServer {
                         aim: input.aim,
                         ping: input.ping,
                         probe_reply: input.probe_reply.map(|r| r.id),
-                        shots: input.shots,
+                        // The wire carries hitscan claims (the other kinds are the
+                        // simulator's so far).
+                        shots: input
+                            .shots
+                            .into_iter()
+                            .map(|(seq, claim)| (seq, WeaponClaim::Hitscan(claim)))
+                            .collect(),
                         interp_delay: input.interp_delay,
                         newest_tick: input.newest_tick,
                     };
@@ -204,7 +211,11 @@ impl GameServer {
     /// before, or dropped when its client is past the verdict cap (a strike for the
     /// guard).
     pub(super) fn admit(&mut self, queued: QueuedShot, now: f64) {
-        let print = fingerprint(&queued.claim);
+        // Only hitscan claims come in over the wire (see `receive`).
+        let WeaponClaim::Hitscan(claim) = queued.claim else {
+            return;
+        };
+        let print = fingerprint(&claim);
         let Some(connection) = self
             .connections
             .iter_mut()
@@ -212,11 +223,11 @@ impl GameServer {
         else {
             // Not a connection's (the core drops a leaver's shots, so never): validated
             // as before, without memory or cap.
-            self.claims.push((queued.claim, queued.received));
+            self.claims.push((claim, queued.received));
             self.prints.push(print);
             return;
         };
-        let seq = queued.claim.seq;
+        let seq = claim.seq;
         match connection.answered.recall(seq, print) {
             Recall::Unknown => {}
             Recall::Pending => {
@@ -263,7 +274,7 @@ impl GameServer {
         }
         connection.cap_used += 1;
         connection.answered.take(seq, print);
-        self.claims.push((queued.claim, queued.received));
+        self.claims.push((claim, queued.received));
         self.prints.push(print);
     }
 }
