@@ -307,7 +307,10 @@ kind       how the server judges the claim: hitscan (one ray), pellets (the shot
            step), splash (the blast's victims in radius and in sight), melee (the blade's
            sweep)
 claims     honest claims that reached the server; hits: those whose shooter saw a hit
-agreement  share of the hits the server confirmed on the player the shooter saw first
+confirmed  hits the server confirmed as damage (a hit on a dodging or spawn-protected
+           player is agreed but refused damage, so confirmed can be below hits)
+agreement  share of the hits the server confirmed, or refused as dodged or protected, on
+           the player the shooter saw first
 false      claims whose shooter saw no hit but the server confirmed one
 rejected   honest claims the validator refused (the JSON lists them by reason)
 ";
