@@ -249,9 +249,9 @@ pub fn rules(max_rewind: f64, no_rewind_above_rtt: Option<f64>) -> Result<RuleSe
 
 #[cfg(test)]
 mod tests {
-    use lagcomp::HistoryConfig;
+    use lagcomp::{HistoryConfig, MaterialId, Zone};
 
-    use super::{RIFLE, rules};
+    use super::{RIFLE, SNIPER_FLESH_COST, SNIPER_POWER, SNIPER_RIFLE, rules};
     use crate::body::Arena;
     use crate::server::{CoreConfig, CoreError, ServerCore};
 
@@ -276,6 +276,29 @@ mod tests {
             (0.75, Some(0.3))
         );
         assert_eq!(core.history().config().max_rewind, 0.75);
+    }
+
+    #[test]
+    fn the_sniper_round_crosses_players_and_never_a_wall() {
+        let rules = rules(1.0, None).expect("valid");
+        let sniper = rules
+            .weapon(SNIPER_RIFLE)
+            .and_then(|w| w.penetration_rules())
+            .expect("the sniper rifle penetrates");
+        assert_eq!(sniper.power(), SNIPER_POWER);
+        // The scenery's pieces are material 0: a centimetre of one takes all the power.
+        assert!(sniper.cost_per_metre(MaterialId(0)) * 0.01 >= sniper.power());
+        // Players are flesh: two torsos of 40 cm each leave more than half the power.
+        let flesh = sniper.cost_per_metre(sniper.zone_material(Zone::Torso));
+        assert_eq!(flesh, SNIPER_FLESH_COST);
+        assert!(2.0 * 0.4 * flesh < 0.5 * sniper.power());
+        // The rifle's round stops in the first player.
+        assert!(
+            rules
+                .weapon(RIFLE)
+                .and_then(|w| w.penetration_rules())
+                .is_none()
+        );
     }
 
     #[test]
