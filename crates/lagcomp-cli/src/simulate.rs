@@ -305,7 +305,8 @@ weapon     what honest bots fired, each picking what fits the target: the knife 
 kind       how the server judges the claim: hitscan (one ray), pellets (the shotgun's
            pellets regenerated from the seed), projectile (the flight re-flown step by
            step), splash (the blast's victims in radius and in sight), melee (the blade's
-           sweep)
+           sweep), penetration (the sniper round walked through players, walls stop it;
+           its shots on an extrapolated picture are plain hitscan claims)
 claims     honest claims that reached the server; hits: those whose shooter saw a hit
 confirmed  hits the server confirmed as damage (a hit on a dodging or spawn-protected
            player is agreed but refused damage, so confirmed can be below hits)
@@ -323,14 +324,14 @@ pub(crate) fn print_cheats(out: &mut impl Write, cheats: &[CheatResult]) -> io::
     writeln!(out)?;
     writeln!(
         out,
-        "{:<16} {:>8} {:>9}  outcomes",
+        "{:<23} {:>8} {:>9}  outcomes",
         "cheat", "attempts", "accepted"
     )?;
     for c in cheats {
         let outcomes: Vec<String> = c.outcomes.iter().map(|(k, v)| format!("{k} {v}")).collect();
         writeln!(
             out,
-            "{:<16} {:>8} {:>9}  {}",
+            "{:<23} {:>8} {:>9}  {}",
             c.class,
             c.attempts,
             c.accepted,

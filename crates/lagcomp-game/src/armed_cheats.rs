@@ -1,7 +1,7 @@
 //! The cheat classes that bend a weapon other than the rifle, as a cheating bot's client
 //! plays them: a rocket claimed to strike before it could arrive, pellets drawn from a
 //! seed of its choosing, a knife that strikes beyond its reach, a blast claimed through a
-//! wall. Each builds the claim an honest client would and bends the one part its class
+//! wall, a sniper round claimed through a wall. Each builds the claim an honest client would and bends the one part its class
 //! is about.
 
 use glam::Vec3;
@@ -10,6 +10,7 @@ use lagcomp::spread::{MAX_PELLETS, pellet_seed};
 use lagcomp::{PlacedShape, Pose, Shape, ShapeSweep};
 use lagcomp_net::shot::stamp;
 use lagcomp_validate::pellets::{PelletClaim, PelletTarget};
+use lagcomp_validate::penetration::{ClaimedLayer, MAX_PENETRATION_LAYERS, PenetrationClaim};
 use lagcomp_validate::projectile::ProjectileHitClaim;
 use lagcomp_validate::splash::{MAX_VICTIMS, SplashClaim};
 use lagcomp_validate::{ClaimedHit, MeleeClaim, RenderTime, WeaponClaim};
@@ -64,6 +65,7 @@ impl BotBrain {
             Cheat::ChosenPelletSeed => Arm::Shotgun,
             Cheat::LongKnife => Arm::Knife,
             Cheat::BlastThroughWall => Arm::RocketBlast,
+            Cheat::ThroughTheWallSniper => Arm::SniperRifle,
             _ => return None,
         };
         let chest = self.remotes[aimed].scratch[body::CHEST as usize].translation;
@@ -164,6 +166,26 @@ impl BotBrain {
                     direction: aim,
                     blast,
                     victims,
+                })
+            }
+            Cheat::ThroughTheWallSniper => {
+                // Only a target a wall or the level really hides, within the rifle's range.
+                if !self.behind_cover(eye, chest, arena) || distance > 190.0 {
+                    return None;
+                }
+                let mut layers = [None; MAX_PENETRATION_LAYERS];
+                layers[0] = Some(ClaimedLayer::Body {
+                    target,
+                    hitbox: None,
+                });
+                WeaponClaim::Penetration(PenetrationClaim {
+                    shooter: self.me,
+                    weapon: weapon::SNIPER_RIFLE,
+                    seq: self.take_seq(),
+                    render_time,
+                    origin: eye,
+                    direction: aim,
+                    layers,
                 })
             }
             _ => return None,

@@ -1,8 +1,8 @@
 //! The weapons besides the rifle as a bot's client fires them: which one fits the target,
 //! whether the server's fire-rate rule lets it fire now, and each kind's claim built from
 //! what this client draws (pellets from the seed, the knife's thrust, the rocket's flight
-//! step by step and its blast). The rifle's shot (and the sniper rifle's, the same kind)
-//! is the brain's own `fire`.
+//! step by step and its blast). The rifle's shot is the brain's own `fire`; the sniper
+//! rifle's is that shot with the players its round passes through (`sniper.rs`).
 
 use std::collections::VecDeque;
 
@@ -237,7 +237,13 @@ impl BotBrain {
                 self.arm = arm;
                 let shot = self.fire(me, eye, render, arena, rig, false);
                 self.arm = Arm::Rifle;
-                return shot.map(|(claim, shot)| (WeaponClaim::Hitscan(claim), shot));
+                // The sniper round passes through players: claimed as the chain this
+                // client drew, when the target was drawn from snapshots (an extrapolated
+                // picture is the rifle's alone).
+                return shot.map(|(claim, shot)| match arm {
+                    Arm::SniperRifle if plain => self.penetrating(me, &claim, shot, arena, rig),
+                    _ => (WeaponClaim::Hitscan(claim), shot),
+                });
             }
         };
         if shot.is_some()

@@ -41,6 +41,8 @@ mod armed_cheats;
 mod arsenal;
 #[path = "sight.rs"]
 mod sight;
+#[path = "sniper.rs"]
+mod sniper;
 
 use std::collections::{HashMap, VecDeque};
 
@@ -572,6 +574,9 @@ impl BotBrain {
         let protected = self.shown_protected(self.target);
         let allowed = match self.cheat {
             Some(Cheat::ThroughWalls) => self.behind_cover(eye, chest, arena),
+            Some(Cheat::ThroughTheWallSniper) => {
+                protected == Some(false) && self.behind_cover(eye, chest, arena)
+            }
             // It picks the body its blast can claim when it fires.
             Some(Cheat::BlastThroughWall) => true,
             Some(Cheat::ThroughDoor) => {
@@ -866,6 +871,15 @@ impl BotBrain {
                 Some(Cheat::ThroughWalls) => {
                     c.behind_cover(eye, remote.scratch[body::CHEST as usize].translation, arena)
                 }
+                // Unprotected ones only: what refuses its claims is the wall, nothing else.
+                Some(Cheat::ThroughTheWallSniper) => {
+                    c.shown_protected(i) == Some(false)
+                        && c.behind_cover(
+                            eye,
+                            remote.scratch[body::CHEST as usize].translation,
+                            arena,
+                        )
+                }
                 Some(Cheat::BlastThroughWall) => c.blast_spot(eye, i, arena).is_some(),
                 // Unprotected ones only: what stops its shots is the door, nothing else.
                 Some(Cheat::ThroughDoor) => {
@@ -897,6 +911,7 @@ impl BotBrain {
                     | Cheat::Invulnerable
                     | Cheat::BlastThroughWall
                     | Cheat::LongKnife
+                    | Cheat::ThroughTheWallSniper
             )
         ) && !wanted(self, self.target);
         if stale || cheat_needs_new {

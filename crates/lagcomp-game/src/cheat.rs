@@ -49,6 +49,10 @@ pub enum Cheat {
     /// Claims rocket blasts just this side of a wall that catch a target standing
     /// behind it. Needs the arsenal.
     BlastThroughWall,
+    /// Fires the sniper rifle only at targets behind a wall, listing them in its
+    /// penetration claim as if the round had crossed the wall (it crosses players, never
+    /// walls). Needs the arsenal.
+    ThroughTheWallSniper,
 }
 
 /// How late a fake-latency cheat answers the server's round-trip probes, seconds.
@@ -56,7 +60,7 @@ pub const FAKE_LATENCY: f64 = 0.5;
 
 impl Cheat {
     /// Every class, in report order.
-    pub const ALL: [Self; 15] = [
+    pub const ALL: [Self; 16] = [
         Self::TooOld,
         Self::Backtrack,
         Self::RapidFire,
@@ -72,6 +76,7 @@ impl Cheat {
         Self::ChosenPelletSeed,
         Self::LongKnife,
         Self::BlastThroughWall,
+        Self::ThroughTheWallSniper,
     ];
 
     /// Whether the class needs doors ([`crate::scenery`]) to play: on a map without them
@@ -88,7 +93,11 @@ impl Cheat {
     pub const fn needs_arsenal(self) -> bool {
         matches!(
             self,
-            Self::EarlyRocket | Self::ChosenPelletSeed | Self::LongKnife | Self::BlastThroughWall
+            Self::EarlyRocket
+                | Self::ChosenPelletSeed
+                | Self::LongKnife
+                | Self::BlastThroughWall
+                | Self::ThroughTheWallSniper
         )
     }
 
@@ -111,6 +120,7 @@ impl Cheat {
             Self::ChosenPelletSeed => "chosen_pellet_seed",
             Self::LongKnife => "long_knife",
             Self::BlastThroughWall => "blast_through_wall",
+            Self::ThroughTheWallSniper => "through_the_wall_sniper",
         }
     }
 
@@ -137,6 +147,9 @@ impl Cheat {
             }
             Self::LongKnife => "knifes targets 2.5 to 8 m away (reach: 2 m from the eye)",
             Self::BlastThroughWall => "claims blasts that catch a target behind a wall",
+            Self::ThroughTheWallSniper => {
+                "claims its sniper round crossed a wall into the target behind it"
+            }
         }
     }
 }

@@ -2,10 +2,11 @@
 //! bot brain (which picks a weapon and paces its fire by them) and the server core (which
 //! validates with them) share. Neither the brain nor the server lives here.
 //!
-//! Five weapons, one per way a shot is judged: the rifle and the sniper rifle (hitscan),
-//! the shotgun (pellets from a seed), the rocket launcher (a projectile whose impact
+//! Five weapons, one per way a shot is judged: the rifle (hitscan), the sniper rifle
+//! (hitscan whose round passes through players: a penetration claim), the shotgun (pellets from a seed), the rocket launcher (a projectile whose impact
 //! blasts: a projectile claim and a splash claim) and the knife (a swept blade).
 
+use lagcomp_validate::penetration::MAX_PENETRATION_LAYERS;
 use lagcomp_validate::{RuleSet, RulesError, WeaponId};
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +37,12 @@ pub const ROCKET_STEP: f32 = 1.0 / 64.0;
 pub const ROCKET_MAX_TIME: f32 = 0.75;
 /// The rocket's blast radius, metres.
 pub const BLAST_RADIUS: f32 = 3.0;
+
+/// The sniper round's power (its `penetration.power` in [`rules`]), in the units its
+/// material costs are per metre.
+pub const SNIPER_POWER: f32 = 1.0;
+/// What a metre of a player costs the sniper round (its flesh's cost in [`rules`]).
+pub const SNIPER_FLESH_COST: f32 = 0.5;
 
 /// One of the game's weapons: what a bot carries and picks from, and what the report
 /// counts claims by.
@@ -92,11 +99,13 @@ impl Arm {
         }
     }
 
-    /// The kind of claim it makes, as [`lagcomp_validate::WeaponClaim::kind`] names it.
+    /// The kind of claim it makes, as [`lagcomp_validate::WeaponClaim::kind`] names it
+    /// (the sniper rifle's on an extrapolated picture is a plain hitscan claim).
     #[must_use]
     pub const fn kind(self) -> &'static str {
         match self {
-            Self::Rifle | Self::SniperRifle => "hitscan",
+            Self::Rifle => "hitscan",
+            Self::SniperRifle => "penetration",
             Self::Shotgun => "pellets",
             Self::RocketLauncher => "projectile",
             Self::RocketBlast => "splash",
@@ -151,8 +160,6 @@ pub fn rules(max_rewind: f64, no_rewind_above_rtt: Option<f64>) -> Result<RuleSe
         damage = {{ head = 4.0, torso = 1.0, limb = 0.75 }}
         {common}
 
-        # Hitscan for now. PENETRATION: once the validator judges penetrating claims,
-        # this table gains the weapon's power and the brain's sniper shot its chain.
         [weapons.sniper_rifle]
         id = {sniper}
         max_range = 200.0
@@ -162,6 +169,16 @@ pub fn rules(max_rewind: f64, no_rewind_above_rtt: Option<f64>) -> Result<RuleSe
         hit_leeway_min = 0.02
         damage = {{ head = 10.0, torso = 4.0, limb = 2.0 }}
         {common}
+
+        # The round crosses players, never walls: the scenery's pieces are material 0
+        # and stop it within a centimetre; flesh (material 1) costs half the power per
+        # metre, so it crosses two metres of players, each hitbox one of its 8 layers.
+        [weapons.sniper_rifle.penetration]
+        power = {SNIPER_POWER:?}
+        costs = [100.0, {SNIPER_FLESH_COST:?}]
+        layer_damage = 0.75
+        body_material = 1
+        max_layers = {MAX_PENETRATION_LAYERS}
 
         [weapons.shotgun]
         kind = "pellets"
@@ -232,9 +249,9 @@ pub fn rules(max_rewind: f64, no_rewind_above_rtt: Option<f64>) -> Result<RuleSe
 
 #[cfg(test)]
 mod tests {
-    use lagcomp::HistoryConfig;
+    use lagcomp::{HistoryConfig, MaterialId, Zone};
 
-    use super::{RIFLE, rules};
+    use super::{RIFLE, SNIPER_FLESH_COST, SNIPER_POWER, SNIPER_RIFLE, rules};
     use crate::body::Arena;
     use crate::server::{CoreConfig, CoreError, ServerCore};
 
@@ -259,6 +276,29 @@ mod tests {
             (0.75, Some(0.3))
         );
         assert_eq!(core.history().config().max_rewind, 0.75);
+    }
+
+    #[test]
+    fn the_sniper_round_crosses_players_and_never_a_wall() {
+        let rules = rules(1.0, None).expect("valid");
+        let sniper = rules
+            .weapon(SNIPER_RIFLE)
+            .and_then(|w| w.penetration_rules())
+            .expect("the sniper rifle penetrates");
+        assert_eq!(sniper.power(), SNIPER_POWER);
+        // The scenery's pieces are material 0: a centimetre of one takes all the power.
+        assert!(sniper.cost_per_metre(MaterialId(0)) * 0.01 >= sniper.power());
+        // Players are flesh: two torsos of 40 cm each leave more than half the power.
+        let flesh = sniper.cost_per_metre(sniper.zone_material(Zone::Torso));
+        assert_eq!(flesh, SNIPER_FLESH_COST);
+        assert!(2.0 * 0.4 * flesh < 0.5 * sniper.power());
+        // The rifle's round stops in the first player.
+        assert!(
+            rules
+                .weapon(RIFLE)
+                .and_then(|w| w.penetration_rules())
+                .is_none()
+        );
     }
 
     #[test]

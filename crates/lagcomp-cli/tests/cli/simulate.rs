@@ -5,23 +5,19 @@ use lagcomp_game::cheat::Cheat;
 
 use crate::{lagcomp, text};
 
-/// Runs `simulate` briefly (4 bots, 10 s, no cheats) with `extra` options, into a
-/// temporary report directory; returns its JSON and its table.
+/// Runs `simulate` briefly (4 bots, 10 s unless `extra` says `--duration`, no cheats) with
+/// `extra` options, into a temporary report directory; returns its JSON and its table.
 fn simulate(name: &str, extra: &[&str]) -> (serde_json::Value, String) {
     let out_dir = std::env::temp_dir().join(format!("lagcomp-cli-{name}-{}", std::process::id()));
     let out_path = out_dir.to_str().expect("a UTF-8 temporary directory");
-    let mut args = vec![
-        "simulate",
-        "--scenario",
-        "high-latency",
-        "--duration",
-        "10",
-        "--bots",
-        "4",
-        "--json",
-        "--out",
-        out_path,
-    ];
+    let duration = if extra.contains(&"--duration") {
+        &[][..]
+    } else {
+        &["--duration", "10"][..]
+    };
+    let mut args = vec!["simulate", "--scenario", "high-latency"];
+    args.extend_from_slice(duration);
+    args.extend_from_slice(&["--bots", "4", "--json", "--out", out_path]);
     args.extend_from_slice(extra);
     let out = lagcomp(&args);
     std::fs::remove_dir_all(&out_dir).ok();
@@ -32,7 +28,9 @@ fn simulate(name: &str, extra: &[&str]) -> (serde_json::Value, String) {
 
 #[test]
 fn the_latency_ladder_runs_in_one_command_and_every_rewind_fits_the_window() {
-    let (json, table) = simulate("ladder", &["--latencies", "50,150,500"]);
+    // 20 s: the modes judge hitscan claims only, and the sniper rifle's (which the far
+    // targets of this scenario get) are penetration claims.
+    let (json, table) = simulate("ladder", &["--latencies", "50,150,500", "--duration", "20"]);
     let runs = json["runs"].as_array().expect("runs");
     let names: Vec<&str> = runs.iter().map(|r| r["preset"].as_str().unwrap()).collect();
     assert_eq!(names, ["50/0/0%", "150/0/0%", "500/0/0%"]);

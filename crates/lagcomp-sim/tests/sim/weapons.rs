@@ -1,10 +1,12 @@
 //! Every weapon's floors (issue 25, "Floors"): honest bots carrying the rifle, the
 //! shotgun, the rocket launcher (its flight's claim and its blast's), the knife and the
 //! sniper rifle, each claim judged by the full validator; and the cheat classes that bend
-//! a weapon other than the rifle, all refused (`floors.rs`' cheat test plays every class).
+//! a weapon other than the rifle, all refused (`floors.rs`' cheat test plays every class;
+//! the sniper's through-the-wall claims are refused for the reason of their own here).
 
 use std::collections::BTreeMap;
 
+use lagcomp_game::cheat::Cheat;
 use lagcomp_game::weapon::Arm;
 use lagcomp_sim::ModeResult;
 use lagcomp_sim::scenario::{Scenario, parse_preset};
@@ -86,4 +88,25 @@ fn every_weapon_agrees_with_honest_clients_up_to_300_ms() {
         let n = hits.get(&arm).copied().unwrap_or(0);
         assert!(n >= least, "{}: only {n} hits", arm.name());
     }
+}
+
+#[test]
+fn a_sniper_round_claimed_through_a_wall_is_beyond_its_power() {
+    // The round crosses players, never walls: every claim naming a body a wall hides is
+    // refused by the server's own walk, as beyond the round's power.
+    let mut s = Scenario::named("default").expect("a built-in scenario");
+    s.duration = 20.0;
+    s.presets = vec![parse_preset("40/10/0.2%").expect("a known preset")];
+    s.cheats = vec![Cheat::ThroughTheWallSniper];
+    let result = s.run(|_, _, _| {});
+    let cheat = &result.cheats[0];
+    assert_eq!(cheat.class, "through_the_wall_sniper");
+    assert!(cheat.attempts >= 10, "only {} attempts", cheat.attempts);
+    assert_eq!(cheat.accepted, 0, "{:?}", cheat.outcomes);
+    assert_eq!(
+        cheat.outcomes.get("penetration_beyond_power"),
+        Some(&cheat.attempts),
+        "{:?}",
+        cheat.outcomes
+    );
 }
