@@ -29,6 +29,11 @@ const EARLY_STEP: u32 = 2;
 /// during [`EARLY_STEP`] (or the step after, the server's leeway) is a lie.
 const EARLY_TARGET: f32 = 6.0;
 
+/// How far behind a wall's near face a through-the-wall sniper's target chest must be,
+/// metres: more than a body's half depth (0.3 m) and its lean, so no hitbox of it pokes out
+/// in front of the wall.
+const BODY_CLEARANCE: f32 = 0.6;
+
 /// How far a long knife's target is, metres: past the knife's reach, near enough to
 /// pass for a lunge.
 pub(super) const LONG_KNIFE: (f32, f32) = (KNIFE_REACH + 0.5, 8.0);
@@ -169,8 +174,14 @@ impl BotBrain {
                 })
             }
             Cheat::ThroughTheWallSniper => {
-                // Only a target a wall or the level really hides, within the rifle's range.
-                if !self.behind_cover(eye, chest, arena) || distance > 190.0 {
+                // Only a target a wall or the level really hides, within the rifle's range;
+                // not the breakable wall, which may have fallen on the server already.
+                // And the wall clearly between: a body leaning on a wall's far face pokes
+                // out in front of it (its torso box is struck before the wall: a true claim,
+                // seen twice in seed 5), and an eye at a wall's near face crosses only what
+                // is left of it.
+                let wall = self.fixed_cover_distance(arena, eye, aim);
+                if wall < 0.3 || wall + BODY_CLEARANCE > distance || distance > 190.0 {
                     return None;
                 }
                 let mut layers = [None; MAX_PENETRATION_LAYERS];

@@ -575,7 +575,7 @@ impl BotBrain {
         let allowed = match self.cheat {
             Some(Cheat::ThroughWalls) => self.behind_cover(eye, chest, arena),
             Some(Cheat::ThroughTheWallSniper) => {
-                protected == Some(false) && self.behind_cover(eye, chest, arena)
+                protected == Some(false) && self.behind_fixed_cover(eye, chest, arena)
             }
             // It picks the body its blast can claim when it fires.
             Some(Cheat::BlastThroughWall) => true,

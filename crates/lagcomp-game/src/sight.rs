@@ -97,6 +97,14 @@ impl BotBrain {
         self.cover_distance(arena, eye, to.normalize_or_zero()) < to.length()
     }
 
+    /// Whether a wall or piece of the level other than the breakable wall stands between
+    /// `eye` and `point`: cover this client knows the server has too, whatever news of the
+    /// breakable wall's fall or rebuilding it has not heard yet.
+    pub(super) fn behind_fixed_cover(&self, eye: Vec3, point: Vec3, arena: &Arena) -> bool {
+        let to = point - eye;
+        self.fixed_cover_distance(arena, eye, to.normalize_or_zero()) < to.length()
+    }
+
     /// Whether a door or the tram as drawn, and nothing else, stands between `eye` and
     /// `point`.
     pub(super) fn behind_door(&self, eye: Vec3, point: Vec3, arena: &Arena) -> bool {
