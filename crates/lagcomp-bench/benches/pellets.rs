@@ -12,22 +12,20 @@
 //! Throughput is per claim (per blast), so the per-element times compare directly. The
 //! verdict labels and the blasts' sizes are printed to stderr.
 
+#[path = "support/scene_shots.rs"]
+mod scene_shots;
+
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput};
 use lagcomp::query::splash::{Blast, SplashHit};
 use lagcomp::spread::{Falloff, MAX_PELLETS, Pellets, pellet_seed};
-use lagcomp::{BoneTransform, Overlap, Ray, RewindTarget, Trace, Vec3};
+use lagcomp::{Overlap, Ray, RewindTarget, Trace};
 use lagcomp_fixtures::{SCENES, Scene};
 use lagcomp_validate::pellets::{PelletClaim, PelletTarget, PelletWeapon};
-use lagcomp_validate::{
-    ClaimedHit, ClientTiming, Participant, RenderTime, RuleSet, ShotClaim, Validator, WeaponId,
-    WeaponRules,
-};
-
-/// The fixture skeleton's eye bone.
-const EYE: u16 = 3;
+use lagcomp_validate::{RenderTime, ShotClaim, WeaponId, WeaponRules};
+use scene_shots::{claims, validator};
 
 const RULES: &str = r#"
 [policy]
@@ -58,69 +56,6 @@ pellets = { count = 12, half_angle_deg = 3.0, falloff = { start = 10.0, end = 40
 
 /// The shotgun's id in [`RULES`]: the same shots, fired as pellets.
 const SHOTGUN: WeaponId = WeaponId(2);
-
-fn validator(scene: &Scene) -> Validator {
-    let mut v = Validator::new(RuleSet::from_toml(RULES).expect("valid rules"));
-    for (e, &id) in scene.ids.iter().enumerate() {
-        v.register(
-            id,
-            Participant {
-                team: (e % 2) as u16,
-                aim_bone: EYE,
-                aim_forward: Vec3::Z,
-            },
-        );
-        v.set_timing(
-            id,
-            ClientTiming {
-                srtt: 0.1,
-                rttvar: 0.005,
-                interp_delay: 0.1,
-            },
-        )
-        .expect("a valid timing");
-    }
-    v
-}
-
-/// Each shot as a hitscan claim, with the target's chest at the shot's moment.
-fn claims(scene: &Scene) -> Vec<(ShotClaim, Vec3, f64)> {
-    let newest = scene.time_of(scene.newest_tick());
-    let mut bones = vec![BoneTransform::IDENTITY; scene.bones()];
-    let mut seqs = vec![0_u32; 64];
-    scene
-        .shots
-        .iter()
-        .enumerate()
-        .map(|(i, shot)| {
-            let shooter = i % 64;
-            let target = if shot.target == shooter {
-                (shooter + 1) % scene.ids.len()
-            } else {
-                shot.target
-            };
-            scene.entity_bones(shooter, shot.time, &mut bones);
-            let eye = bones[usize::from(EYE)].translation;
-            scene.entity_bones(target, shot.time, &mut bones);
-            let chest = scene.skeleton.chest(&bones);
-            seqs[shooter] += 1;
-            let claim = ShotClaim {
-                shooter: scene.ids[shooter],
-                weapon: WeaponId(1),
-                seq: seqs[shooter],
-                render_time: RenderTime::Time(shot.time),
-                origin: eye,
-                direction: chest - eye,
-                hit: Some(ClaimedHit {
-                    target: scene.ids[target],
-                    hitbox: None,
-                    point: Some(chest),
-                }),
-            };
-            (claim, chest, newest + 0.001)
-        })
-        .collect()
-}
 
 /// The shot as a pellet claim, each pellet's hit as the client's own fan saw it.
 fn pellet_claim(scene: &Scene, shot: &ShotClaim, weapon: &PelletWeapon) -> PelletClaim {
@@ -166,7 +101,7 @@ fn pellet_benches(c: &mut Criterion) {
     let scene = Scene::build(spec);
     let history = &scene.history;
     let claims = claims(&scene);
-    let fresh = validator(&scene);
+    let fresh = validator(&scene, RULES);
     let weapon = fresh
         .rules()
         .weapon(SHOTGUN)
